@@ -1,0 +1,3 @@
+from freshcrawl.cli import main
+
+main()

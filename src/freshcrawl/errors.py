@@ -1,0 +1,54 @@
+"""Exceptions and warnings raised by freshcrawl.
+
+Every exception subclasses :class:`FreshcrawlError` and the builtin that matches its meaning, so
+``except ValueError`` keeps working::
+
+    FreshcrawlError
+    ├── InvalidObservation (ValueError)      bad visit data: tau <= 0, NaN, flags outside {0, 1}
+    ├── InfeasibleAllocation (ValueError)    budget outside [sum p_min, sum p_max], caps too tight
+    ├── TraceFormatError (ValueError)        a malformed or unsorted change history or visit log
+    └── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
+
+    FreshcrawlWarning (UserWarning)
+    └── ConvergenceWarning                   a solver stopped at its iteration limit
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FreshcrawlError",
+    "InvalidObservation",
+    "InfeasibleAllocation",
+    "TraceFormatError",
+    "UnknownNameError",
+    "FreshcrawlWarning",
+    "ConvergenceWarning",
+]
+
+
+class FreshcrawlError(Exception):
+    """Base class of every error raised by freshcrawl."""
+
+
+class InvalidObservation(FreshcrawlError, ValueError):
+    """Visit observations that cannot be used (non-positive interval, NaN, bad flag, ...)."""
+
+
+class InfeasibleAllocation(FreshcrawlError, ValueError):
+    """No allocation satisfies the budget, the bounds and the host caps together."""
+
+
+class TraceFormatError(FreshcrawlError, ValueError):
+    """A change history or visit log that is malformed; the message names file and line."""
+
+
+class UnknownNameError(FreshcrawlError, ValueError):
+    """A name (estimator, objective, policy, mode) that freshcrawl does not know."""
+
+
+class FreshcrawlWarning(UserWarning):
+    """Base class of every warning issued by freshcrawl."""
+
+
+class ConvergenceWarning(FreshcrawlWarning):
+    """A numerical method stopped before reaching its tolerance."""

@@ -1,0 +1,64 @@
+"""Parsing of rates such as ``"1000/day"`` and of times (unix seconds or ISO 8601).
+
+freshcrawl works in days: rates are in visits (or changes) per day, times in days since the unix epoch
+unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = ["parse_rate", "SECONDS_PER_DAY", "RATE_UNITS"]
+
+SECONDS_PER_DAY = 86_400.0
+
+#: Multipliers that turn "N per <unit>" into N per day.
+RATE_UNITS: dict[str, float] = {
+    "s": SECONDS_PER_DAY,
+    "sec": SECONDS_PER_DAY,
+    "second": SECONDS_PER_DAY,
+    "min": 1440.0,
+    "minute": 1440.0,
+    "h": 24.0,
+    "hour": 24.0,
+    "d": 1.0,
+    "day": 1.0,
+    "w": 1.0 / 7.0,
+    "week": 1.0 / 7.0,
+}
+
+_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?:/\s*([A-Za-z]+))?\s*$")
+
+
+def parse_rate(text: str | float, *, name: str = "rate") -> float:
+    """Parse ``"N/day"``, ``"N/hour"``, ``"N/s"`` (or a bare number, per day) into a rate per day.
+
+    Raises
+    ------
+    ValueError
+        If the text is not a number with an optional known unit, or the rate is not finite and >= 0.
+
+    Examples
+    --------
+    >>> parse_rate("1000/day"), parse_rate("2/hour"), parse_rate("1/s")
+    (1000.0, 48.0, 86400.0)
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text), "day"
+    else:
+        m = _RATE.match(str(text))
+        if m is None:
+            raise ValueError(f"{name} must look like 'N/day', 'N/hour' or 'N/s'; got {text!r}")
+        value = float(m.group(1))
+        unit = (m.group(2) or "day").lower()
+        if unit.endswith("s") and unit[:-1] in RATE_UNITS:
+            unit = unit[:-1]
+        if unit not in RATE_UNITS:
+            raise ValueError(
+                f"{name} has unknown unit {unit!r} in {text!r}; use one of {', '.join(sorted(set(RATE_UNITS)))}"
+            )
+    rate = value * RATE_UNITS[unit]
+    if not math.isfinite(rate) or rate < 0:
+        raise ValueError(f"{name} must be finite and >= 0 per day; got {text!r}")
+    return rate

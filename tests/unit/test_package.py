@@ -1,0 +1,47 @@
+"""Package-level checks: the public names, the README's commands and CI agree."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from click.testing import CliRunner
+
+import freshcrawl
+from freshcrawl.cli import main
+from freshcrawl.units import parse_rate
+
+from ..conftest import REPO
+
+
+def test_all_names_exist():
+    for name in freshcrawl.__all__:
+        assert hasattr(freshcrawl, name), name
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
+    test_cmd = next(b for b in blocks if "pytest" in b)
+    assert test_cmd.strip() in (REPO / ".ci" / "run").read_text()
+
+
+def test_cli_help_lists_commands():
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    for cmd in ("estimate", "allocate", "simulate", "experiments"):
+        assert cmd in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("1000/day", 1000.0), ("2/hour", 48.0), ("1/s", 86400.0), ("3", 3.0), ("7/week", 1.0), ("0.5/days", 0.5)],
+)
+def test_parse_rate(text, expected):
+    assert parse_rate(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", ["", "abc", "5/fortnight", "-3/day", "1/"])
+def test_parse_rate_rejects(text):
+    with pytest.raises(ValueError, match="rate"):
+        parse_rate(text)

@@ -1,0 +1,200 @@
+"""The classical web-polling policies seed 004 compares the automata with (Sec. 1 and 4.3.1).
+
+All four return an allocation x of the polling capacity c over n pages, in polls per time step
+(``Σ x_i = c``), for pages with update probability u_i per time step:
+
+- **Uniform**: ``x_i = c/n``; the only one usable without knowing anything.
+- **Proportional**: ``x_i ∝ u_i``; needs the true update frequencies.
+- **Estimator**: polls uniformly during an estimation phase, estimates u_i from the fraction of polls
+  that found a change, then applies the proportional policy to the estimates.
+- **Optimal**: maximises the expected detected changes per time step ``Σ x_i (1 − (1 − u_i)^{1/x_i})``
+  under ``Σ x_i = c`` by Lagrange multipliers, through :func:`freshcrawl.allocation.allocate`. That
+  objective equals the continuous detection objective ``p (1 − e^{−Δ/p})`` with ``Δ_i = −ln(1 − u_i)``,
+  so the allocation package's ``"detection"`` objective solves it exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from freshcrawl._validation import check_array, check_positive
+
+__all__ = [
+    "uniform_polling",
+    "proportional_polling",
+    "estimator_polling",
+    "optimal_polling",
+    "estimate_update_prob",
+]
+
+#: Δ used for a page that changes in every step (u = 1), whose −ln(1 − u) is infinite: e^{−50} ≈ 2e-22.
+_DELTA_CAP = 50.0
+
+
+def _u(update_prob) -> NDArray[np.float64]:
+    u = check_array("update_prob", update_prob, low=0.0, high=1.0, unit="(probability per time step)")
+    if u.ndim != 1 or u.size == 0:
+        raise ValueError(f"update_prob must be a non-empty 1-d array (one probability per page); got shape {u.shape}")
+    return u
+
+
+def uniform_polling(n_pages: int, capacity: float = 1.0) -> NDArray[np.float64]:
+    """Uniform policy: ``x_i = c/n`` polls per time step.
+
+    Raises
+    ------
+    ValueError
+        If `n_pages` < 1 or `capacity` <= 0.
+
+    Examples
+    --------
+    >>> uniform_polling(4, 2.0).tolist()
+    [0.5, 0.5, 0.5, 0.5]
+    """
+    if isinstance(n_pages, bool) or not isinstance(n_pages, (int, np.integer)) or n_pages < 1:
+        raise ValueError(f"n_pages must be an int >= 1; got {n_pages!r}")
+    c = check_positive("capacity", capacity, unit="polls per time step")
+    return np.full(int(n_pages), c / int(n_pages))
+
+
+def proportional_polling(update_prob, capacity: float = 1.0) -> NDArray[np.float64]:
+    """Proportional policy: ``x_i = c u_i / Σ u`` (uniform when every u_i is 0).
+
+    Parameters
+    ----------
+    update_prob : ndarray of float, shape (n,)
+        Update probability of each page per time step, in [0, 1].
+    capacity : float, default=1.0
+        Polls per time step c > 0.
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        Polls per time step, summing to c.
+
+    Examples
+    --------
+    >>> proportional_polling(np.array([0.3, 0.1])).tolist()
+    [0.75, 0.25]
+    """
+    u = _u(update_prob)
+    c = check_positive("capacity", capacity, unit="polls per time step")
+    return _proportional(u, c)
+
+
+@numba.njit(cache=True)
+def _proportional(u, c):  # pragma: no cover - compiled
+    s = u.sum()
+    if s > 0.0:
+        return u * (c / s)
+    return np.full(u.shape[0], c / u.shape[0])
+
+
+@numba.njit(cache=True)
+def _estimate(changes, polls, period):  # pragma: no cover - compiled
+    out = np.zeros(changes.shape[0])
+    for i in range(changes.shape[0]):
+        if polls[i] > 0:
+            frac = changes[i] / polls[i]
+            out[i] = 1.0 - (1.0 - frac) ** (1.0 / period)
+    return out
+
+
+def estimate_update_prob(changes, polls, period: float) -> NDArray[np.float64]:
+    """Estimate the per-step update probability from periodic polls, ``û = 1 − (1 − k/m)^{1/T}``.
+
+    A page polled every T steps shows a change with probability ``1 − (1 − u)^T``; inverting the
+    observed fraction k/m of changed polls gives the maximum-likelihood estimate of u.
+
+    Parameters
+    ----------
+    changes : ndarray of int, shape (n,)
+        Polls that found a change, k_i >= 0.
+    polls : ndarray of int, shape (n,)
+        Polls made, m_i >= k_i; a page never polled gets û = 0.
+    period : float
+        Steps between two polls of a page, T > 0 (n/c under the uniform policy).
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        û_i in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If `period` <= 0, the shapes differ, or a count is negative or exceeds its number of polls.
+
+    Examples
+    --------
+    >>> estimate_update_prob(np.array([3, 0]), np.array([4, 4]), 2.0).tolist()
+    [0.5, 0.0]
+    """
+    k = check_array("changes", changes, low=0.0)
+    m = check_array("polls", polls, low=0.0, shape=k.shape)
+    if np.any(k > m):
+        i = int(np.flatnonzero(k > m)[0])
+        raise ValueError(f"changes must not exceed polls; first offender at index {i} ({k[i]!r} > {m[i]!r})")
+    T = check_positive("period", period, unit="time steps between polls of a page")
+    return _estimate(k, m, T)
+
+
+def estimator_polling(changes, polls, period: float, capacity: float = 1.0) -> NDArray[np.float64]:
+    """Estimator policy after its estimation phase: proportional on :func:`estimate_update_prob`.
+
+    Uniform when no change was seen at all (the estimates carry no information yet).
+
+    Examples
+    --------
+    >>> estimator_polling(np.array([2, 1, 0]), np.array([2, 2, 2]), 3.0).round(3).tolist()
+    [0.829, 0.171, 0.0]
+    >>> estimator_polling(np.array([0, 0]), np.array([1, 1]), 2.0).tolist()
+    [0.5, 0.5]
+    """
+    c = check_positive("capacity", capacity, unit="polls per time step")
+    return _proportional(estimate_update_prob(changes, polls, period), c)
+
+
+def optimal_polling(update_prob, capacity: float = 1.0) -> NDArray[np.float64]:
+    """Optimal policy: the allocation maximising ``Σ x_i (1 − (1 − u_i)^{1/x_i})`` with ``Σ x_i = c``.
+
+    Solved by :func:`freshcrawl.allocation.allocate` with the ``"detection"`` objective
+    ``p (1 − e^{−Δ/p})`` and ``Δ_i = −ln(1 − u_i)`` (identical functions of x); the optimum equalises
+    the detection probabilities d_i(x_i) of every polled page (seed 004, Sec. 4.2).
+
+    Parameters
+    ----------
+    update_prob : ndarray of float, shape (n,)
+        Update probability of each page per time step, in [0, 1].
+    capacity : float, default=1.0
+        Polls per time step c > 0.
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        Polls per time step, summing to c.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range.
+
+    References
+    ----------
+    .. [1] Seed 004, Sec. 4.2 and 4.3.1 (the Optimal policy, after Pandey et al. and Wolf et al.).
+    """
+    u = _u(update_prob)
+    c = check_positive("capacity", capacity, unit="polls per time step")
+    from freshcrawl.allocation import allocate
+
+    delta = np.minimum(-np.log1p(-np.minimum(u, 1.0 - 1e-300)), _DELTA_CAP)
+    if not delta.sum() > 0:
+        return np.full(u.size, c / u.size)
+    res = allocate(delta, c, objective="detection")
+    x = np.asarray(res.p, dtype=np.float64)
+    total = x.sum()
+    return x * (c / total) if total > 0 and not math.isclose(total, c) else x

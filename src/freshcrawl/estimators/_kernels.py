@@ -1,0 +1,548 @@
+"""Numba kernels of the change-rate estimators: one scalar step per estimator, and the batch loops.
+
+Every estimator's update rule is written once, as an ``@njit`` scalar step. The streaming objects call the
+step directly; the batch objects call a fused loop over the observations that calls the same step (numba
+inlines it), so the two shapes cannot drift apart.
+
+Equation numbers refer to Avrachenkov, Patil, Thoppe, "Online Algorithms for Estimating Change Rates of
+Web Pages" (seed 001). Times are in days, rates in changes (or visits) per day.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+# --------------------------------------------------------------------------------------------------
+# stepsize sequences
+# --------------------------------------------------------------------------------------------------
+
+#: codes of the LLN regulariser alpha_k (eq. (1)).
+ALPHA_ONE, ALPHA_LOG, ALPHA_SQRT, ALPHA_POWER = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always")
+def alpha_k(k, kind, power):
+    """alpha_k of eq. (1) for k >= 1: 1, log(k + 1), sqrt(k) or k**power."""
+    if kind == 0:
+        return 1.0
+    if kind == 1:
+        return math.log(k + 1.0)
+    if kind == 2:
+        return math.sqrt(k)
+    return k**power
+
+
+@njit(cache=True, inline="always")
+def g_missed(u):
+    """u / (e^u - 1) for u >= 0 (1 at u = 0): the share of a changed interval that eq. (15) credits."""
+    if u < 1e-8:
+        return 1.0 - 0.5 * u
+    if u > 700.0:
+        return 0.0
+    return u / math.expm1(u)
+
+
+# --------------------------------------------------------------------------------------------------
+# scalar steps (the single source of each update rule)
+# --------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def naive_step(n, c, changed, p):
+    """Naive estimator (Sec. 3.4): w_k = p * I_hat_k / k. Returns (n, c, delta)."""
+    n += 1
+    c += changed
+    return n, c, p * c / n
+
+
+@njit(cache=True, inline="always")
+def naive_interval_step(n, c, sum_tau, changed, tau):
+    """Naive estimator with observed intervals: I_hat_k / sum_j tau_j. Returns (n, c, sum_tau, delta)."""
+    n += 1
+    c += changed
+    sum_tau += tau
+    return n, c, sum_tau, c / sum_tau
+
+
+@njit(cache=True, inline="always")
+def lln_step(n, c, changed, p, kind, power):
+    """LLN estimator, eq. (1): x_k = p * I_hat_k / (k + alpha_k - I_hat_k). Returns (n, c, delta)."""
+    n += 1
+    c += changed
+    return n, c, p * c / (n + alpha_k(n, kind, power) - c)
+
+
+@njit(cache=True, inline="always")
+def lln_interval_step(delta, n, num, den0, sum_tau, changed, tau, kind, power):
+    """Interval-aware LLN: ratio of running sums whose fixed point is the root of eq. (15).
+
+    num += I * g(delta * tau) with g(u) = u / (e^u - 1) at the estimate in force before the visit,
+    den0 += (1 - I) * tau, and delta = num / (den0 + alpha_k * mean(tau)).
+    Returns (delta, n, num, den0, sum_tau).
+    """
+    n += 1
+    sum_tau += tau
+    if changed:
+        num += g_missed(delta * tau)
+    else:
+        den0 += tau
+    delta = num / (den0 + alpha_k(n, kind, power) * (sum_tau / n))
+    return delta, n, num, den0, sum_tau
+
+
+@njit(cache=True, inline="always")
+def sa_step(y, n, changed, p, eta):
+    """SA estimator, eq. (2): y <- y + eta_k [I (y + p) - y], eta_k = (k + 1)^-eta. Returns (y, n)."""
+    step = (n + 1.0) ** -eta
+    target = (y + p) if changed else 0.0
+    y = y + step * (target - y)
+    return y, n + 1
+
+
+@njit(cache=True, inline="always")
+def sa_interval_step(y, n, changed, tau, p, eta):
+    """Interval-aware SA: y <- max(0, y + eta_k (y + p) (I - (1 - e^{-y tau}))). Returns (y, n)."""
+    step = (n + 1.0) ** -eta
+    miss = math.exp(-y * tau)
+    resid = (1.0 if changed else 0.0) - 1.0 + miss
+    y = y + step * (y + p) * resid
+    if y < 0.0:
+        y = 0.0
+    return y, n + 1
+
+
+@njit(cache=True, inline="always")
+def _zeta(n, eta_k, beta, omega):
+    """zeta_k of eq. (10); zeta_0 = 0 (beta_{-1} is infinite)."""
+    if n == 0:
+        return 0.0
+    beta_k = (n + 1.0) ** -beta
+    beta_km1 = float(n) ** -beta
+    return (beta_k - omega * eta_k) / beta_km1
+
+
+@njit(cache=True, inline="always")
+def sam_step(z, z_prev, n, changed, p, eta, beta, omega):
+    """SAM estimator, eq. (3) with zeta_k of eq. (10), projected on [0, inf). Returns (z, z_prev, n)."""
+    eta_k = (n + 1.0) ** -eta
+    target = (z + p) if changed else 0.0
+    z_new = z + eta_k * (target - z) + _zeta(n, eta_k, beta, omega) * (z - z_prev)
+    if z_new < 0.0:
+        z_new = 0.0
+    return z_new, z, n + 1
+
+
+@njit(cache=True, inline="always")
+def sam_interval_step(z, z_prev, n, changed, tau, p, eta, beta, omega):
+    """Interval-aware SAM: the SA-interval increment plus the momentum term of eq. (3)/(10)."""
+    eta_k = (n + 1.0) ** -eta
+    resid = (1.0 if changed else 0.0) - 1.0 + math.exp(-z * tau)
+    z_new = z + eta_k * (z + p) * resid + _zeta(n, eta_k, beta, omega) * (z - z_prev)
+    if z_new < 0.0:
+        z_new = 0.0
+    return z_new, z, n + 1
+
+
+# --------------------------------------------------------------------------------------------------
+# batch validation (one pass, before anything is mutated)
+# --------------------------------------------------------------------------------------------------
+
+ERR_NONE, ERR_PAGE, ERR_TAU, ERR_P, ERR_UNSORTED = 0, 1, 2, 3, 4
+
+
+@njit(cache=True)
+def check_batch(pages, tau, p, n_pages):
+    """Return (code, index) of the first bad entry; code 4 means pages are not strictly increasing."""
+    m = pages.shape[0]
+    code = 0
+    idx = -1
+    increasing = True
+    for i in range(m):
+        pg = pages[i]
+        if pg < 0 or pg >= n_pages:
+            return 1, i
+        t = tau[i]
+        if not (t > 0.0 and t < np.inf):
+            return 2, i
+        r = p[i]
+        if not (r > 0.0 and r < np.inf):
+            return 3, i
+        if i > 0 and pg <= pages[i - 1]:
+            increasing = False
+    if not increasing:
+        code = 4
+    return code, idx
+
+
+# --------------------------------------------------------------------------------------------------
+# batch loops (fused, no temporaries)
+# --------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def naive_batch(pages, changed, p, n_vis, n_chg, delta):
+    for i in range(pages.shape[0]):
+        j = pages[i]
+        n_vis[j], n_chg[j], delta[j] = naive_step(n_vis[j], n_chg[j], 1 if changed[i] else 0, p[i])
+
+
+@njit(cache=True)
+def naive_interval_batch(pages, changed, tau, n_vis, n_chg, sum_tau, delta):
+    for i in range(pages.shape[0]):
+        j = pages[i]
+        n_vis[j], n_chg[j], sum_tau[j], delta[j] = naive_interval_step(
+            n_vis[j], n_chg[j], sum_tau[j], 1 if changed[i] else 0, tau[i]
+        )
+
+
+@njit(cache=True)
+def lln_batch(pages, changed, p, n_vis, n_chg, delta, kind, power):
+    for i in range(pages.shape[0]):
+        j = pages[i]
+        n_vis[j], n_chg[j], delta[j] = lln_step(n_vis[j], n_chg[j], 1 if changed[i] else 0, p[i], kind, power)
+
+
+@njit(cache=True)
+def lln_interval_batch(pages, changed, tau, n_vis, num, den0, sum_tau, delta, kind, power):
+    for i in range(pages.shape[0]):
+        j = pages[i]
+        delta[j], n_vis[j], num[j], den0[j], sum_tau[j] = lln_interval_step(
+            delta[j], n_vis[j], num[j], den0[j], sum_tau[j], changed[i], tau[i], kind, power
+        )
+
+
+@njit(cache=True)
+def sa_batch(pages, changed, p, n_vis, delta, eta):
+    for i in range(pages.shape[0]):
+        j = pages[i]
+        delta[j], n_vis[j] = sa_step(delta[j], n_vis[j], changed[i], p[i], eta)
+
+
+@njit(cache=True)
+def sa_interval_batch(pages, changed, tau, p, n_vis, delta, eta):
+    for i in range(pages.shape[0]):
+        j = pages[i]
+        delta[j], n_vis[j] = sa_interval_step(delta[j], n_vis[j], changed[i], tau[i], p[i], eta)
+
+
+@njit(cache=True)
+def sam_batch(pages, changed, p, n_vis, delta, prev, eta, beta, omega):
+    for i in range(pages.shape[0]):
+        j = pages[i]
+        delta[j], prev[j], n_vis[j] = sam_step(delta[j], prev[j], n_vis[j], changed[i], p[i], eta, beta, omega)
+
+
+@njit(cache=True)
+def sam_interval_batch(pages, changed, tau, p, n_vis, delta, prev, eta, beta, omega):
+    for i in range(pages.shape[0]):
+        j = pages[i]
+        delta[j], prev[j], n_vis[j] = sam_interval_step(
+            delta[j], prev[j], n_vis[j], changed[i], tau[i], p[i], eta, beta, omega
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# root finding for MLE (eq. (15)) and moment matching (Sec. 3.4), on weighted intervals
+# --------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def mle_root(tau_c, w_c, t0, tau_mean, x0):
+    """Root of sum_b w_b tau_b / (e^{D tau_b} - 1) = t0 for D > 0 (eq. (15)).
+
+    ``tau_c``/``w_c``: intervals of the changed visits and their multiplicities; ``t0``: total length of
+    the unchanged intervals. Degenerate cases: no changed visit -> 0; no unchanged visit (t0 == 0) -> t0
+    is replaced by ``tau_mean`` (one pseudo-visit of mean length that saw no change), which keeps the
+    value finite. ``x0`` is a warm start (ignored when outside the bracket).
+    """
+    n_c = 0.0
+    t1 = 0.0
+    for b in range(tau_c.shape[0]):
+        n_c += w_c[b]
+        t1 += w_c[b] * tau_c[b]
+    if n_c <= 0.0:
+        return 0.0
+    if t0 <= 0.0:
+        t0 = tau_mean
+    # u/(e^u-1) lies in [1 - u/2, 1], so the root lies in [n_c/(t0 + t1/2), n_c/t0].
+    lo = n_c / (t0 + 0.5 * t1)
+    hi = n_c / t0
+    x = x0 if (x0 > lo and x0 < hi) else math.sqrt(lo * hi)
+    for _ in range(200):
+        f = -t0
+        df = 0.0
+        for b in range(tau_c.shape[0]):
+            w = w_c[b]
+            if w == 0.0:
+                continue
+            t = tau_c[b]
+            u = x * t
+            if u > 700.0:
+                continue
+            em1 = math.expm1(u)
+            if em1 <= 0.0:
+                f += w / x
+                df -= w / (x * x)
+                continue
+            f += w * t / em1
+            df -= w * t * t * (em1 + 1.0) / (em1 * em1)
+        if f > 0.0:
+            lo = x
+        else:
+            hi = x
+        if f == 0.0:
+            return x
+        x_new = x - f / df if df < 0.0 else 0.5 * (lo + hi)
+        if not (x_new > lo and x_new < hi):
+            x_new = 0.5 * (lo + hi)
+        if abs(x_new - x) <= 1e-13 * x or (hi - lo) <= 1e-13 * hi:
+            return x_new
+        x = x_new
+    return x
+
+
+@njit(cache=True)
+def mm_root(tau, w, n0, x0):
+    """Root of sum_b w_b e^{-D tau_b} = n0 for D >= 0 (moment matching, Sec. 3.4 of seed 001).
+
+    ``tau``/``w``: all intervals and their multiplicities; ``n0``: number of unchanged visits.
+    Degenerate cases: n0 == total (no change) -> 0; n0 == 0 (every visit changed) -> n0 = 1/2.
+    """
+    total = 0.0
+    tsum = 0.0
+    tmin = np.inf
+    for b in range(tau.shape[0]):
+        if w[b] > 0.0:
+            total += w[b]
+            tsum += w[b] * tau[b]
+            if tau[b] < tmin:
+                tmin = tau[b]
+    if total <= 0.0 or n0 >= total:
+        return 0.0
+    if n0 <= 0.0:
+        n0 = 0.5
+    # Jensen: sum w e^{-D tau} >= total e^{-D mean(tau)}, and <= total e^{-D min(tau)}.
+    r = math.log(total / n0)
+    lo = r / (tsum / total)
+    hi = r / tmin
+    if hi <= lo:
+        return lo
+    x = x0 if (x0 > lo and x0 < hi) else 0.5 * (lo + hi)
+    for _ in range(200):
+        f = -n0
+        df = 0.0
+        for b in range(tau.shape[0]):
+            if w[b] == 0.0:
+                continue
+            e = w[b] * math.exp(-x * tau[b])
+            f += e
+            df -= tau[b] * e
+        if f > 0.0:
+            lo = x
+        else:
+            hi = x
+        if f == 0.0:
+            return x
+        x_new = x - f / df if df < 0.0 else 0.5 * (lo + hi)
+        if not (x_new > lo and x_new < hi):
+            x_new = 0.5 * (lo + hi)
+        if abs(x_new - x) <= 1e-13 * x or (hi - lo) <= 1e-13 * hi:
+            return x_new
+        x = x_new
+    return x
+
+
+@njit(cache=True)
+def mle_exact(changed, tau):
+    """Exact MLE of eq. (15) from a full history (O(k))."""
+    k = tau.shape[0]
+    n_c = 0
+    for i in range(k):
+        if changed[i]:
+            n_c += 1
+    tau_c = np.empty(n_c)
+    w_c = np.ones(n_c)
+    t0 = 0.0
+    j = 0
+    for i in range(k):
+        if changed[i]:
+            tau_c[j] = tau[i]
+            j += 1
+        else:
+            t0 += tau[i]
+    tau_mean = (t0 + tau_c.sum()) / k if k > 0 else 1.0
+    return mle_root(tau_c, w_c, t0, tau_mean, -1.0)
+
+
+@njit(cache=True)
+def mm_exact(changed, tau):
+    """Exact moment-matching estimate from a full history (O(k))."""
+    k = tau.shape[0]
+    n0 = 0.0
+    for i in range(k):
+        if not changed[i]:
+            n0 += 1.0
+    return mm_root(tau, np.ones(k), n0, -1.0)
+
+
+@njit(cache=True)
+def mle_exact_path(changed, tau):
+    """Exact MLE after each of the k visits (solved afresh each time, warm-started): shape (k,)."""
+    k = tau.shape[0]
+    out = np.empty(k)
+    tau_c = np.empty(k)
+    w_c = np.ones(k)
+    n_c = 0
+    t0 = 0.0
+    tsum = 0.0
+    x = -1.0
+    for i in range(k):
+        tsum += tau[i]
+        if changed[i]:
+            tau_c[n_c] = tau[i]
+            n_c += 1
+        else:
+            t0 += tau[i]
+        x = mle_root(tau_c[:n_c], w_c[:n_c], t0, tsum / (i + 1), x)
+        out[i] = x
+    return out
+
+
+@njit(cache=True)
+def mm_exact_path(changed, tau):
+    """Exact moment-matching estimate after each of the k visits: shape (k,)."""
+    k = tau.shape[0]
+    out = np.empty(k)
+    w = np.ones(k)
+    n0 = 0.0
+    x = -1.0
+    for i in range(k):
+        if not changed[i]:
+            n0 += 1.0
+        x = mm_root(tau[: i + 1], w[: i + 1], n0, x)
+        out[i] = x
+    return out
+
+
+@njit(cache=True)
+def exact_batch_solve(order, starts, log_changed, log_tau, dirty_pages, delta, use_mm):
+    """Re-solve the exact MLE (or MM) of every page in ``dirty_pages`` from the visit log."""
+    for q in range(dirty_pages.shape[0]):
+        j = dirty_pages[q]
+        a = starts[j]
+        b = starts[j + 1]
+        idx = order[a:b]
+        ch = log_changed[idx]
+        ta = log_tau[idx]
+        if use_mm:
+            delta[j] = mm_exact(ch, ta)
+        else:
+            delta[j] = mle_exact(ch, ta)
+
+
+# --------------------------------------------------------------------------------------------------
+# binned sufficient statistics (online MLE / MM, O(n_bins) per update)
+# --------------------------------------------------------------------------------------------------
+# Per page, ``n_bins`` slots; slot s holds (key_s, c_s, u_s, sc_s, su_s): key = log(tau) bin centre,
+# c/u = counts of changed/unchanged visits, sc/su = sums of their intervals (days).
+
+
+@njit(cache=True, inline="always")
+def bins_insert(key, c, u, sc, su, changed, tau, log_width):
+    """Add one visit to a page's slots (arrays of shape (n_bins,)); merge the two closest when full."""
+    nb = key.shape[0]
+    lt = math.log(tau)
+    free = -1
+    best = -1
+    for s in range(nb):
+        if c[s] + u[s] == 0.0:
+            if free < 0:
+                free = s
+            continue
+        if abs(key[s] - lt) <= 0.5 * log_width:
+            best = s
+            break
+    if best < 0:
+        if free >= 0:
+            best = free
+            key[best] = lt
+        else:
+            # merge the two slots with the closest keys, weighted by their counts
+            ba = 0
+            bb = 1
+            gap = np.inf
+            for s in range(nb):
+                for r in range(s + 1, nb):
+                    d = abs(key[s] - key[r])
+                    if d < gap:
+                        gap = d
+                        ba = s
+                        bb = r
+            wa = c[ba] + u[ba]
+            wb = c[bb] + u[bb]
+            key[ba] = (wa * key[ba] + wb * key[bb]) / (wa + wb)
+            c[ba] += c[bb]
+            u[ba] += u[bb]
+            sc[ba] += sc[bb]
+            su[ba] += su[bb]
+            best = bb
+            key[bb] = lt
+            c[bb] = 0.0
+            u[bb] = 0.0
+            sc[bb] = 0.0
+            su[bb] = 0.0
+    if changed:
+        c[best] += 1.0
+        sc[best] += tau
+    else:
+        u[best] += 1.0
+        su[best] += tau
+
+
+@njit(cache=True, inline="always")
+def bins_solve(c, u, sc, su, x0, use_mm, scratch_t, scratch_w):
+    """Solve eq. (15) (or the MM equation) on a page's slots; O(n_bins) per Newton step."""
+    nb = c.shape[0]
+    if use_mm:
+        n0 = 0.0
+        m = 0
+        for s in range(nb):
+            n0 += u[s]
+            if c[s] > 0.0:
+                scratch_t[m] = sc[s] / c[s]
+                scratch_w[m] = c[s]
+                m += 1
+            if u[s] > 0.0:
+                scratch_t[m] = su[s] / u[s]
+                scratch_w[m] = u[s]
+                m += 1
+        return mm_root(scratch_t[:m], scratch_w[:m], n0, x0)
+    t0 = 0.0
+    n = 0.0
+    ts = 0.0
+    m = 0
+    for s in range(nb):
+        t0 += su[s]
+        n += c[s] + u[s]
+        ts += sc[s] + su[s]
+        if c[s] > 0.0:
+            scratch_t[m] = sc[s] / c[s]
+            scratch_w[m] = c[s]
+            m += 1
+    return mle_root(scratch_t[:m], scratch_w[:m], t0, ts / n, x0)
+
+
+@njit(cache=True)
+def binned_batch(pages, changed, tau, n_vis, key, c, u, sc, su, delta, log_width, use_mm):
+    nb = key.shape[1]
+    scratch_t = np.empty(2 * nb)
+    scratch_w = np.empty(2 * nb)
+    for i in range(pages.shape[0]):
+        j = pages[i]
+        bins_insert(key[j], c[j], u[j], sc[j], su[j], changed[i], tau[i], log_width)
+        n_vis[j] += 1
+        x0 = delta[j] if n_vis[j] > 1 else -1.0
+        delta[j] = bins_solve(c[j], u[j], sc[j], su[j], x0, use_mm, scratch_t, scratch_w)

@@ -1,0 +1,417 @@
+"""Maximum-likelihood estimators of eq. (15) of seed 001, exact (offline) and binned (online).
+
+Eq. (15): Σ_j I_j τ_j / (e^{Δτ_j} − 1) = Σ_j (1 − I_j) τ_j. Its left side decreases from +∞ to 0 in Δ, so
+it has one root whenever some visit changed and some did not. It only assumes Poisson changes and visits
+independent of the future changes, so it is consistent under Poisson, periodic, and re-planned periodic
+visits alike.
+
+Degenerate histories (documented values, never NaN or an exception):
+
+- no visit yet: the prior ``delta0``;
+- no visit changed: 0 (the likelihood e^{−Δ Σ τ} is largest at Δ = 0);
+- every visit changed: eq. (15) has no finite root, so its right side is replaced by one mean interval
+  τ̄ (one pseudo-visit that saw no change, the analogue of α_k = 1 in eq. (1)); a single changed visit
+  then gives ln 2/τ.
+
+The exact form re-solves eq. (15) on the whole history, so its cost grows with k, as Sec. 3.4 notes. The
+binned form keeps, per page, at most ``n_bins`` slots of intervals on a log scale with counts and interval
+sums of changed and unchanged visits; an update costs O(n_bins), whatever k. It is exact when every
+interval of a slot is equal (periodic visits), and otherwise approximates each slot's changed intervals by
+their mean.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from freshcrawl._validation import check_positive
+from freshcrawl.estimators import _kernels as K
+from freshcrawl.estimators._checks import check_changed, check_p, check_tau
+from freshcrawl.estimators.base import _BatchBase, _StreamBase
+from freshcrawl.errors import InvalidObservation
+
+__all__ = [
+    "MLE",
+    "MLEBatch",
+    "MLEBinned",
+    "MLEBinnedBatch",
+    "solve_mle",
+    "mle_path",
+]
+
+
+def _history(changed: ArrayLike, tau: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    ch = np.asarray(changed)
+    ta = np.asarray(tau, dtype=np.float64)
+    if ch.ndim != 1 or ta.ndim != 1 or ch.shape != ta.shape:
+        raise InvalidObservation(
+            f"changed and tau must be 1-d arrays of the same length; got shapes {ch.shape} and {ta.shape}"
+        )
+    if ch.dtype != np.bool_:
+        if ch.size and (ch.dtype.kind not in "iuf" or not np.all((ch == 0) | (ch == 1))):
+            bad = np.flatnonzero(~((ch == 0) | (ch == 1))) if ch.dtype.kind in "iuf" else np.array([0])
+            raise InvalidObservation(f"changed must be 0 or 1; first offender at index {bad[0]} ({ch[bad[0]]!r})")
+        ch = ch.astype(np.bool_)
+    bad = ~((ta > 0) & np.isfinite(ta))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InvalidObservation(
+            f"tau must be finite and > 0 days since the previous visit; {int(bad.sum())} of {ta.size} entries "
+            f"are not, first at index {i} ({ta[i]!r})"
+        )
+    return np.ascontiguousarray(ch), np.ascontiguousarray(ta)
+
+
+def solve_mle(changed: ArrayLike, tau: ArrayLike, *, delta0: float = 1.0) -> float:
+    """Exact root of eq. (15) for one page's whole history.
+
+    Parameters
+    ----------
+    changed : array_like of bool or 0/1, shape (k,)
+        I_j, whether the page changed before visit j.
+    tau : array_like of float, shape (k,)
+        τ_j, days since the previous visit; > 0.
+    delta0 : float, default=1.0
+        Returned when k = 0.
+
+    Returns
+    -------
+    float
+        Δ̂ in changes per day; degenerate histories as in the module docstring.
+
+    Raises
+    ------
+    InvalidObservation
+        Length mismatch, flags outside {0, 1}, tau not finite and > 0.
+
+    References
+    ----------
+    .. [1] Avrachenkov, Patil, Thoppe, seed 001, eq. (15); Cho, Garcia-Molina 2003, Appendix C.
+
+    Examples
+    --------
+    >>> round(solve_mle([1, 0], [1.0, 1.0]), 6)      # 1/(e^Δ - 1) = 1  ->  Δ = ln 2
+    0.693147
+    >>> solve_mle([0, 0], [1.0, 2.0]), round(solve_mle([1], [2.0]), 6)
+    (0.0, 0.346574)
+    """
+    ch, ta = _history(changed, tau)
+    if ta.size == 0:
+        return float(delta0)
+    return float(K.mle_exact(ch, ta))
+
+
+def mle_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
+    """Exact MLE after each visit 1..k (eq. (15) solved afresh each time, warm-started): shape (k,).
+
+    Raises
+    ------
+    InvalidObservation
+        As :func:`solve_mle`.
+
+    Examples
+    --------
+    >>> mle_path([0, 1], [1.0, 1.0]).round(6).tolist()
+    [0.0, 0.693147]
+    """
+    ch, ta = _history(changed, tau)
+    return K.mle_exact_path(ch, ta)
+
+
+class _ExactHistory:
+    """A growable log of (changed, tau) for one page."""
+
+    def _init_history(self) -> None:
+        self._changed = np.empty(16, dtype=np.bool_)
+        self._tau = np.empty(16)
+
+    def _append(self, c: bool, t: float) -> None:
+        k = self.n_visits_
+        if k == self._tau.shape[0]:
+            self._changed = np.concatenate([self._changed, np.empty(k, dtype=np.bool_)])
+            self._tau = np.concatenate([self._tau, np.empty(k)])
+        self._changed[k] = c
+        self._tau[k] = t
+        self.n_visits_ = k + 1
+
+
+class MLE(_StreamBase, _ExactHistory):
+    """Exact maximum-likelihood estimate of one page's change rate, eq. (15) of seed 001.
+
+    Keeps the whole history and re-solves eq. (15) after every visit (safeguarded Newton inside the
+    bracket [Î/(T₀ + T₁/2), Î/T₀], which holds because u/(e^u − 1) ∈ [1 − u/2, 1]).
+
+    Parameters
+    ----------
+    delta0 : float, default=1.0
+        Estimate before the first visit, changes per day.
+
+    Attributes
+    ----------
+    delta_ : float
+        Current estimate, changes per day (degenerate histories: module docstring).
+    n_visits_ : int
+        Visits used.
+
+    Raises
+    ------
+    InvalidObservation
+        In ``update``, if ``changed`` is not 0/1 or ``tau`` (or a given ``p``) is not finite and > 0.
+
+    Notes
+    -----
+    Cost per update grows linearly with k; use :class:`MLEBinned` online.
+
+    References
+    ----------
+    .. [1] Avrachenkov, Patil, Thoppe, seed 001, eq. (15) and Sec. 3.4.
+
+    Examples
+    --------
+    >>> est = MLE()
+    >>> est.update(True, tau=1.0); est.update(False, tau=1.0)
+    >>> round(est.delta_, 6)
+    0.693147
+    """
+
+    def __init__(self, *, delta0: float = 1.0) -> None:
+        super().__init__(delta0=delta0)
+        self._init_history()
+
+    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
+        """Add one visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
+        c = check_changed(changed)
+        if tau is None:
+            raise TypeError("MLE.update needs tau (days since the previous visit)")
+        t = check_tau(tau)
+        if p is not None:
+            check_p(p)
+        self._append(c, t)
+        k = self.n_visits_
+        self.delta_ = float(K.mle_exact(self._changed[:k], self._tau[:k]))
+
+
+class _ExactBatchBase(_BatchBase):
+    _needs_tau = True
+    _needs_p = False
+    _use_mm = False
+
+    def __init__(self, n_pages: int, *, delta0: float = 1.0) -> None:
+        super().__init__(n_pages, delta0=delta0)
+        self._log_pages = np.empty(0, dtype=np.intp)
+        self._log_changed = np.empty(0, dtype=np.bool_)
+        self._log_tau = np.empty(0)
+        self._n_log = 0
+        self._dirty = np.zeros(self.n_pages, dtype=np.bool_)
+
+    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
+        """Append one visit of each page in ``pages`` (m,); ``tau`` (m,) days. The solve is deferred."""
+        pg, ch, ta, _ = self._checked(pages, changed, tau, p)
+        m = pg.shape[0]
+        need = self._n_log + m
+        if need > self._log_tau.shape[0]:
+            cap = max(need, 2 * self._log_tau.shape[0], 1024)
+            for name in ("_log_pages", "_log_changed", "_log_tau"):
+                old = getattr(self, name)
+                new = np.empty(cap, dtype=old.dtype)
+                new[: self._n_log] = old[: self._n_log]
+                setattr(self, name, new)
+        self._log_pages[self._n_log : need] = pg
+        self._log_changed[self._n_log : need] = ch
+        self._log_tau[self._n_log : need] = ta
+        self._n_log = need
+        self.n_visits_[pg] += 1
+        self._dirty[pg] = True
+
+    @property
+    def delta_(self) -> NDArray[np.float64]:
+        """Estimates, shape (n_pages,), changes per day; pages updated since the last read are re-solved."""
+        if self._dirty.any():
+            n = self._n_log
+            order = np.argsort(self._log_pages[:n], kind="stable")
+            counts = np.bincount(self._log_pages[:n], minlength=self.n_pages)
+            starts = np.zeros(self.n_pages + 1, dtype=np.intp)
+            np.cumsum(counts, out=starts[1:])
+            dirty = np.flatnonzero(self._dirty)
+            K.exact_batch_solve(order, starts, self._log_changed[:n], self._log_tau[:n], dirty, self._delta, self._use_mm)
+            self._dirty[:] = False
+        return self._delta
+
+    @delta_.setter
+    def delta_(self, value: NDArray[np.float64]) -> None:
+        self._delta = value
+
+
+class MLEBatch(_ExactBatchBase):
+    """Exact MLE (eq. (15)) for ``n_pages`` pages; keeps every visit (memory and time grow with k).
+
+    Parameters
+    ----------
+    n_pages : int
+        Number of pages, >= 1.
+    delta0 : float, default=1.0
+        Estimate before the first visit, changes per day.
+
+    Attributes
+    ----------
+    delta_ : ndarray of float64, shape (n_pages,)
+        Estimates, changes per day, solved on read for the pages updated since the previous read.
+    n_visits_ : ndarray of int64, shape (n_pages,)
+
+    Raises
+    ------
+    InvalidObservation
+        In ``update``: length mismatch, page out of range, flag not 0/1, tau not finite and > 0.
+    ValueError
+        In ``update``: a page listed twice.
+
+    Examples
+    --------
+    >>> est = MLEBatch(2)
+    >>> est.update([0, 1], [1, 0], tau=[1.0, 1.0]); est.update([0], [0], tau=[1.0])
+    >>> est.delta_.round(6).tolist()
+    [0.693147, 0.0]
+    """
+
+
+class _BinnedParams:
+    def _set_bins(self, n_bins: int, bin_ratio: float) -> None:
+        if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
+            raise ValueError(f"n_bins must be an int >= 2 (interval slots per page); got {n_bins!r}")
+        self.n_bins = int(n_bins)
+        self.bin_ratio = check_positive("bin_ratio", bin_ratio)
+        if not self.bin_ratio > 1.0:
+            raise ValueError(f"bin_ratio must be > 1 (ratio of a slot's largest to smallest interval); got {bin_ratio!r}")
+        self._log_width = math.log(self.bin_ratio)
+
+
+class _BinnedBatchBase(_BatchBase, _BinnedParams):
+    _needs_tau = True
+    _needs_p = False
+    _use_mm = False
+
+    def __init__(self, n_pages: int, *, n_bins: int = 16, bin_ratio: float = 1.1, delta0: float = 1.0) -> None:
+        super().__init__(n_pages, delta0=delta0)
+        self._set_bins(n_bins, bin_ratio)
+        shape = (self.n_pages, self.n_bins)
+        self._key = np.zeros(shape)
+        self._c = np.zeros(shape)
+        self._u = np.zeros(shape)
+        self._sc = np.zeros(shape)
+        self._su = np.zeros(shape)
+
+    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
+        """Add one visit of each page in ``pages`` (m,); ``tau`` (m,) days. O(n_bins) per visit."""
+        pg, ch, ta, _ = self._checked(pages, changed, tau, p)
+        K.binned_batch(pg, ch, ta, self.n_visits_, self._key, self._c, self._u, self._sc, self._su, self.delta_, self._log_width, self._use_mm)
+
+
+class MLEBinnedBatch(_BinnedBatchBase):
+    """Online MLE of eq. (15) on per-page interval slots, for ``n_pages`` pages (O(n_bins) per update).
+
+    Parameters
+    ----------
+    n_pages : int
+        Number of pages, >= 1.
+    n_bins : int, default=16
+        Interval slots per page (state: 40·n_bins + 16 bytes per page).
+    bin_ratio : float, default=1.1
+        A visit joins a slot whose log-interval centre is within ln(bin_ratio)/2 of its own; when every
+        slot is taken and none matches, the two closest slots are merged.
+    delta0 : float, default=1.0
+        Estimate before the first visit, changes per day.
+
+    Attributes
+    ----------
+    delta_ : ndarray of float64, shape (n_pages,)
+    n_visits_ : ndarray of int64, shape (n_pages,)
+
+    Raises
+    ------
+    ValueError
+        Invalid parameters; in ``update``, a page listed twice.
+    InvalidObservation
+        In ``update``: as :class:`MLEBatch`.
+
+    Examples
+    --------
+    >>> est = MLEBinnedBatch(1)
+    >>> est.update([0], [1], tau=[1.0]); est.update([0], [0], tau=[1.0])
+    >>> est.delta_.round(6).tolist()
+    [0.693147]
+    """
+
+
+class MLEBinned(_StreamBase, _BinnedParams):
+    """Online MLE of eq. (15) for one page, on interval slots: O(n_bins) per update, whatever k.
+
+    Parameters
+    ----------
+    n_bins : int, default=16
+        Interval slots.
+    bin_ratio : float, default=1.1
+        Width of a slot, as a ratio of intervals.
+    delta0 : float, default=1.0
+        Estimate before the first visit, changes per day.
+
+    Attributes
+    ----------
+    delta_ : float
+        Current estimate, changes per day (degenerate histories as in the module docstring).
+    n_visits_ : int
+
+    Raises
+    ------
+    ValueError
+        Invalid parameters.
+    InvalidObservation
+        In ``update``, if ``changed`` is not 0/1 or ``tau`` is not finite and > 0.
+
+    Notes
+    -----
+    Exact (equal to :class:`MLE`) when each slot holds equal intervals, e.g. periodic visits with fewer
+    than ``n_bins`` distinct periods; otherwise each slot's changed intervals are represented by their
+    mean. Runs the same kernel as :class:`MLEBinnedBatch` on a one-page state.
+
+    References
+    ----------
+    .. [1] Avrachenkov, Patil, Thoppe, seed 001, eq. (15).
+
+    Examples
+    --------
+    >>> est = MLEBinned()
+    >>> for c in (1, 0, 1, 0):
+    ...     est.update(c, tau=2.0)
+    >>> round(est.delta_, 6)       # ln 2 / 2
+    0.346574
+    """
+
+    _use_mm = False
+
+    def __init__(self, *, n_bins: int = 16, bin_ratio: float = 1.1, delta0: float = 1.0) -> None:
+        super().__init__(delta0=delta0)
+        self._set_bins(n_bins, bin_ratio)
+        self._batch = (MLEBinnedBatch if not self._use_mm else _mm_binned_batch())(1, n_bins=n_bins, bin_ratio=bin_ratio, delta0=delta0)
+        self._pg = np.zeros(1, dtype=np.intp)
+
+    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
+        """Add one visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
+        c = check_changed(changed)
+        if tau is None:
+            raise TypeError(f"{type(self).__name__}.update needs tau (days since the previous visit)")
+        t = check_tau(tau)
+        if p is not None:
+            check_p(p)
+        b = self._batch
+        K.binned_batch(self._pg, np.array([c]), np.array([t]), b.n_visits_, b._key, b._c, b._u, b._sc, b._su, b.delta_, b._log_width, b._use_mm)
+        self.delta_ = float(b.delta_[0])
+        self.n_visits_ = int(b.n_visits_[0])
+
+
+def _mm_binned_batch():
+    from freshcrawl.estimators.moments import MomentMatchingBinnedBatch
+
+    return MomentMatchingBinnedBatch

@@ -477,7 +477,7 @@ def simulate_htraa(
     t0 = time.perf_counter()
     _htraa_loop(
         htraa.state_, htraa.share, htraa.n_states, htraa.n_leaves, htraa.mode_code,
-        htraa.clock_, htraa.last_left_, htraa.last_right_,
+        htraa.deadline_,
         log1m_u, acc_log, acc_time, page_at_rank, env.rank_cdf_, env.capacity,
         env.switch_every or 0, int(n_polls), cp, value, detected, hist, htraa.take_seed(),
     )  # fmt: skip
@@ -498,7 +498,7 @@ def _value_of_leaves(alloc, n_leaves, log1m_u, capacity):  # pragma: no cover - 
 
 @numba.njit(cache=True)
 def _htraa_loop(
-    state, share, n_states, n_leaves, mode, clock, last_l, last_r,
+    state, share, n_states, n_leaves, mode, deadline,
     log1m_u, acc_log, acc_time, page_at_rank, rank_cdf, capacity,
     switch_every, n_polls, cp, value, detected, hist, seed,
 ):  # pragma: no cover - compiled  # fmt: skip
@@ -523,7 +523,7 @@ def _htraa_loop(
         if k == n_polls:
             break
         t = k / capacity
-        leaf = htraa_pick(state, share, clock, last_l, last_r, n_leaves)
+        leaf = htraa_pick(state, share, deadline, n_leaves)
         if leaf < n_real:
             v = env_poll(leaf, t, log1m_u, acc_log, acc_time)
         else:

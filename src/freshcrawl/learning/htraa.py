@@ -12,11 +12,12 @@ children 2j and 2j+1, and leaf (material) i is node ``n_leaves + i``. Memory is 
 
 Scheduling. The paper feeds the allocation to an Earliest Deadline First scheduler so that every page is
 polled with a constant period proportional to its share (Sec. 3.1.1). Here EDF runs *at every node*
-between its two subtrees (:func:`freshcrawl.scheduling.edf.edf2_choose`): a node's clock counts the polls
-routed through it, and the subtree whose next deadline (last visit + 1/share, in node clock units) comes
-first receives the poll. With fixed shares every page is then polled deterministically with long-run
-frequency equal to its share, and a change of a split acts at once on the whole subtree; the cost is
-O(log n) per poll, where a flat EDF would have to re-key every page below a node whose split moved.
+between its two subtrees (:func:`freshcrawl.scheduling.edf.edf2_choose`): the subtree whose next deadline
+(counted in polls routed through the node) comes first receives the poll, and its deadline advances by
+its current period 1/share. With fixed shares every page is polled deterministically, with frequency
+equal to its share up to an error of at most 2 polls per level; a change of a split acts on the whole
+subtree from its next poll; the cost is O(log n) per poll, where a flat EDF would have to re-key every
+page below a node whose split moved.
 """
 
 from __future__ import annotations
@@ -50,19 +51,14 @@ def n_leaves_for(n_materials: int) -> int:
 
 
 @numba.njit(cache=True, inline="always")
-def htraa_pick(state, share, clock, last_l, last_r, n_leaves):  # pragma: no cover - compiled
-    """Route one poll from the root to a leaf by per-node EDF; returns the material index 0..n_leaves-1."""
+def htraa_pick(state, share, deadline, n_leaves):  # pragma: no cover - compiled
+    """Route one poll from the root to a leaf by per-node EDF; returns the material index 0..n_leaves-1.
+
+    ``deadline`` has shape (n_leaves, 2): the next-poll deadlines of node j's two subtrees.
+    """
     j = 1
     while j < n_leaves:
-        f = share[state[j]]
-        c = clock[j] + 1
-        clock[j] = c
-        if edf2_choose(last_l[j], last_r[j], f):
-            last_l[j] = c
-            j = 2 * j
-        else:
-            last_r[j] = c
-            j = 2 * j + 1
+        j = 2 * j + edf2_choose(deadline[j], share[state[j]])
     return j - n_leaves
 
 
@@ -96,10 +92,10 @@ def _feedback_many(state, share, n_states, n_leaves, leaves, values, mode, seed)
 
 
 @numba.njit(cache=True)
-def _pick_many(state, share, clock, last_l, last_r, n_leaves, m):  # pragma: no cover - compiled
+def _pick_many(state, share, deadline, n_leaves, m):  # pragma: no cover - compiled
     out = np.empty(m, dtype=np.int64)
     for k in range(m):
-        out[k] = htraa_pick(state, share, clock, last_l, last_r, n_leaves)
+        out[k] = htraa_pick(state, share, deadline, n_leaves)
     return out
 
 
@@ -131,9 +127,9 @@ class HTRAA:
         D = log2(n_leaves), automata on every root-to-leaf path.
     state_ : ndarray of int64, shape (n_leaves,)
         State of the automaton of node j at index j (index 0 unused); starts in the middle, (N+1)//2.
-    clock_, last_left_, last_right_ : ndarray, shape (n_leaves,)
-        Per-node EDF scheduler state: polls routed through the node, and the node clock at the last
-        poll routed to its left / right subtree.
+    deadline_ : ndarray of float, shape (n_leaves, 2)
+        Per-node EDF scheduler state: deadline of the next poll of node j's left and right subtree, in
+        polls routed through node j.
 
     Raises
     ------
@@ -185,9 +181,7 @@ class HTRAA:
     def reset(self) -> None:
         """Put every automaton in its middle state and restart the scheduler."""
         self.state_ = np.full(self.n_leaves, (self.n_states + 1) // 2, dtype=np.int64)
-        self.clock_ = np.zeros(self.n_leaves, dtype=np.int64)
-        self.last_left_ = np.zeros(self.n_leaves, dtype=np.float64)
-        self.last_right_ = np.zeros(self.n_leaves, dtype=np.float64)
+        self.deadline_ = np.zeros((self.n_leaves, 2), dtype=np.float64)
 
     def take_seed(self) -> int:
         """Seed for the next compiled run: the constructor's seed once, then -1 (continue the stream)."""
@@ -224,9 +218,7 @@ class HTRAA:
         """
         if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
             raise ValueError(f"m must be an int >= 0 number of polls; got {m!r}")
-        return _pick_many(
-            self.state_, self.share, self.clock_, self.last_left_, self.last_right_, self.n_leaves, int(m)
-        )
+        return _pick_many(self.state_, self.share, self.deadline_, self.n_leaves, int(m))
 
     def update(self, materials, values) -> None:
         """Feed back the unit values of polled materials, in poll order.
@@ -262,6 +254,4 @@ class HTRAA:
 
     def nbytes(self) -> int:
         """Bytes held by the hierarchy's arrays (linear in the number of pages)."""
-        return int(
-            self.state_.nbytes + self.clock_.nbytes + self.last_left_.nbytes + self.last_right_.nbytes + self.share.nbytes
-        )
+        return int(self.state_.nbytes + self.deadline_.nbytes + self.share.nbytes)

@@ -26,7 +26,7 @@ __all__ = ["HTRAAPolicy", "make_htraa"]
 
 
 @numba.njit(cache=True)
-def _plan_picks(state, share, n_states, n_leaves, mode, clock, last_l, last_r, alive, m, max_picks, seed):
+def _plan_picks(state, share, n_states, n_leaves, mode, deadline, alive, m, max_picks, seed):
     # pragma: no cover - compiled
     if seed >= 0:
         np.random.seed(seed)
@@ -36,7 +36,7 @@ def _plan_picks(state, share, n_states, n_leaves, mode, clock, last_l, last_r, a
     tries = 0
     while got < m and tries < max_picks:
         tries += 1
-        leaf = htraa_pick(state, share, clock, last_l, last_r, n_leaves)
+        leaf = htraa_pick(state, share, deadline, n_leaves)
         if leaf >= n_real:
             htraa_feedback(state, share, n_states, n_leaves, leaf, False, mode)
         elif alive[leaf]:
@@ -128,7 +128,7 @@ class HTRAAPolicy:
         if m == 0 or not alive.any():
             return VisitPlan(np.empty(0, dtype=np.intp), np.empty(0))
         pages = _plan_picks(
-            h.state_, h.share, h.n_states, h.n_leaves, h.mode_code, h.clock_, h.last_left_, h.last_right_,
+            h.state_, h.share, h.n_states, h.n_leaves, h.mode_code, h.deadline_,
             alive, m, 4 * m + 4 * h.n_leaves, h.take_seed(),
         )  # fmt: skip
         k = pages.size

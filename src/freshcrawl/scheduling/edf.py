@@ -9,8 +9,13 @@ Two forms:
 
 - :func:`edf_schedule`: a flat EDF over n pages with fixed frequencies, on a binary heap, O(log n) per
   poll. Polls are ``1/Σx`` apart, so Σx polls happen per unit time.
-- :func:`edf2_choose`: EDF between two subtrees with shares f and 1 − f, in a node's own clock; the
-  hierarchy of :mod:`freshcrawl.learning.htraa` applies it at every node on the path of a poll.
+- :func:`edf2_choose`: EDF between two subtrees with shares f and 1 − f, counted in polls routed
+  through the node; the hierarchy of :mod:`freshcrawl.learning.htraa` applies it at every node on the
+  path of a poll. A deadline advances by the period in force when the child is polled, so a change of
+  share acts from the child's next poll on, without a burst of catch-up polls.
+
+In both, a page's next deadline is its previous *deadline* plus its period (not its previous poll time plus
+its period, which rounds every period up to whole polls and biases the frequencies).
 """
 
 from __future__ import annotations
@@ -28,14 +33,20 @@ __all__ = ["edf2_choose", "edf_schedule", "EDFSchedule"]
 
 
 @numba.njit(cache=True, inline="always")
-def edf2_choose(last_left, last_right, f_left):  # pragma: no cover - compiled
+def edf2_choose(deadline, f_left):  # pragma: no cover - compiled
     """EDF between two children with shares ``f_left`` and ``1 − f_left`` (0 < f_left < 1).
 
-    ``last_left``/``last_right`` are the node clock values of the previous poll routed to each child;
-    the deadlines are ``last + 1/share``. Returns True when the left child's deadline is not later
-    (ties go left).
+    ``deadline`` is a float array of shape (2,) (or a view of two slots) holding the deadline of the
+    next poll of each child, in polls routed through the node. The child with the earlier deadline is
+    polled (ties go left) and its deadline advances by its current period ``1/share``. Returns 0 for
+    left, 1 for right. With fixed shares this is exactly EDF over the two periodic children: after m
+    polls the left child has been polled ``m·f_left`` times up to an error in (−1, 2·f_left).
     """
-    return last_left + 1.0 / f_left <= last_right + 1.0 / (1.0 - f_left)
+    if deadline[0] <= deadline[1]:
+        deadline[0] += 1.0 / f_left
+        return 0
+    deadline[1] += 1.0 / (1.0 - f_left)
+    return 1
 
 
 @dataclass(frozen=True, slots=True)

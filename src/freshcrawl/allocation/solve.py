@@ -1,0 +1,650 @@
+"""Exact allocation of a crawl budget: maximise Σ w_i f(p_i; Δ_i) subject to Σ p_i = B.
+
+Method
+------
+At the optimum every page sits at ``p_i(λ_i) = clip(g_i(λ_i), p_min_i, p_max_i)``, with ``g_i`` the
+inverse of its marginal value ``w_i f_i'`` and ``λ_i = max(λ, λ̂_h)`` for a page on host h, where
+``λ̂_h`` solves ``Σ_{i∈h} p_i(λ̂_h) = c_h`` (the host's cap binds exactly when ``λ̂_h > λ``; Kolobov,
+Lubetzky, Peres, Horvitz, SIGIR 2019). Each ``λ̂_h`` does not depend on λ, so all capped hosts are
+solved first (one vectorised root-find whose every iteration is one pass over the pages), then λ
+(one root-find, one pass per iteration). Both are safeguarded Newton iterations on
+``log Σ p(λ) = log target`` in ``log λ`` with a bracket, so a pure power law ``Σ p ∝ λ^-α`` is solved in
+one step. The last pass applies the first-order correction ``p_i += p_i'(λ) δλ`` that makes the budget
+exact; when the bracket collapses onto a jump of ``Σ p(λ)`` (pages with a constant marginal value),
+the rates are interpolated between both sides of the jump instead. The KKT residual of the result is
+computed and reported.
+
+Pages whose marginal value is 0 at every rate (``w_i = 0``, ``Δ_i = 0``) sit at their lower bound as
+long as the other pages can absorb the budget (λ > 0). When they cannot (finite ``p_max`` and caps),
+λ = 0 and the remaining budget is spread over the zero-value pages as evenly as their bounds and host
+caps allow (the maximiser of Σ log p over them): any split is optimal, this one is defined.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from freshcrawl._validation import check_array, check_positive
+from freshcrawl.allocation import _kernels as K
+from freshcrawl.allocation.objectives import Objective, get_objective
+from freshcrawl.allocation.result import AllocationResult, Status
+from freshcrawl.errors import ConvergenceWarning, InfeasibleAllocation
+
+__all__ = ["allocate"]
+
+_EMPTY_HOSTS = np.zeros(0, dtype=np.intp)
+_ONE = np.ones(1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Problems: the per-page data and the passes over it
+# ---------------------------------------------------------------------------------------------------
+class _KernelProblem:
+    """Per-page data of a built-in objective; every method is one compiled pass."""
+
+    def __init__(self, n, kinds, w, a, b, lo, hi, offset=0.0):
+        self.n, self.kinds, self.w, self.a, self.b, self.lo, self.hi = n, kinds, w, a, b, lo, hi
+        self.offset = offset
+
+    def global_sum(self, lam, hosts, lamhat):
+        return K.global_sum(self.n, lam, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts, lamhat)
+
+    def group_sums(self, lam_g, active_g, hosts):
+        return K.group_sums(lam_g, active_g, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts)
+
+    def host_bounds(self, n_hosts, hosts):
+        return K.host_bounds(self.n, n_hosts, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts)
+
+    def mean_marginal(self, p_g, hosts, n_groups):
+        return K.mean_marginal(self.n, p_g, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts, n_groups)
+
+    def final(self, out, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam):
+        K.final_rates(out, lam, lam2, theta, dlam, self.kinds, self.w, self.a, self.b, self.lo, self.hi,
+                      hosts, lamhat, h_lam2, h_theta, h_dlam)
+
+    def kkt(self, p, lam, hosts, lamhat):
+        return K.kkt_residual(p, lam, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts, lamhat)
+
+    def objective(self, p):
+        return K.objective_sum(p, self.kinds, self.w, self.a, self.b, self.offset)
+
+    def active(self):
+        out = np.empty(self.n, dtype=np.bool_)
+        _active_mask(out, self.kinds, self.w, self.a, self.b)
+        return out
+
+    def take(self, idx):
+        pick = lambda x: x if x.shape[0] == 1 else np.ascontiguousarray(x[idx])  # noqa: E731
+        return pick(self.lo), pick(self.hi)
+
+
+from numba import njit  # noqa: E402
+
+
+@njit(cache=True)
+def _active_mask(out, kinds, w, a, b):
+    for i in range(out.shape[0]):
+        out[i] = K.is_active(K._at(kinds, i), K._at(w, i), K._at(a, i), K._at(b, i))
+
+
+class _NumpyProblem:
+    """Per-page data of a user-defined objective, evaluated through its numpy methods."""
+
+    def __init__(self, n, obj, delta, w, lo, hi):
+        self.n, self.obj, self.delta = n, obj, delta
+        self.w = np.broadcast_to(w, (n,))
+        self.lo = np.broadcast_to(lo, (n,))
+        self.hi = np.broadcast_to(hi, (n,))
+        self.has_inverse = type(obj).inverse_marginal is not Objective.inverse_marginal
+        with np.errstate(all="ignore"):
+            m0 = self.w * np.asarray(obj.derivative(self.lo.copy(), delta), dtype=np.float64)
+        self._active = (self.w > 0) & (m0 > 0) & (self.hi > self.lo)
+
+    def _deriv(self, p):
+        with np.errstate(all="ignore"):
+            return np.asarray(self.obj.derivative(p, self.delta), dtype=np.float64)
+
+    def responses(self, lam_page):
+        """clip(g(λ_i), lo, hi) for every page (λ_i an array or a scalar)."""
+        lam_page = np.broadcast_to(np.asarray(lam_page, dtype=np.float64), (self.n,))
+        act = self._active & (lam_page < np.inf)
+        p = self.lo.copy()
+        zero = act & (lam_page <= 0)
+        p[zero] = self.hi[zero]
+        act &= lam_page > 0
+        if not act.any():
+            return p
+        if self.has_inverse:
+            with np.errstate(all="ignore"):
+                g = np.asarray(self.obj.inverse_marginal(lam_page / np.where(self.w > 0, self.w, 1.0),
+                                                          self.delta), dtype=np.float64)
+            p[act] = np.clip(g[act], self.lo[act], self.hi[act])
+            return p
+        # bisection on w f'(p) = λ inside [lo, hi]; f' is nonincreasing
+        a = self.lo.copy()
+        b = np.where(np.isfinite(self.hi), self.hi, np.maximum(self.lo, 1.0))
+        need = act & ~np.isfinite(self.hi)
+        for _ in range(2100):
+            if not need.any():
+                break
+            grow = need & (self.w * self._deriv(b) > lam_page)
+            b[grow] *= 2.0
+            need = grow
+        top = act & (self.w * self._deriv(b) >= lam_page)
+        p[top] = b[top]
+        low = act & (self.w * self._deriv(self.lo) <= lam_page)
+        run = act & ~top & ~low
+        for _ in range(2200):
+            if not run.any():
+                break
+            mid = np.where(b > 4.0 * a, np.where(a > 0, np.sqrt(a * b), 0.25 * b), 0.5 * (a + b))
+            up = self.w * self._deriv(mid) > lam_page
+            a = np.where(run & up, mid, a)
+            b = np.where(run & ~up, mid, b)
+            run &= (b - a) > 4e-16 * b
+        p[act & ~top & ~low] = (0.5 * (a + b))[act & ~top & ~low]
+        return p
+
+    def _page_lambda(self, lam, hosts, lamhat):
+        if hosts.shape[0] == 0:
+            return np.full(self.n, lam)
+        lh = np.where(hosts >= 0, lamhat[np.maximum(hosts, 0)] if lamhat.size else 0.0, 0.0)
+        return np.maximum(lam, lh)
+
+    def _fd(self, lam_page):
+        p = self.responses(lam_page)
+        h = 1e-7
+        p2 = self.responses(lam_page * (1.0 + h))
+        return p, (p2 - p) / (lam_page * h)
+
+    def global_sum(self, lam, hosts, lamhat):
+        lp = self._page_lambda(lam, hosts, lamhat)
+        keep = lp <= lam
+        p, dp = self._fd(np.full(self.n, lam))
+        return float(np.sum(p[keep])), float(np.sum(dp[keep]))
+
+    def group_sums(self, lam_g, active_g, hosts):
+        sel = (hosts >= 0) & active_g[np.maximum(hosts, 0)]
+        lp = np.where(sel, lam_g[np.maximum(hosts, 0)], np.inf)
+        p, dp = self._fd(lp)
+        p = np.where(sel, p, 0.0)
+        dp = np.where(sel & np.isfinite(dp), dp, 0.0)
+        h = np.maximum(hosts, 0)
+        return (np.bincount(h, weights=p, minlength=lam_g.size),
+                np.bincount(h, weights=dp, minlength=lam_g.size))
+
+    def host_bounds(self, n_hosts, hosts):
+        g = np.where(hosts >= 0, hosts, n_hosts) if hosts.shape[0] else np.full(self.n, n_hosts)
+        s0 = np.where(self._active, self.hi, self.lo)
+        return (np.bincount(g, weights=self.lo, minlength=n_hosts + 1),
+                np.bincount(g, weights=s0, minlength=n_hosts + 1),
+                np.bincount(g, weights=self.hi, minlength=n_hosts + 1))
+
+    def mean_marginal(self, p_g, hosts, n_groups):
+        g = np.where(hosts >= 0, hosts, n_groups - 1) if hosts.shape[0] else np.full(self.n, n_groups - 1)
+        m = self.w * self._deriv(np.clip(p_g[g], self.lo, self.hi))
+        ok = (m > 0) & np.isfinite(m)
+        cnt = np.bincount(g[ok], minlength=n_groups)
+        acc = np.bincount(g[ok], weights=np.log(m[ok]), minlength=n_groups)
+        return np.where(cnt > 0, np.exp(acc / np.maximum(cnt, 1)), 1.0)
+
+    def final(self, out, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam):
+        lp = self._page_lambda(lam, hosts, lamhat)
+        on_host = lp > lam
+        hh = np.maximum(hosts, 0) if hosts.shape[0] else np.zeros(self.n, dtype=np.intp)
+        l2 = np.where(on_host, h_lam2[hh] if h_lam2.size else lam2, lam2)
+        th = np.where(on_host, h_theta[hh] if h_theta.size else theta, theta)
+        dl = np.where(on_host, h_dlam[hh] if h_dlam.size else dlam, dlam)
+        p, dp = self._fd(lp)
+        v = p + np.where(np.isfinite(dp), dp, 0.0) * dl
+        if np.any(th != 0):
+            p2 = self.responses(l2)
+            v = np.where(th != 0, p + th * (p2 - p), v)
+        out[:] = np.clip(v, self.lo, self.hi)
+
+    def kkt(self, p, lam, hosts, lamhat):
+        lp = self._page_lambda(lam, hosts, lamhat)
+        m = np.where(self.w > 0, self.w * self._deriv(p), 0.0)
+        r = np.where(p <= self.lo, np.maximum(0.0, m - lp),
+                     np.where(p >= self.hi, np.maximum(0.0, lp - m), np.abs(m - lp)))
+        r = np.where((self.hi <= self.lo) | ~np.isfinite(lp), 0.0, r)
+        r = np.where(lp > 0, r / np.where(lp > 0, lp, 1.0), r)
+        return float(np.max(r)) if r.size else 0.0
+
+    def objective(self, p):
+        with np.errstate(all="ignore"):
+            v = np.asarray(self.obj.value(p, self.delta), dtype=np.float64)
+        return float(np.sum(np.where(self.w > 0, self.w * v, 0.0)))
+
+    def active(self):
+        return self._active.copy()
+
+    def take(self, idx):
+        return np.ascontiguousarray(self.lo[idx]), np.ascontiguousarray(self.hi[idx])
+
+
+# ---------------------------------------------------------------------------------------------------
+# Root-finding
+# ---------------------------------------------------------------------------------------------------
+class _Roots:
+    """Outcome of a vectorised root-find: per group λ, and how to finish the rates."""
+
+    __slots__ = ("lam", "lam2", "theta", "dlam", "n_iter", "converged")
+
+    def __init__(self, G):
+        self.lam = np.zeros(G)
+        self.lam2 = np.zeros(G)
+        self.theta = np.zeros(G)
+        self.dlam = np.zeros(G)
+        self.n_iter = 0
+        self.converged = np.zeros(G, dtype=bool)
+
+
+def _newton(evaluate, target, u0, tol, max_iter) -> _Roots:
+    """Solve S_g(λ_g) = target_g (S_g nonincreasing in λ) for every group g at once.
+
+    Safeguarded Newton on log S_g against u = log λ_g, with a bracket [lo, hi] in u; bisection when a
+    step leaves the bracket or stalls. A group is finished when |S - target| <= tol * target (then the
+    first-order correction dλ = (target - S) / S' is kept) or when its bracket collapses onto a jump
+    of S (then θ interpolates between p(λ_hi) and p(λ_lo)).
+    """
+    G = target.size
+    out = _Roots(G)
+    u = u0.astype(np.float64).copy()
+    lo = np.full(G, -np.inf)
+    hi = np.full(G, np.inf)
+    s_lo = np.full(G, np.nan)
+    s_hi = np.full(G, np.nan)
+    done = np.zeros(G, dtype=bool)
+    prev = np.full(G, np.inf)
+    slow = np.zeros(G, dtype=np.int64)
+    last_s = np.zeros(G)
+    last_ds = np.zeros(G)
+    last_u = u.copy()
+    with np.errstate(all="ignore"):
+        while out.n_iter < max_iter and not done.all():
+            out.n_iter += 1
+            act = ~done
+            lam = np.exp(u)
+            s, ds = evaluate(lam, act)
+            last_s = np.where(act, s, last_s)
+            last_ds = np.where(act, ds, last_ds)
+            last_u = np.where(act, u, last_u)
+            err = s - target
+            conv = act & (np.abs(err) <= tol * target)
+            if conv.any():
+                out.lam[conv] = lam[conv]
+                out.dlam[conv] = np.where(ds[conv] < 0, -err[conv] / ds[conv], 0.0)
+                out.converged[conv] = True
+                done |= conv
+                act &= ~conv
+            pos = act & (err > 0)
+            neg = act & (err < 0)
+            lo = np.where(pos, u, lo)
+            s_lo = np.where(pos, s, s_lo)
+            hi = np.where(neg, u, hi)
+            s_hi = np.where(neg, s, s_hi)
+            # a bracket that has collapsed onto a jump of S
+            width = hi - lo
+            jump = act & (width <= 4.0 * np.spacing(np.maximum(np.maximum(np.abs(lo), np.abs(hi)), 1.0)))
+            if jump.any():
+                out.lam[jump] = np.exp(hi[jump])
+                out.lam2[jump] = np.exp(lo[jump])
+                gap = s_lo[jump] - s_hi[jump]
+                out.theta[jump] = np.where(gap > 0, (target[jump] - s_hi[jump]) / gap, 0.0)
+                out.theta[jump] = np.where(out.theta[jump] == 0, 0.0, out.theta[jump])
+                out.converged[jump] = True
+                done |= jump
+                act &= ~jump
+            step = -(np.log(s) - np.log(target)) * s / (lam * ds)
+            un = u + step
+            ok = np.isfinite(un)
+            aerr = np.abs(err)
+            slow = np.where(aerr > 0.5 * prev, slow + 1, 0)
+            prev = aerr
+            both = np.isfinite(lo) & np.isfinite(hi)
+            inside = ok & (un > lo) & (un < hi) & (slow < 2)
+            un = np.where(both & ~inside, 0.5 * (lo + hi), un)
+            only_lo = np.isfinite(lo) & ~np.isfinite(hi)
+            un = np.where(only_lo & ~(ok & (un > u)), u + 2.0, un)
+            un = np.where(only_lo, np.minimum(un, u + 40.0), un)
+            only_hi = np.isfinite(hi) & ~np.isfinite(lo)
+            un = np.where(only_hi & ~(ok & (un < u)), u - 2.0, un)
+            un = np.where(only_hi, np.maximum(un, u - 40.0), un)
+            u = np.where(act, un, u)
+    left = ~done
+    if left.any():
+        out.lam[left] = np.exp(last_u[left])
+        err = last_s[left] - target[left]
+        out.dlam[left] = np.where(last_ds[left] < 0, -err / last_ds[left], 0.0)
+    out.dlam = np.where(np.isfinite(out.dlam), out.dlam, 0.0)
+    return out
+
+
+def _solve(prob, budget, hosts, caps, tol, max_iter):
+    """Rates, λ, per-host multipliers, passes and convergence of one problem."""
+    n = prob.n
+    n_hosts = caps.shape[0]
+    low, s0, up = prob.host_bounds(n_hosts, hosts)
+    total_low = float(low.sum())
+    if budget < total_low:
+        raise InfeasibleAllocation(
+            f"budget {budget:g} visits/day is below the sum of the lower bounds p_min, {total_low:g} visits/day"
+        )
+    capped = np.isfinite(caps)
+    low_h, s0_h, up_h = low[:n_hosts], s0[:n_hosts], up[:n_hosts]
+    bad = capped & (low_h > caps)
+    if bad.any():
+        h = int(np.flatnonzero(bad)[0])
+        raise InfeasibleAllocation(
+            f"host_caps: {int(bad.sum())} hosts have a cap below the sum of their pages' p_min, first host {h} "
+            f"(cap {caps[h]:g} visits/day < {low_h[h]:g} visits/day)"
+        )
+    max_total = float(up[n_hosts] + np.sum(np.where(capped, np.minimum(caps, up_h), up_h)))
+    if budget > max_total:
+        raise InfeasibleAllocation(
+            f"budget {budget:g} visits/day exceeds the most the pages can take, {max_total:g} visits/day "
+            f"(sum of p_max, each host limited to its cap)"
+        )
+    lamhat = np.zeros(n_hosts)
+    h_lam2 = np.zeros(n_hosts)
+    h_theta = np.zeros(n_hosts)
+    h_dlam = np.zeros(n_hosts)
+    n_iter = 0
+    converged = True
+    lamhat[capped & (caps <= low_h)] = np.inf
+    solve_h = capped & (s0_h > caps) & (caps > low_h)
+    if solve_h.any():
+        idx = np.flatnonzero(solve_h)
+        counts = np.bincount(hosts[hosts >= 0], minlength=n_hosts).astype(np.float64)
+        p_g = np.zeros(n_hosts + 1)
+        p_g[:n_hosts] = caps / np.maximum(counts, 1.0)
+        p_g[:n_hosts][~capped] = 0.0
+        guess = prob.mean_marginal(p_g, hosts, n_hosts + 1)[:n_hosts]
+        lam_all = np.zeros(n_hosts)
+
+        def eval_hosts(lam, act):
+            lam_all[idx] = lam
+            act_all = np.zeros(n_hosts, dtype=np.bool_)
+            act_all[idx] = act
+            s, ds = prob.group_sums(lam_all, act_all, hosts)
+            return s[idx], ds[idx]
+
+        roots = _newton(eval_hosts, caps[idx], np.log(guess[idx]), tol, max_iter)
+        lamhat[idx] = roots.lam
+        h_lam2[idx] = roots.lam2
+        h_theta[idx] = roots.theta
+        h_dlam[idx] = roots.dlam
+        n_iter += roots.n_iter
+        converged &= bool(roots.converged.all())
+    binding_caps = np.where(capped, caps, 0.0)
+    s0_total = float(s0[n_hosts] + np.sum(np.where(capped, np.minimum(caps, s0_h), s0_h)))
+    p = np.empty(n)
+    if budget >= s0_total:
+        lam = 0.0
+        prob.final(p, 0.0, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
+        if budget > s0_total:
+            _spread_leftover(prob, p, budget, hosts, caps, tol, max_iter)
+    else:
+        def eval_global(lam, act):
+            s, ds = prob.global_sum(float(lam[0]), hosts, lamhat)
+            s += float(np.sum(binding_caps[lamhat > lam[0]]))
+            return np.array([s]), np.array([ds])
+
+        p_g = np.array([budget / n])
+        guess = prob.mean_marginal(p_g, _EMPTY_HOSTS, 1)
+        roots = _newton(eval_global, np.array([budget]), np.log(guess), tol, max_iter)
+        n_iter += roots.n_iter
+        converged &= bool(roots.converged.all())
+        lam = float(roots.lam[0])
+        prob.final(p, lam, float(roots.lam2[0]), float(roots.theta[0]), float(roots.dlam[0]),
+                   hosts, lamhat, h_lam2, h_theta, h_dlam)
+    host_lam = np.maximum(lam, lamhat) if n_hosts else lamhat
+    return p, lam, lamhat, host_lam, n_iter, converged
+
+
+def _spread_leftover(prob, p, budget, hosts, caps, tol, max_iter):
+    """λ = 0: spread what the valued pages cannot take evenly over the zero-value pages (max Σ log p)."""
+    zero = ~prob.active()
+    idx = np.flatnonzero(zero)
+    lo_z, hi_z = prob.take(idx)
+    n_hosts = caps.shape[0]
+    used = budget - float(np.sum(p)) + float(np.sum(p[idx]))
+    if n_hosts and hosts.shape[0]:
+        h_all = np.where(hosts >= 0, hosts, n_hosts)
+        room = np.bincount(h_all, weights=p, minlength=n_hosts + 1)[:n_hosts]
+        room -= np.bincount(h_all[idx], weights=p[idx], minlength=n_hosts + 1)[:n_hosts]
+        caps_z = np.where(np.isfinite(caps), np.maximum(caps - room, 0.0), np.inf)
+        hosts_z = np.ascontiguousarray(hosts[idx])
+    else:
+        caps_z = caps
+        hosts_z = _EMPTY_HOSTS
+    sub = _KernelProblem(idx.size, np.array([K.LOG], dtype=np.uint8), _ONE, _ONE, _ONE, lo_z, hi_z)
+    p_z, *_ = _solve(sub, used, hosts_z, caps_z, tol, max_iter)
+    p[idx] = p_z
+
+
+# ---------------------------------------------------------------------------------------------------
+# Public entry point
+# ---------------------------------------------------------------------------------------------------
+def _bound(name: str, value: ArrayLike, n: int, *, allow_inf: bool) -> NDArray[np.float64]:
+    arr = np.asarray(value, dtype=np.float64) if not isinstance(value, np.ndarray) else value
+    if np.ndim(arr) == 0:
+        arr = check_array(name, np.atleast_1d(arr), low=0.0, allow_inf=allow_inf, unit="visits/day")
+        return arr
+    return check_array(name, arr, shape=(n,), low=0.0, allow_inf=allow_inf, unit="visits/day")
+
+
+def allocate(
+    delta: ArrayLike | None,
+    budget: float,
+    *,
+    weights: ArrayLike | None = None,
+    objective: str | Objective = "freshness-poisson",
+    p_min: float | ArrayLike = 0.0,
+    p_max: float | ArrayLike = np.inf,
+    hosts: ArrayLike | None = None,
+    host_caps: ArrayLike | None = None,
+    observed_completely: ArrayLike | None = None,
+    tol: float = 1e-12,
+    max_iter: int = 100,
+) -> AllocationResult:
+    """Optimal visit rates: maximise Σ w_i f(p_i; Δ_i) subject to Σ p_i = B, bounds and host caps.
+
+    Parameters
+    ----------
+    delta : array_like of float, shape (n_pages,)
+        Change rates Δ_i >= 0, changes per day (for ``"detection-discrete"``: change probability per
+        step, in [0, 1]). May be None for objectives that hold their own per-page parameters
+        (:class:`SyncCost`).
+    budget : float
+        Crawl budget B > 0, visits per day. The rates sum to B exactly.
+    weights : array_like of float, shape (n_pages,), optional
+        Importance weights w_i >= 0; default all ones.
+    objective : str or Objective, default="freshness-poisson"
+        One of :data:`OBJECTIVE_NAMES` or an :class:`Objective`.
+    p_min, p_max : float or array_like of float, shape (n_pages,)
+        Bounds on each rate, visits per day; ``p_max`` may be inf.
+    hosts : array_like of int, shape (n_pages,), optional
+        Host index of each page, ``-1`` for a page without a host.
+    host_caps : array_like of float, shape (n_hosts,), optional
+        Politeness cap c_h of each host, visits per day; ``inf`` for an uncapped host. Required with
+        ``hosts``.
+    observed_completely : array_like of bool, shape (n_pages,), optional
+        Pages whose every change is announced (sitemaps, feeds, pings). Such a page is visited with
+        probability ρ_i = p_i/Δ_i at each announced change, so ``p_i <= Δ_i`` (``p_min`` is lowered to
+        Δ_i where it exceeds it); its objective is ``log ρ_i`` with ``"harmonic"`` (LambdaCrawl) and
+        ρ_i with the freshness objectives. Solved with the same λ as the other pages.
+    tol : float, default=1e-12
+        Relative tolerance on the budget at which the root-finds stop (before the final correction).
+    max_iter : int, default=100
+        Most passes per root-find.
+
+    Returns
+    -------
+    AllocationResult
+        Rates, λ, per-host multipliers, objective, status and KKT residual.
+
+    Raises
+    ------
+    ValueError
+        If an input is NaN, negative, of the wrong shape, or ``p_min > p_max`` for a page (the message
+        names the first offending page).
+    InfeasibleAllocation
+        If B is below Σ p_min, above what the pages can take (Σ p_max with each host limited to its
+        cap), or a host's cap is below the sum of its pages' ``p_min``.
+    UnknownNameError
+        If ``objective`` is an unknown name.
+
+    Notes
+    -----
+    Pages with zero marginal value (``w_i = 0`` or ``Δ_i = 0``) stay at ``p_min`` unless the others
+    cannot absorb the budget; then λ = 0 and the rest is spread evenly over them (see the module notes).
+
+    References
+    ----------
+    .. [1] Azar, Horvitz, Lubetzky, Peres, Shahaf, "Tractable near-optimal policies for crawling",
+       PNAS 2018 (seed 001, Sec. 5).
+    .. [2] Kolobov, Peres, Lu, Horvitz, NeurIPS 2019 (LambdaCrawl; mixed observations).
+    .. [3] Kolobov, Lubetzky, Peres, Horvitz, "Optimal freshness crawl under politeness constraints",
+       SIGIR 2019 (host caps).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> res = allocate([1.0, 4.0], budget=4.0)  # p = sqrt(Δ/λ) - Δ with 1/sqrt(λ) = 3
+    >>> np.round(res.p, 9), res.success
+    (array([2., 2.]), True)
+    """
+    obj = get_objective(objective)
+    n_obj = obj._n_params() if isinstance(obj, Objective) else None
+    if delta is None:
+        if n_obj is None:
+            raise ValueError("delta must be given (changes per day, shape (n_pages,)); got None")
+        delta = np.zeros(n_obj)
+    delta = check_array("delta", delta, low=0.0, unit="changes/day")
+    if delta.ndim != 1 or delta.shape[0] < 1:
+        raise ValueError(f"delta must have shape (n_pages,) with n_pages >= 1; got shape {delta.shape}")
+    n = delta.shape[0]
+    if n_obj is not None and n_obj != n:
+        raise ValueError(f"delta has {n} pages but the objective {obj!r} holds parameters for {n_obj}")
+    budget = check_positive("budget", budget, unit="visits/day")
+    tol = check_positive("tol", tol)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be an int >= 1; got {max_iter!r}")
+    w = _ONE if weights is None else check_array("weights", weights, shape=(n,), low=0.0)
+    lo = _bound("p_min", p_min, n, allow_inf=False)
+    hi = _bound("p_max", p_max, n, allow_inf=True)
+    if lo.shape[0] == 1 and hi.shape[0] == 1:
+        if lo[0] > hi[0]:
+            raise ValueError(f"p_min must be <= p_max; got p_min={lo[0]!r} > p_max={hi[0]!r} visits/day")
+    else:
+        bad = np.broadcast_to(lo, (n,)) > np.broadcast_to(hi, (n,))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"p_min must be <= p_max for every page; {int(bad.sum())} of {n} pages are not, first at "
+                f"index {i} (p_min={np.broadcast_to(lo, (n,))[i]!r} > p_max={np.broadcast_to(hi, (n,))[i]!r})"
+            )
+    hosts_arr, caps = _check_hosts(hosts, host_caps, n)
+
+    complete = None
+    if observed_completely is not None:
+        complete = np.asarray(observed_completely)
+        if complete.dtype != np.bool_ or complete.shape != (n,):
+            raise ValueError(
+                f"observed_completely must be a bool array of shape ({n},); got {complete.dtype} {complete.shape}"
+            )
+        if not complete.any():
+            complete = None
+
+    if obj._kind is None if isinstance(obj, Objective) else True:
+        if complete is not None:
+            raise ValueError(
+                f"observed_completely is supported with the harmonic and freshness objectives; got {obj!r}"
+            )
+        prob = _NumpyProblem(n, obj, delta, w, lo, hi)
+    else:
+        a, b = obj._params(delta)
+        kinds = np.array([obj._kind], dtype=np.uint8)
+        if complete is not None:
+            mode = obj._complete()
+            if mode is None:
+                raise ValueError(
+                    "observed_completely is supported with the harmonic and freshness objectives; "
+                    f"got objective {obj.name!r}"
+                )
+            kinds = np.where(complete, K.LOG if mode == "log" else K.LINEAR, obj._kind).astype(np.uint8)
+            with np.errstate(divide="ignore"):
+                a_c = delta if mode == "log" else 1.0 / delta
+            a = np.where(complete, a_c, np.broadcast_to(a, (n,)))
+            lo = np.where(complete, np.minimum(lo, delta), lo)
+            hi = np.where(complete, np.minimum(hi, delta), hi)
+        prob = _KernelProblem(n, kinds, np.ascontiguousarray(w), np.ascontiguousarray(a, dtype=np.float64),
+                              np.ascontiguousarray(b, dtype=np.float64), np.ascontiguousarray(lo),
+                              np.ascontiguousarray(hi), obj._offset)
+
+    p, lam, lamhat, host_lam, n_iter, converged = _solve(prob, budget, hosts_arr, caps, tol, max_iter)
+    kkt = prob.kkt(p, lam, hosts_arr, lamhat)
+    used = float(np.sum(p))
+    kkt = max(kkt, abs(used - budget) / budget)
+    if caps.shape[0] and hosts_arr.shape[0]:
+        h_all = np.where(hosts_arr >= 0, hosts_arr, caps.shape[0])
+        sums = np.bincount(h_all, weights=p, minlength=caps.shape[0] + 1)[: caps.shape[0]]
+        over = np.where(np.isfinite(caps), (sums - caps) / np.maximum(caps, np.finfo(float).tiny), 0.0)
+        kkt = max(kkt, float(np.max(over, initial=0.0)))
+    value = prob.objective(p)
+    status = Status.CONVERGED if converged else Status.MAX_ITER
+    if converged:
+        message = f"converged: {used:.12g} of {budget:.12g} visits/day used, KKT residual {kkt:.2e}"
+    else:
+        message = (f"stopped at max_iter={max_iter} before reaching tol={tol:g}: {used:.12g} of "
+                   f"{budget:.12g} visits/day used, KKT residual {kkt:.2e}")
+        warnings.warn(message, ConvergenceWarning, stacklevel=2)
+    return AllocationResult(
+        p=p,
+        lam=lam,
+        host_lam=None if hosts is None else host_lam,
+        objective=float(value),
+        status=status,
+        message=message,
+        n_iter=int(n_iter),
+        kkt_residual=float(kkt),
+    )
+
+
+def _check_hosts(hosts, host_caps, n):
+    if hosts is None and host_caps is None:
+        return _EMPTY_HOSTS, np.zeros(0)
+    if hosts is None:
+        raise ValueError("host_caps was given without hosts; pass hosts, shape (n_pages,), too")
+    h = np.asarray(hosts)
+    if h.shape != (n,):
+        raise ValueError(f"hosts must have shape ({n},); got {h.shape}")
+    if h.dtype.kind not in "iu":
+        if h.dtype.kind == "f" and np.all(np.isfinite(h)) and np.all(h == np.round(h)):
+            h = h.astype(np.intp)
+        else:
+            raise ValueError(f"hosts must be integer host indices (-1 for none); got dtype {h.dtype}")
+    h = np.ascontiguousarray(h, dtype=np.intp)
+    if host_caps is None:
+        n_hosts = int(h.max()) + 1 if n else 0
+        caps = np.full(max(n_hosts, 0), np.inf)
+    else:
+        caps = check_array("host_caps", np.atleast_1d(np.asarray(host_caps, dtype=np.float64)), low=0.0,
+                           allow_inf=True, unit="visits/day")
+        if caps.ndim != 1:
+            raise ValueError(f"host_caps must have shape (n_hosts,); got {caps.shape}")
+    n_hosts = caps.shape[0]
+    bad = (h < -1) | (h >= n_hosts)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"hosts must be in [-1, {n_hosts - 1}] (index into host_caps, -1 for none); "
+            f"{int(bad.sum())} of {n} pages are not, first at index {i} ({int(h[i])})"
+        )
+    return h, caps

@@ -1,0 +1,307 @@
+"""The learned policy (estimate Δ online, allocate the budget) and the oracle (allocate on the truth).
+
+``learned:<estimator>``
+    Every re-plan (every P days, default 1), feeds the observations to a batch change-rate estimator
+    from :mod:`freshcrawl.estimators` and allocates the budget with :func:`freshcrawl.allocation.allocate`
+    on the current estimates Δ̂ (objective chosen by ``--objective``, default periodic freshness).
+``oracle``
+    The same allocation fed the true rates of the window (changes in the window per day alive in it).
+``proportional``
+    Rates proportional to Δ̂ (the Proportional policy of seed 004 on estimated rates, i.e. its Estimator
+    policy).
+
+Pages without an observation yet (never visited twice: a page's first visit after its birth compares
+with nothing) are visited at the default rate, ``PolicyOptions.default_rate`` or ``B / n_alive`` when
+that is None, so that every page is looked at and the learned policy starts as uniform. Observed pages
+share the rest of the budget. A learning policy must keep looking at pages it believes static (Δ̂ = 0
+after a few unchanged visits, or hopeless pages the allocation leaves at 0): each observed page gets at
+least ``explore * B_rest / n_observed`` visits per day (``explore`` = 0.05 by default, set with
+``PolicyOptions.extra["explore"]``), so at most 5% of the budget goes to exploration.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from freshcrawl._validation import check_interval, check_positive
+from freshcrawl.errors import UnknownNameError
+from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan
+
+__all__ = [
+    "DEFAULT_ESTIMATOR",
+    "DEFAULT_EXPLORE",
+    "LearnedPolicy",
+    "OraclePolicy",
+    "make_learned",
+    "make_learned_proportional",
+    "make_oracle",
+    "split_rounds",
+]
+
+#: Estimator of ``learned`` when none is named: SA rewritten with the visit interval, consistent under
+#: the periodic, re-planned visits the engine makes (DESIGN.md, "pitfall"), O(1) per visit.
+DEFAULT_ESTIMATOR = "sa-interval"
+#: Fraction of the budget (after unobserved pages) kept as a floor rate for observed pages.
+DEFAULT_EXPLORE = 0.05
+
+
+def split_rounds(pages: NDArray[np.intp]) -> list[NDArray[np.intp]]:
+    """Split visit positions into rounds holding each page at most once, keeping each page's order.
+
+    Round r holds the (r+1)-th visit of every page visited more than r times.
+
+    Examples
+    --------
+    >>> [r.tolist() for r in split_rounds(np.array([3, 1, 3, 3, 1]))]
+    [[1, 0], [4, 2], [3]]
+    """
+    if pages.size == 0:
+        return []
+    order = np.argsort(pages, kind="stable")
+    ps = pages[order]
+    start = np.ones(ps.shape[0], dtype=bool)
+    start[1:] = ps[1:] != ps[:-1]
+    group_first = np.maximum.accumulate(np.where(start, np.arange(ps.shape[0]), 0))
+    rank = np.arange(ps.shape[0]) - group_first
+    by_rank = np.argsort(rank, kind="stable")
+    counts = np.bincount(rank)
+    return np.split(order[by_rank], np.cumsum(counts)[:-1])
+
+
+def _unobserved_rates(
+    alive: NDArray[np.bool_], observed: NDArray[np.bool_], budget: float, default_rate: float | None
+) -> tuple[NDArray[np.float64], float]:
+    """Default rate for alive pages without observation; return the rates and the budget left."""
+    rates = np.zeros(alive.shape[0])
+    n_alive = int(alive.sum())
+    if n_alive == 0:
+        return rates, 0.0
+    waiting = alive & ~observed
+    n_wait = int(waiting.sum())
+    d = budget / n_alive if default_rate is None else default_rate
+    if d * n_wait >= budget:
+        rates[waiting] = budget / n_wait
+        return rates, 0.0
+    rates[waiting] = d
+    return rates, budget - d * n_wait
+
+
+class LearnedPolicy:
+    """Estimate Δ online with a batch estimator and re-allocate the budget every ``replan_every`` days.
+
+    Parameters
+    ----------
+    estimator : str, default=DEFAULT_ESTIMATOR
+        Name in :data:`freshcrawl.estimators.ESTIMATOR_NAMES`.
+    objective : str, default="freshness-periodic"
+        Objective of :func:`freshcrawl.allocation.allocate` (``rule="allocate"`` only).
+    replan_every : float, default=1.0
+        P, days between plans.
+    default_rate : float or None, default=None
+        Visits per day of a page without observation; None means ``B / n_alive``.
+    explore : float, default=DEFAULT_EXPLORE
+        Fraction in [0, 1) of the budget left after unobserved pages spread as a floor rate over
+        observed pages.
+    rule : {"allocate", "proportional"}, default="allocate"
+        Optimal allocation of the objective, or rates proportional to Δ̂ (seed 004's Proportional).
+
+    Attributes
+    ----------
+    estimator_ : BatchEstimator
+        The estimator, built by :meth:`reset`.
+    rates_ : ndarray of float, shape (n_pages,)
+        Rates of the last plan, visits per day.
+
+    Raises
+    ------
+    UnknownNameError
+        If the estimator, the objective or the rule is unknown.
+    ValueError
+        If ``replan_every`` or ``default_rate`` is not > 0 or ``explore`` is outside [0, 1).
+
+    References
+    ----------
+    .. [1] Avrachenkov, Patil, Thoppe, "Online Algorithms for Estimating Change Rates of Web Pages",
+       Sec. 5 (estimates fed to the optimal-rate problem of Azar et al.) (seed 001).
+    """
+
+    needs_truth = False
+
+    def __init__(
+        self,
+        estimator: str = DEFAULT_ESTIMATOR,
+        *,
+        objective: str = "freshness-periodic",
+        replan_every: float = 1.0,
+        default_rate: float | None = None,
+        explore: float = DEFAULT_EXPLORE,
+        rule: str = "allocate",
+    ) -> None:
+        from freshcrawl.estimators import ESTIMATOR_NAMES
+
+        if estimator not in ESTIMATOR_NAMES:
+            raise UnknownNameError(f"unknown estimator {estimator!r}; known: {', '.join(ESTIMATOR_NAMES)}")
+        if rule not in ("allocate", "proportional"):
+            raise UnknownNameError(f"rule must be 'allocate' or 'proportional'; got {rule!r}")
+        self.estimator = estimator
+        self.objective = objective
+        self.replan_every = check_positive("replan_every", replan_every, unit="days")
+        self.default_rate = (
+            None if default_rate is None else check_positive("default_rate", default_rate, unit="visits per day")
+        )
+        self.explore = check_interval("explore", explore, low=0.0, high=1.0, closed="left")
+        self.rule = rule
+        self.name = f"learned:{estimator}" if rule == "allocate" else (
+            "proportional" if estimator == DEFAULT_ESTIMATOR else f"proportional:{estimator}"
+        )
+
+    def reset(self, context: PolicyContext) -> None:
+        """Build a fresh estimator for ``context.n_pages`` pages."""
+        from freshcrawl.estimators import make_batch_estimator
+
+        self.context_ = context
+        self.estimator_ = make_batch_estimator(self.estimator, context.n_pages)
+        self.rates_ = np.zeros(context.n_pages)
+
+    def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
+        """Allocate the budget on the current Δ̂; visits per day, shape (n_pages,)."""
+        ctx = self.context_
+        observed = self.estimator_.n_visits_ > 0
+        rates, rest = _unobserved_rates(alive, observed, ctx.budget, self.default_rate)
+        seen = np.flatnonzero(alive & observed)
+        if rest > 0 and seen.size:
+            floor = self.explore * rest / seen.size
+            delta = np.asarray(self.estimator_.delta_, dtype=np.float64)[seen]
+            if self.rule == "allocate":
+                from freshcrawl.allocation import allocate
+
+                res = allocate(delta, rest, weights=ctx.weights[seen], objective=self.objective, p_min=floor)
+                rates[seen] = res.p
+            else:
+                total = delta.sum()
+                share = delta / total if total > 0 else np.full(seen.size, 1.0 / seen.size)
+                rates[seen] = floor + (rest - floor * seen.size) * share
+        self.rates_ = rates
+        return RatePlan(rates)
+
+    def observe(self, obs: Observations) -> None:
+        """Feed the observations to the estimator, at most one per page per update call."""
+        pages = np.asarray(obs.pages, dtype=np.intp)
+        for sel in split_rounds(pages):
+            self.estimator_.update(pages[sel], obs.changed[sel], obs.tau[sel], obs.p[sel])
+
+    def estimated_delta(self) -> NDArray[np.float64]:
+        """Current Δ̂, changes per day, shape (n_pages,)."""
+        return np.array(self.estimator_.delta_, dtype=np.float64)
+
+
+class OraclePolicy:
+    """The allocation fed the true change rates of the window (``context.true_delta``).
+
+    Pages born inside the window get the default rate (as in :class:`LearnedPolicy`) until they have
+    been observed once, so that the oracle also fetches pages whose first copy is missing.
+
+    Parameters
+    ----------
+    objective : str, default="freshness-periodic"
+        Objective of :func:`freshcrawl.allocation.allocate`.
+    replan_every : float, default=1.0
+        Days between plans (the allocation is recomputed only when the alive pages change).
+    default_rate : float or None, default=None
+        Visits per day of a newborn page before its first observation; None means ``B / n_alive``.
+
+    Raises
+    ------
+    ValueError
+        If the context carries no true rates.
+    """
+
+    name = "oracle"
+    needs_truth = True
+
+    def __init__(
+        self, *, objective: str = "freshness-periodic", replan_every: float = 1.0, default_rate: float | None = None
+    ) -> None:
+        self.objective = objective
+        self.replan_every = check_positive("replan_every", replan_every, unit="days")
+        self.default_rate = default_rate
+
+    def reset(self, context: PolicyContext) -> None:
+        """Take the true rates from the context."""
+        if context.true_delta is None:
+            raise ValueError("the oracle needs context.true_delta (changes per day); got None")
+        self.context_ = context
+        self._waiting: NDArray[np.bool_] | None = None
+        self._key: tuple | None = None
+        self.rates_ = np.zeros(context.n_pages)
+
+    def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
+        """Optimal rates for the true Δ over the alive pages, visits per day."""
+        ctx = self.context_
+        if self._waiting is None:  # pages not alive at the first plan are born later
+            self._waiting = ~alive
+        synced = ~self._waiting
+        key = (alive.tobytes(), (alive & self._waiting).tobytes())
+        if key != self._key:
+            rates, rest = _unobserved_rates(alive, synced, ctx.budget, self.default_rate)
+            seen = np.flatnonzero(alive & synced)
+            if rest > 0 and seen.size:
+                from freshcrawl.allocation import allocate
+
+                res = allocate(ctx.true_delta[seen], rest, weights=ctx.weights[seen], objective=self.objective)
+                rates[seen] = res.p
+            self._key = key
+            self.rates_ = rates
+        return RatePlan(self.rates_.copy())
+
+    def observe(self, obs: Observations) -> None:
+        """Only notes which newborn pages have been fetched."""
+        if self._waiting is not None and len(obs):
+            self._waiting[np.asarray(obs.pages, dtype=np.intp)] = False
+
+    def estimated_delta(self) -> None:
+        """The oracle does not estimate."""
+        return None
+
+
+def _options(options: PolicyOptions | None) -> PolicyOptions:
+    return options if options is not None else PolicyOptions()
+
+
+def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolicy:
+    """Factory of ``learned[:<estimator>]`` (default estimator :data:`DEFAULT_ESTIMATOR`).
+
+    Examples
+    --------
+    >>> make_learned("mle-binned", None).name
+    'learned:mle-binned'
+    """
+    opts = _options(options)
+    return LearnedPolicy(
+        arg or DEFAULT_ESTIMATOR,
+        objective=opts.objective,
+        replan_every=opts.replan_every,
+        default_rate=opts.default_rate,
+        explore=opts.extra.get("explore", DEFAULT_EXPLORE),
+    )
+
+
+def make_learned_proportional(arg: str | None, options: PolicyOptions | None) -> LearnedPolicy:
+    """Factory of ``proportional[:<estimator>]``: rates proportional to Δ̂."""
+    opts = _options(options)
+    return LearnedPolicy(
+        arg or DEFAULT_ESTIMATOR,
+        replan_every=opts.replan_every,
+        default_rate=opts.default_rate,
+        explore=opts.extra.get("explore", DEFAULT_EXPLORE),
+        rule="proportional",
+    )
+
+
+def make_oracle(arg: str | None, options: PolicyOptions | None) -> OraclePolicy:
+    """Factory of ``oracle``: the allocation fed the true rates of the window."""
+    if arg:
+        raise UnknownNameError(f"policy 'oracle' takes no ':' argument; got oracle:{arg}")
+    opts = _options(options)
+    return OraclePolicy(objective=opts.objective, replan_every=opts.replan_every, default_rate=opts.default_rate)

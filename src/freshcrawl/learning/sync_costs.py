@@ -26,6 +26,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from freshcrawl._validation import check_array, check_interval, check_positive, check_rng
+from freshcrawl.allocation import Objective, SyncCost, allocate
+from freshcrawl.errors import InfeasibleAllocation
 
 __all__ = [
     "SyncCostProcess",
@@ -34,6 +36,9 @@ __all__ = [
     "CustomCost",
     "policy_cost",
     "policy_cost_gradient",
+    "SyncCostObjective",
+    "SyncOptimum",
+    "optimal_policy_cost",
 ]
 
 
@@ -385,3 +390,122 @@ def policy_cost_gradient(process: SyncCostProcess, r: ArrayLike) -> NDArray[np.f
     r = _check_rates(process, r)
     tau = 1.0 / r
     return (process.cumulative_mean_cost(tau) - tau * process.mean_cost(tau)) / process.n_arms
+
+
+class SyncCostObjective(Objective):
+    """The allocation objective ``f_k(r) = -r C̄_k(1/r)`` of any :class:`SyncCostProcess` (seed 003, Lemma 1).
+
+    Maximising ``Σ_k f_k(r_k)`` minimises ``K J(r)``. ``f_k'(r) = -C̄_k(1/r) + c̄_k(1/r) / r >= 0`` (the
+    proof of Lemma 1 gives ``∂J_k/∂r = C̄(1/r) - c̄(1/r)/r``). The per-arm parameters live in the process;
+    the solver's ``delta`` is ignored.
+
+    Parameters
+    ----------
+    process : SyncCostProcess
+        The instance.
+
+    Examples
+    --------
+    >>> obj = SyncCostObjective(PoissonBinaryCost([1.0]))
+    >>> round(float(obj.value(1.0, None)[0]), 6), round(float(obj.derivative(1.0, None)[0]), 6)
+    (-0.367879, 0.264241)
+    """
+
+    name = "sync-cost"
+
+    def __init__(self, process: SyncCostProcess) -> None:
+        self.process = process
+
+    def value(self, p, delta=None):
+        """f_k(r) = -r C̄_k(1/r), shape (K,); r in plays per time unit."""
+        r = np.asarray(p, dtype=np.float64)
+        return -r * self.process.cumulative_mean_cost(1.0 / r)
+
+    def derivative(self, p, delta=None):
+        """f_k'(r) = -C̄_k(1/r) + c̄_k(1/r) / r, shape (K,)."""
+        r = np.asarray(p, dtype=np.float64)
+        tau = 1.0 / r
+        return -self.process.cumulative_mean_cost(tau) + self.process.mean_cost(tau) * tau
+
+    def _n_params(self) -> int | None:
+        return self.process.n_arms
+
+    def __repr__(self) -> str:
+        return f"SyncCostObjective(<{self.process.n_arms} arms>)"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOptimum:
+    """Exact optimum of Problem 1 of seed 003 for a known instance.
+
+    Attributes
+    ----------
+    r : ndarray of float, shape (K,)
+        Optimal sync rates, plays per time unit.
+    j_star : float
+        J(r*), cost units per arm and time unit.
+    success : bool
+        Whether the allocation solver converged.
+    message : str
+        The solver's message (budget used, KKT residual).
+    """
+
+    r: NDArray[np.float64]
+    j_star: float
+    success: bool
+    message: str
+
+
+def optimal_policy_cost(process: SyncCostProcess, budget: float, r_min: float, r_max: float) -> SyncOptimum:
+    """J* of Problem 1 (eq. 8, seed 003): minimise J(r) over ``{r ∈ [r_min, r_max]^K : Σ r = B}``.
+
+    Solved exactly by :func:`freshcrawl.allocation.allocate` (one multiplier, KKT) with the
+    synchronization-cost objective: the closed-form kernels of ``SyncCost.polynomial`` and
+    ``SyncCost.poisson`` for the two families of the paper, :class:`SyncCostObjective` (numerical
+    inverse of the marginal) for any other process. For the exploration-constrained optimum over K_ε
+    pass ``B / (1 + ε)`` and ``r_max / (1 + ε)``.
+
+    Parameters
+    ----------
+    process : SyncCostProcess
+        The instance (needs ``cumulative_mean_cost`` and ``mean_cost``).
+    budget : float
+        B, plays per time unit; ``K r_min <= B <= K r_max``.
+    r_min, r_max : float
+        Rate bounds, plays per time unit.
+
+    Returns
+    -------
+    SyncOptimum
+
+    Raises
+    ------
+    InfeasibleAllocation
+        If B is outside ``[K r_min, K r_max]``.
+    ValueError
+        If a bound is not finite and > 0 or ``r_min >= r_max``.
+
+    Examples
+    --------
+    >>> opt = optimal_policy_cost(PoissonBinaryCost([0.5, 2.0]), 2.0, 0.1, 5.0)
+    >>> round(float(opt.r.sum()), 9), opt.success
+    (2.0, True)
+    """
+    r_min = check_positive("r_min", r_min, unit="plays per time unit")
+    r_max = check_positive("r_max", r_max, unit="plays per time unit")
+    if r_min >= r_max:
+        raise ValueError(f"r_min must be < r_max = {r_max!r} plays per time unit; got r_min={r_min!r}")
+    if isinstance(process, PolynomialCost):
+        objective: Objective = SyncCost.polynomial(process.a_bar, process.p)
+    elif isinstance(process, PoissonBinaryCost):
+        objective = SyncCost.poisson(process.lam)
+    else:
+        objective = SyncCostObjective(process)
+    k = process.n_arms
+    if not (k * r_min * (1 - 1e-12) <= budget <= k * r_max * (1 + 1e-12)):
+        raise InfeasibleAllocation(
+            f"budget B must be in [K r_min, K r_max] = [{k * r_min!r}, {k * r_max!r}] plays per time unit "
+            f"for K={k}; got {budget!r}"
+        )
+    res = allocate(None, budget, objective=objective, p_min=r_min, p_max=r_max)
+    return SyncOptimum(res.p, policy_cost(process, res.p), bool(res.success), res.message)

@@ -109,7 +109,7 @@ def simulate(trace, budget, start, days, policy_text, objective, visits, replan_
     except UnknownNameError as err:
         raise click.BadParameter(str(err), param_hint="--policy") from err
     try:
-        from freshcrawl.allocation import OBJECTIVES  # type: ignore[attr-defined]
+        from freshcrawl.allocation import OBJECTIVE_NAMES as OBJECTIVES
     except ImportError:
         OBJECTIVES = None
     if OBJECTIVES is not None and objective not in OBJECTIVES:

@@ -44,6 +44,8 @@ __all__ = [
 DEFAULT_ESTIMATOR = "sa-interval"
 #: Fraction of the budget (after unobserved pages) kept as a floor rate for observed pages.
 DEFAULT_EXPLORE = 0.05
+#: Pseudo-visits of the shrinkage of Δ̂ towards the mean over observed pages.
+DEFAULT_PRIOR_VISITS = 2.0
 
 
 def split_rounds(pages: NDArray[np.intp]) -> list[NDArray[np.intp]]:
@@ -136,6 +138,7 @@ class LearnedPolicy:
         replan_every: float = 1.0,
         default_rate: float | None = None,
         explore: float = DEFAULT_EXPLORE,
+        prior_visits: float = DEFAULT_PRIOR_VISITS,
         rule: str = "allocate",
     ) -> None:
         from freshcrawl.estimators import ESTIMATOR_NAMES
@@ -151,6 +154,9 @@ class LearnedPolicy:
             None if default_rate is None else check_positive("default_rate", default_rate, unit="visits per day")
         )
         self.explore = check_interval("explore", explore, low=0.0, high=1.0, closed="left")
+        self.prior_visits = float(prior_visits)
+        if not (np.isfinite(self.prior_visits) and self.prior_visits >= 0):
+            raise ValueError(f"prior_visits must be finite and >= 0 visits; got {prior_visits!r}")
         self.rule = rule
         self.name = f"learned:{estimator}" if rule == "allocate" else (
             "proportional" if estimator == DEFAULT_ESTIMATOR else f"proportional:{estimator}"
@@ -172,7 +178,7 @@ class LearnedPolicy:
         seen = np.flatnonzero(alive & observed)
         if rest > 0 and seen.size:
             floor = self.explore * rest / seen.size
-            delta = np.asarray(self.estimator_.delta_, dtype=np.float64)[seen]
+            delta = self.planning_delta()[seen]
             if self.rule == "allocate":
                 from freshcrawl.allocation import allocate
 
@@ -184,6 +190,20 @@ class LearnedPolicy:
                 rates[seen] = floor + (rest - floor * seen.size) * share
         self.rates_ = rates
         return RatePlan(rates)
+
+    def planning_delta(self) -> NDArray[np.float64]:
+        """Δ̂ shrunk towards the mean over observed pages: ``(k Δ̂ + k0 mean) / (k + k0)``, shape (n_pages,).
+
+        k is the page's number of observations and k0 = ``prior_visits``: an estimate from one or two
+        visits (often exactly 0 after a single unchanged visit) is not trusted alone.
+        """
+        delta = np.asarray(self.estimator_.delta_, dtype=np.float64)
+        k = np.asarray(self.estimator_.n_visits_, dtype=np.float64)
+        if self.prior_visits == 0:
+            return delta.copy()
+        observed = k > 0
+        mean = float(delta[observed].mean()) if observed.any() else 0.0
+        return (k * delta + self.prior_visits * mean) / (k + self.prior_visits)
 
     def observe(self, obs: Observations) -> None:
         """Feed the observations to the estimator, at most one per page per update call."""

@@ -1,0 +1,204 @@
+"""The engine: budget guarantee, observations, reproducibility, plan handling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from freshcrawl.environments import PoissonEnvironment, ReplayEnvironment
+from freshcrawl.policies.base import Observations, PolicyContext, RatePlan, VisitPlan
+from freshcrawl.policies.baselines import make_heritrix, make_uniform
+from freshcrawl.simulation import TokenBucket, periodic_visits, simulate
+from freshcrawl.traces.history import ChangeHistory
+
+
+class Recorder:
+    """A policy that plays given rates (or visits) and records everything it is told."""
+
+    needs_truth = False
+
+    def __init__(self, rates_fn, replan_every=1.0, name="recorder"):
+        self.rates_fn = rates_fn
+        self.replan_every = replan_every
+        self.name = name
+
+    def reset(self, context: PolicyContext) -> None:
+        self.context = context
+        self.obs: list[Observations] = []
+        self.plans: list[tuple[float, np.ndarray]] = []
+
+    def plan(self, now, alive):
+        self.plans.append((now, alive.copy()))
+        out = self.rates_fn(now, alive, self.context)
+        return out if isinstance(out, (RatePlan, VisitPlan)) else RatePlan(out)
+
+    def observe(self, obs):
+        self.obs.append(obs)
+
+    def estimated_delta(self):
+        return None
+
+
+def max_window_excess(times: np.ndarray, budget: float) -> float:
+    """max over closed windows [t_i, t_j] of (visits in it) - B (t_j - t_i)."""
+    if times.size == 0:
+        return 0.0
+    t = np.sort(times)
+    j = np.arange(t.size)
+    a = (j + 1) - budget * t  # visits up to j
+    b = j - budget * t  # visits before i
+    return float(np.max(a - np.minimum.accumulate(b)))
+
+
+def visit_times(policy_rates, n, budget, days, visits, seed, replan=1.0):
+    env = PoissonEnvironment(np.ones(n), start=0.0, end=days)
+    seen = []
+
+    orig = env.visit
+
+    def spy(pages, times):
+        seen.append(np.asarray(times))
+        return orig(pages, times)
+
+    env.visit = spy
+    simulate(Recorder(policy_rates, replan_every=replan), env, budget, visits=visits, rng=seed)
+    return np.concatenate(seen)
+
+
+@settings(max_examples=25)
+@given(
+    st.integers(1, 6),
+    st.floats(0.5, 20.0),
+    st.integers(0, 2**31 - 1),
+    st.sampled_from(["periodic", "poisson"]),
+    st.floats(0.3, 3.0),
+)
+def test_no_window_holds_more_than_budget_plus_one_per_page(n, budget, seed, visits, replan):
+    # rates that change every period, sometimes asking for more than the budget (scaled down)
+    def rates(now, alive, ctx):
+        r = np.random.default_rng(int(now * 1000) + seed).random(alive.size) ** 3
+        return r * budget * 1.5 / max(r.sum(), 1e-12)
+
+    t = visit_times(rates, n, budget, 12.0, visits, seed, replan)
+    assert max_window_excess(t, budget) <= n + 1e-9
+
+
+def test_periodic_dispatch_never_needs_the_bucket():
+    env = PoissonEnvironment(np.ones(5), start=0.0, end=30.0)
+    rng = np.random.default_rng(1)
+    res = simulate(Recorder(lambda now, alive, ctx: rng.dirichlet(np.ones(5)) * 10.0, replan_every=0.7), env, 10.0, rng=3)
+    assert res.dropped == 0
+    assert abs(res.visits - 300) <= 5  # B * days, up to one per page
+
+
+def test_token_bucket_bound_and_refill():
+    bucket = TokenBucket(capacity=3, rate=2.0, start=0.0)
+    admitted = bucket.admit(np.zeros(10))
+    assert admitted.sum() == 3
+    assert bucket.admit(np.array([0.5, 0.5, 0.6])).tolist() == [True, False, False]
+    with pytest.raises(ValueError, match="capacity must be >= 1"):
+        TokenBucket(capacity=0.5, rate=1.0, start=0.0)
+    with pytest.raises(ValueError, match="rate must be finite and > 0"):
+        TokenBucket(capacity=1, rate=0.0, start=0.0)
+
+
+def test_periodic_visits_keep_the_phase_across_rate_changes():
+    phase = np.array([0.25])
+    _, t1 = periodic_visits(np.array([1.0]), phase, np.array([0.0]), np.array([1.0]))
+    assert t1.tolist() == [0.75] and phase[0] == pytest.approx(0.25)
+    # rate doubles: the missing 0.75 of the integral takes 0.375 days
+    _, t2 = periodic_visits(np.array([2.0]), phase, np.array([1.0]), np.array([2.0]))
+    np.testing.assert_allclose(t2, [1.375, 1.875])
+
+
+def test_observations_tau_p_and_first_visit_after_birth():
+    # page 0 alive from before the window, page 1 born at 2.5
+    h = ChangeHistory(pages=np.array(["a", "b"], dtype=object), born=np.array([-1.0, 2.5]),
+                      died=np.array([np.inf, np.inf]), offsets=np.array([0, 1, 2]),
+                      times=np.array([0.5, 3.0]), first=-1.0, last=10.0)
+    env = ReplayEnvironment(h, 0.0, 6.0)
+    pol = Recorder(lambda now, alive, ctx: np.where(alive, 1.0, 0.0))
+    simulate(pol, env, 2.0, rng=0)
+    obs = {k: np.concatenate([getattr(o, k) for o in pol.obs]) for k in ("pages", "time", "changed", "tau", "p")}
+    assert np.all(np.diff(obs["time"]) >= 0)  # sorted within each call, and periods follow each other
+    t0 = obs["time"][obs["pages"] == 0]
+    # page 0 synchronised at 0: its first observation has tau = its first visit time
+    assert obs["tau"][obs["pages"] == 0][0] == pytest.approx(t0[0])
+    np.testing.assert_allclose(obs["tau"][obs["pages"] == 0][1:], 1.0)
+    assert np.all(obs["p"] == 1.0)
+    # page 1: five visits would fit after 2.5 at rate 1, but the first one is not an observation
+    n1 = int((obs["pages"] == 1).sum())
+    assert n1 in (2, 3)
+    # the one change of page 0 (at 0.5) is reported by its first visit after 0.5, and only there
+    ch0 = obs["changed"][obs["pages"] == 0]
+    assert ch0.sum() == 1 and ch0[np.searchsorted(t0, 0.5)]
+    for o in pol.obs:
+        assert np.all(np.diff(o.time) >= 0) and np.all(o.tau > 0)
+    assert not pol.plans[0][1][1] and pol.plans[3][1][1]  # born at 2.5: alive from the third period
+
+
+def test_same_seed_same_result():
+    env = PoissonEnvironment(np.geomspace(0.1, 5, 40), start=0.0, end=30.0)
+    a = simulate(make_heritrix(None, None), env, 20.0, rng=7, visits="poisson")
+    b = simulate(make_heritrix(None, None), env, 20.0, rng=7, visits="poisson")
+    c = simulate(make_heritrix(None, None), env, 20.0, rng=8, visits="poisson")
+    assert (a.freshness, a.age_days, a.harmonic_staleness, a.visits) == (
+        b.freshness, b.age_days, b.harmonic_staleness, b.visits)
+    np.testing.assert_array_equal(a.freshness_t, b.freshness_t)
+    assert a.freshness != c.freshness
+
+
+def test_visit_plans_are_used_as_given():
+    env = PoissonEnvironment(np.zeros(2), start=0.0, end=2.0)
+
+    def visits(now, alive, ctx):
+        return VisitPlan(pages=np.array([1, 0, 1]), times=now + np.array([0.1, 0.2, 0.6]))
+
+    pol = Recorder(visits)
+    res = simulate(pol, env, 10.0, rng=0)
+    assert res.visits == 6
+    obs = pol.obs[1]
+    assert obs.pages.tolist() == [1, 0, 1]
+    np.testing.assert_allclose(obs.tau, [0.5, 1.0, 0.5])
+    np.testing.assert_allclose(obs.p, 1.0 / obs.tau)
+
+
+@pytest.mark.parametrize(
+    ("plan", "match"),
+    [
+        (RatePlan(np.array([1.0, np.nan])), "not finite and >= 0"),
+        (RatePlan(np.array([1.0, -1.0])), "not finite and >= 0"),
+        (RatePlan(np.ones(3)), r"shape \(3,\)"),
+        (VisitPlan(pages=np.array([0]), times=np.array([5.0])), "outside"),
+        (VisitPlan(pages=np.array([0, 1]), times=np.array([0.5, 0.2])), "not sorted"),
+        (VisitPlan(pages=np.array([2]), times=np.array([0.5])), "pages outside"),
+    ],
+)
+def test_malformed_plans_are_rejected(plan, match):
+    env = PoissonEnvironment(np.ones(2), start=0.0, end=2.0)
+    with pytest.raises(ValueError, match=match):
+        simulate(Recorder(lambda now, alive, ctx: plan), env, 1.0, rng=0)
+
+
+@pytest.mark.parametrize(("budget", "visits", "match"), [(0.0, "periodic", "budget must be finite and > 0"),
+                                                         (np.inf, "periodic", "budget"),
+                                                         (1.0, "weekly", "visits must be one of")])
+def test_bad_arguments(budget, visits, match):
+    env = PoissonEnvironment(np.ones(2), start=0.0, end=2.0)
+    with pytest.raises(ValueError, match=match):
+        simulate(make_uniform(None, None), env, budget, visits=visits, rng=0)
+
+
+def test_infinite_window_is_rejected():
+    with pytest.raises(ValueError, match="window must be finite"):
+        simulate(make_uniform(None, None), PoissonEnvironment(np.ones(2)), 1.0, rng=0)
+
+
+def test_time_series_covers_the_window():
+    env = PoissonEnvironment(np.ones(4), start=0.0, end=10.5)
+    res = simulate(make_uniform(None, None), env, 8.0, rng=0)
+    assert res.t_start[0] == 0.0 and res.t_end[-1] == 10.5 and len(res.t_start) == 11
+    np.testing.assert_array_equal(res.t_start[1:], res.t_end[:-1])
+    assert res.visits_t.sum() == res.visits

@@ -31,7 +31,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from freshcrawl._validation import check_interval, check_positive, check_rng
+from freshcrawl._validation import check_interval, check_nonnegative, check_positive, check_rng
 from freshcrawl.learning.htraa import htraa_feedback, htraa_leaf_shares, htraa_pick
 from freshcrawl.learning.polling_policies import _estimate, _proportional
 
@@ -56,7 +56,7 @@ def _check_n_pages(n_pages: object) -> int:
 
 def _check_alpha_beta(alpha: object, beta: object) -> tuple[float, float]:
     a = check_interval("alpha", alpha, low=0.0, high=1.0, unit="(update probability of the rank-1 page per step)")
-    b = check_interval("beta", beta, low=0.0, high=math.inf, closed="left", unit="(Zipf skew exponent)")
+    b = check_nonnegative("beta", beta, unit="(Zipf skew exponent)")
     return a, b
 
 
@@ -99,8 +99,6 @@ def zipf_update_probabilities(n_pages: int, alpha: float, beta: float) -> NDArra
     """
     n = _check_n_pages(n_pages)
     a, b = _check_alpha_beta(alpha, beta)
-    if math.isinf(b):
-        raise ValueError(f"beta must be finite (Zipf skew exponent); got {beta!r}")
     return a / np.arange(1, n + 1, dtype=np.float64) ** b
 
 
@@ -138,7 +136,8 @@ def detection_probability(x: NDArray[np.float64], update_prob: NDArray[np.float6
     x, u = _check_x_u(x, update_prob)
     out = np.zeros_like(x)
     pos = x > 0
-    out[pos] = -np.expm1(np.log1p(-u[pos]) / x[pos])
+    with np.errstate(divide="ignore"):  # u = 1 gives log(0) = -inf and d = 1
+        out[pos] = -np.expm1(np.log1p(-u[pos]) / x[pos])
     return out
 
 
@@ -190,10 +189,10 @@ def _check_x_u(x, update_prob):
         raise ValueError(f"x and update_prob must be 1-d arrays of the same shape; got {x.shape} and {u.shape}")
     if not np.all(np.isfinite(x)) or np.any(x < 0):
         i = int(np.flatnonzero(~(np.isfinite(x) & (x >= 0)))[0])
-        raise ValueError(f"x must be finite and >= 0 polls per time step; first offender at index {i} ({x[i]!r})")
+        raise ValueError(f"x must be finite and >= 0 polls per time step; first offender at index {i} ({x[i].item()!r})")
     if not np.all((u >= 0) & (u <= 1)):
         i = int(np.flatnonzero(~((u >= 0) & (u <= 1)))[0])
-        raise ValueError(f"update_prob must be in [0, 1] per time step; first offender at index {i} ({u[i]!r})")
+        raise ValueError(f"update_prob must be in [0, 1] per time step; first offender at index {i} ({u[i].item()!r})")
     return x, u
 
 

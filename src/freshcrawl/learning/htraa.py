@@ -242,11 +242,11 @@ class HTRAA:
         bad = (mats < 0) | (mats >= self.n_leaves)
         if np.any(bad):
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"materials must be in 0..{self.n_leaves - 1}; first offender at index {i} ({mats[i]!r})")
+            raise ValueError(f"materials must be in 0..{self.n_leaves - 1}; first offender at index {i} ({mats[i].item()!r})")
         if vals.dtype != np.bool_:
             if vals.size and not np.all((vals == 0) | (vals == 1)):
                 i = int(np.flatnonzero((vals != 0) & (vals != 1))[0])
-                raise ValueError(f"values must be 0/1; first offender at index {i} ({vals[i]!r})")
+                raise ValueError(f"values must be 0/1; first offender at index {i} ({vals[i].item()!r})")
             vals = vals.astype(np.bool_)
         _feedback_many(
             self.state_, self.share, self.n_states, self.n_leaves, mats, vals, self.mode_code, self.take_seed()

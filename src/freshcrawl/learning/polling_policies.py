@@ -8,14 +8,11 @@ All four return an allocation x of the polling capacity c over n pages, in polls
 - **Estimator**: polls uniformly during an estimation phase, estimates u_i from the fraction of polls
   that found a change, then applies the proportional policy to the estimates.
 - **Optimal**: maximises the expected detected changes per time step ``Σ x_i (1 − (1 − u_i)^{1/x_i})``
-  under ``Σ x_i = c`` by Lagrange multipliers, through :func:`freshcrawl.allocation.allocate`. That
-  objective equals the continuous detection objective ``p (1 − e^{−Δ/p})`` with ``Δ_i = −ln(1 − u_i)``,
-  so the allocation package's ``"detection"`` objective solves it exactly.
+  under ``Σ x_i = c`` by Lagrange multipliers, through :func:`freshcrawl.allocation.allocate` and its
+  ``"detection-discrete"`` objective.
 """
 
 from __future__ import annotations
-
-import math
 
 import numba
 import numpy as np
@@ -31,8 +28,8 @@ __all__ = [
     "estimate_update_prob",
 ]
 
-#: Δ used for a page that changes in every step (u = 1), whose −ln(1 − u) is infinite: e^{−50} ≈ 2e-22.
-_DELTA_CAP = 50.0
+#: Largest update probability passed to the solver (u = 1 would make −ln(1 − u) infinite).
+_U_CAP = 1.0 - 1e-12
 
 
 def _u(update_prob) -> NDArray[np.float64]:
@@ -138,7 +135,7 @@ def estimate_update_prob(changes, polls, period: float) -> NDArray[np.float64]:
     m = check_array("polls", polls, low=0.0, shape=k.shape)
     if np.any(k > m):
         i = int(np.flatnonzero(k > m)[0])
-        raise ValueError(f"changes must not exceed polls; first offender at index {i} ({k[i]!r} > {m[i]!r})")
+        raise ValueError(f"changes must not exceed polls; first offender at index {i} ({k[i].item()!r} > {m[i].item()!r})")
     T = check_positive("period", period, unit="time steps between polls of a page")
     return _estimate(k, m, T)
 
@@ -162,21 +159,22 @@ def estimator_polling(changes, polls, period: float, capacity: float = 1.0) -> N
 def optimal_polling(update_prob, capacity: float = 1.0) -> NDArray[np.float64]:
     """Optimal policy: the allocation maximising ``Σ x_i (1 − (1 − u_i)^{1/x_i})`` with ``Σ x_i = c``.
 
-    Solved by :func:`freshcrawl.allocation.allocate` with the ``"detection"`` objective
-    ``p (1 − e^{−Δ/p})`` and ``Δ_i = −ln(1 − u_i)`` (identical functions of x); the optimum equalises
-    the detection probabilities d_i(x_i) of every polled page (seed 004, Sec. 4.2).
+    Solved by :func:`freshcrawl.allocation.allocate` with the ``"detection-discrete"`` objective
+    ``x (1 − q^{1/x})``, ``q_i = 1 − u_i``. The optimum equalises the detection probabilities d_i(x_i)
+    of all pages (seed 004, Sec. 4.2), which gives ``x_i ∝ −ln(1 − u_i)``.
 
     Parameters
     ----------
     update_prob : ndarray of float, shape (n,)
-        Update probability of each page per time step, in [0, 1].
+        Update probability of each page per time step, in [0, 1]. A page updated in every step
+        (u = 1) is treated as u = 1 − 1e-12, for which the solver's −ln q stays finite.
     capacity : float, default=1.0
         Polls per time step c > 0.
 
     Returns
     -------
     ndarray of float, shape (n,)
-        Polls per time step, summing to c.
+        Polls per time step, summing to c (uniform when every u_i is 0).
 
     Raises
     ------
@@ -186,15 +184,19 @@ def optimal_polling(update_prob, capacity: float = 1.0) -> NDArray[np.float64]:
     References
     ----------
     .. [1] Seed 004, Sec. 4.2 and 4.3.1 (the Optimal policy, after Pandey et al. and Wolf et al.).
+
+    Examples
+    --------
+    >>> u = np.array([0.9, 0.5, 0.1])
+    >>> x = optimal_polling(u)
+    >>> bool(np.allclose(x, np.log1p(-u) / np.log1p(-u).sum()))
+    True
     """
     u = _u(update_prob)
     c = check_positive("capacity", capacity, unit="polls per time step")
+    if not u.sum() > 0:
+        return np.full(u.size, c / u.size)
     from freshcrawl.allocation import allocate
 
-    delta = np.minimum(-np.log1p(-np.minimum(u, 1.0 - 1e-300)), _DELTA_CAP)
-    if not delta.sum() > 0:
-        return np.full(u.size, c / u.size)
-    res = allocate(delta, c, objective="detection")
-    x = np.asarray(res.p, dtype=np.float64)
-    total = x.sum()
-    return x * (c / total) if total > 0 and not math.isclose(total, c) else x
+    res = allocate(np.minimum(u, _U_CAP), c, objective="detection-discrete")
+    return np.asarray(res.p, dtype=np.float64)

@@ -227,11 +227,11 @@ class TRAA:
             raise ValueError(f"materials and values must have the same shape; got {m.shape} and {v.shape}")
         if m.size and not np.all((m == 1) | (m == 2)):
             i = int(np.flatnonzero((m != 1) & (m != 2))[0])
-            raise ValueError(f"materials must be 1 or 2; first offender at index {i} ({m[i]!r})")
+            raise ValueError(f"materials must be 1 or 2; first offender at index {i} ({m[i].item()!r})")
         if v.dtype != np.bool_:
             if not np.all((v == 0) | (v == 1)):
                 i = int(np.flatnonzero((v != 0) & (v != 1))[0])
-                raise ValueError(f"values must be 0/1 unit volume values; first offender at index {i} ({v[i]!r})")
+                raise ValueError(f"values must be 0/1 unit volume values; first offender at index {i} ({v[i].item()!r})")
             v = v.astype(np.bool_)
         seed = -1 if self._seeded else self._seed
         self._seeded = True

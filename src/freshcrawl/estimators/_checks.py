@@ -88,8 +88,10 @@ def parse_alpha(alpha: object) -> tuple[int, float]:
 
 def _as_flags(changed: ArrayLike, m: int) -> NDArray[np.bool_]:
     arr = np.asarray(changed)
-    if arr.shape != (m,):
-        raise InvalidObservation(f"changed must have shape ({m},) like pages; got {arr.shape}")
+    if arr.ndim == 1:
+        arr = arr.reshape(1, -1)
+    if arr.ndim != 2 or arr.shape[1] != m:
+        raise InvalidObservation(f"changed must have shape ({m},) or (k, {m}) like pages; got {np.shape(changed)}")
     if arr.dtype == np.bool_:
         return np.ascontiguousarray(arr)
     if arr.dtype.kind not in "iuf":
@@ -99,22 +101,25 @@ def _as_flags(changed: ArrayLike, m: int) -> NDArray[np.bool_]:
     if n_bad:
         i = int(np.flatnonzero(bad)[0])
         raise InvalidObservation(
-            f"changed must be 0 or 1; {n_bad} of {m} entries are not, first at index {i} ({arr[i]!r})"
+            f"changed must be 0 or 1; {n_bad} of {arr.size} entries are not, first at index {i} ({arr.ravel()[i]!r})"
         )
     return arr.astype(np.bool_)
 
 
-def _as_float_array(name: str, values: ArrayLike | None, m: int) -> NDArray[np.float64]:
+def _as_float_array(name: str, values: ArrayLike | None, shape: tuple[int, int]) -> NDArray[np.float64]:
     if values is None:
-        return np.ones(m)
+        return np.ones(shape)
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must be an array of float; got {values!r:.80}") from err
     if arr.ndim == 0:
-        arr = np.full(m, float(arr))
-    if arr.shape != (m,):
-        raise InvalidObservation(f"{name} must have shape ({m},) like pages; got {arr.shape}")
+        return np.full(shape, float(arr))
+    if arr.ndim == 1 and shape[0] == 1:
+        arr = arr.reshape(1, -1)
+    if arr.shape != shape:
+        want = f"({shape[1]},)" if shape[0] == 1 else str(shape)
+        raise InvalidObservation(f"{name} must have shape {want} like changed; got {np.shape(values)}")
     return np.ascontiguousarray(arr)
 
 
@@ -125,6 +130,9 @@ def check_batch(
     pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None, p: ArrayLike | None, n_pages: int
 ) -> tuple[NDArray[np.intp], NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
     """Convert and check one batch of observations; raise before anything is mutated.
+
+    ``pages`` has shape (m,); ``changed``, ``tau`` and ``p`` have shape (m,) (one visit of each page) or
+    (k, m) (k successive visits of each page, row by row). Returned observation arrays are 2-d (k, m).
 
     Raises
     ------
@@ -141,18 +149,19 @@ def check_batch(
     pg = np.ascontiguousarray(pg, dtype=np.intp)
     m = pg.shape[0]
     ch = _as_flags(changed, m)
-    ta = _as_float_array("tau", tau, m)
-    pr = _as_float_array("p", p, m)
-    code, idx = K.check_batch(pg, ta, pr, n_pages)
+    ta = _as_float_array("tau", tau, ch.shape)
+    pr = _as_float_array("p", p, ch.shape)
+    code, row, idx = K.check_batch(pg, ta, pr, n_pages)
     if code == K.ERR_PAGE:
         raise InvalidObservation(f"pages must be in [0, {n_pages}); entry {idx} is {pg[idx]}")
     if code in (K.ERR_TAU, K.ERR_P):
         name = "tau" if code == K.ERR_TAU else "p"
         arr = ta if code == K.ERR_TAU else pr
         bad = ~((arr > 0) & np.isfinite(arr))
+        where = f"index {idx}" if arr.shape[0] == 1 else f"row {row}, index {idx}"
         raise InvalidObservation(
-            f"{name} must be finite and > 0 {_UNITS[name]}; {int(bad.sum())} of {m} entries are not, "
-            f"first at index {idx} ({arr[idx]!r})"
+            f"{name} must be finite and > 0 {_UNITS[name]}; {int(bad.sum())} of {arr.size} entries are not, "
+            f"first at {where} ({arr[row, idx]!r})"
         )
     if code == K.ERR_UNSORTED:
         srt = np.sort(pg)

@@ -76,21 +76,28 @@ def lln_step(n, c, changed, p, kind, power):
 
 
 @njit(cache=True, inline="always")
-def lln_interval_step(delta, n, num, den0, sum_tau, changed, tau, kind, power):
+def lln_interval_step(delta, n, c, num, den0, sum_tau, changed, tau, kind, power):
     """Interval-aware LLN: ratio of running sums whose fixed point is the root of eq. (15).
 
     num += I * g(delta * tau) with g(u) = u / (e^u - 1) at the estimate in force before the visit,
-    den0 += (1 - I) * tau, and delta = num / (den0 + alpha_k * mean(tau)).
-    Returns (delta, n, num, den0, sum_tau).
+    den0 += (1 - I) * tau, and delta = num / (den0 * (1 + alpha_k / n0)) with n0 = k - I_hat the
+    unchanged visits (eq. (1)'s regulariser); when n0 = 0 the denominator is alpha_k * mean(tau).
+    Returns (delta, n, c, num, den0, sum_tau).
     """
     n += 1
     sum_tau += tau
     if changed:
+        c += 1
         num += g_missed(delta * tau)
     else:
         den0 += tau
-    delta = num / (den0 + alpha_k(n, kind, power) * (sum_tau / n))
-    return delta, n, num, den0, sum_tau
+    n0 = n - c
+    a = alpha_k(n, kind, power)
+    if n0 > 0:
+        delta = num / (den0 * (1.0 + a / n0))
+    else:
+        delta = num / (a * (sum_tau / n))
+    return delta, n, c, num, den0, sum_tau
 
 
 @njit(cache=True, inline="always")
@@ -155,93 +162,108 @@ ERR_NONE, ERR_PAGE, ERR_TAU, ERR_P, ERR_UNSORTED = 0, 1, 2, 3, 4
 
 @njit(cache=True)
 def check_batch(pages, tau, p, n_pages):
-    """Return (code, index) of the first bad entry; code 4 means pages are not strictly increasing."""
+    """Return (code, row, index) of the first bad entry; code 4: pages not strictly increasing.
+
+    ``pages`` has shape (m,); ``tau`` and ``p`` have shape (k, m) (k rounds of visits of those pages).
+    """
     m = pages.shape[0]
-    code = 0
-    idx = -1
     increasing = True
     for i in range(m):
         pg = pages[i]
         if pg < 0 or pg >= n_pages:
-            return 1, i
-        t = tau[i]
-        if not (t > 0.0 and t < np.inf):
-            return 2, i
-        r = p[i]
-        if not (r > 0.0 and r < np.inf):
-            return 3, i
+            return 1, 0, i
         if i > 0 and pg <= pages[i - 1]:
             increasing = False
+    for r in range(tau.shape[0]):
+        for i in range(m):
+            t = tau[r, i]
+            if not (t > 0.0 and t < np.inf):
+                return 2, r, i
+            q = p[r, i]
+            if not (q > 0.0 and q < np.inf):
+                return 3, r, i
     if not increasing:
-        code = 4
-    return code, idx
+        return 4, 0, -1
+    return 0, 0, -1
 
 
 # --------------------------------------------------------------------------------------------------
-# batch loops (fused, no temporaries)
+# batch loops (fused, no temporaries): ``pages`` (m,), observations (k, m) = k rounds, in row order
 # --------------------------------------------------------------------------------------------------
 
 
 @njit(cache=True)
 def naive_batch(pages, changed, p, n_vis, n_chg, delta):
-    for i in range(pages.shape[0]):
-        j = pages[i]
-        n_vis[j], n_chg[j], delta[j] = naive_step(n_vis[j], n_chg[j], 1 if changed[i] else 0, p[i])
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            n_vis[j], n_chg[j], delta[j] = naive_step(n_vis[j], n_chg[j], 1 if changed[r, i] else 0, p[r, i])
 
 
 @njit(cache=True)
 def naive_interval_batch(pages, changed, tau, n_vis, n_chg, sum_tau, delta):
-    for i in range(pages.shape[0]):
-        j = pages[i]
-        n_vis[j], n_chg[j], sum_tau[j], delta[j] = naive_interval_step(
-            n_vis[j], n_chg[j], sum_tau[j], 1 if changed[i] else 0, tau[i]
-        )
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            n_vis[j], n_chg[j], sum_tau[j], delta[j] = naive_interval_step(
+                n_vis[j], n_chg[j], sum_tau[j], 1 if changed[r, i] else 0, tau[r, i]
+            )
 
 
 @njit(cache=True)
 def lln_batch(pages, changed, p, n_vis, n_chg, delta, kind, power):
-    for i in range(pages.shape[0]):
-        j = pages[i]
-        n_vis[j], n_chg[j], delta[j] = lln_step(n_vis[j], n_chg[j], 1 if changed[i] else 0, p[i], kind, power)
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            n_vis[j], n_chg[j], delta[j] = lln_step(
+                n_vis[j], n_chg[j], 1 if changed[r, i] else 0, p[r, i], kind, power
+            )
 
 
 @njit(cache=True)
-def lln_interval_batch(pages, changed, tau, n_vis, num, den0, sum_tau, delta, kind, power):
-    for i in range(pages.shape[0]):
-        j = pages[i]
-        delta[j], n_vis[j], num[j], den0[j], sum_tau[j] = lln_interval_step(
-            delta[j], n_vis[j], num[j], den0[j], sum_tau[j], changed[i], tau[i], kind, power
-        )
+def lln_interval_batch(pages, changed, tau, n_vis, n_chg, num, den0, sum_tau, delta, kind, power):
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            delta[j], n_vis[j], n_chg[j], num[j], den0[j], sum_tau[j] = lln_interval_step(
+                delta[j], n_vis[j], n_chg[j], num[j], den0[j], sum_tau[j], changed[r, i], tau[r, i], kind, power
+            )
 
 
 @njit(cache=True)
 def sa_batch(pages, changed, p, n_vis, delta, eta):
-    for i in range(pages.shape[0]):
-        j = pages[i]
-        delta[j], n_vis[j] = sa_step(delta[j], n_vis[j], changed[i], p[i], eta)
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            delta[j], n_vis[j] = sa_step(delta[j], n_vis[j], changed[r, i], p[r, i], eta)
 
 
 @njit(cache=True)
 def sa_interval_batch(pages, changed, tau, p, n_vis, delta, eta):
-    for i in range(pages.shape[0]):
-        j = pages[i]
-        delta[j], n_vis[j] = sa_interval_step(delta[j], n_vis[j], changed[i], tau[i], p[i], eta)
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            delta[j], n_vis[j] = sa_interval_step(delta[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta)
 
 
 @njit(cache=True)
 def sam_batch(pages, changed, p, n_vis, delta, prev, eta, beta, omega):
-    for i in range(pages.shape[0]):
-        j = pages[i]
-        delta[j], prev[j], n_vis[j] = sam_step(delta[j], prev[j], n_vis[j], changed[i], p[i], eta, beta, omega)
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            delta[j], prev[j], n_vis[j] = sam_step(
+                delta[j], prev[j], n_vis[j], changed[r, i], p[r, i], eta, beta, omega
+            )
 
 
 @njit(cache=True)
 def sam_interval_batch(pages, changed, tau, p, n_vis, delta, prev, eta, beta, omega):
-    for i in range(pages.shape[0]):
-        j = pages[i]
-        delta[j], prev[j], n_vis[j] = sam_interval_step(
-            delta[j], prev[j], n_vis[j], changed[i], tau[i], p[i], eta, beta, omega
-        )
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            delta[j], prev[j], n_vis[j] = sam_interval_step(
+                delta[j], prev[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta, beta, omega
+            )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -446,19 +468,21 @@ def exact_batch_solve(order, starts, log_changed, log_tau, dirty_pages, delta, u
 # --------------------------------------------------------------------------------------------------
 # binned sufficient statistics (online MLE / MM, O(n_bins) per update)
 # --------------------------------------------------------------------------------------------------
-# Per page, ``n_bins`` slots; slot s holds (key_s, c_s, u_s, sc_s, su_s): key = log(tau) bin centre,
-# c/u = counts of changed/unchanged visits, sc/su = sums of their intervals (days).
+# Per page, ``n_bins`` slots; slot s holds key_s = log(tau) centre and, in ``st[s, 0:6]``:
+# counts of changed/unchanged visits, sums of their intervals (days), sums of squared intervals.
+# A slot's intervals are represented by two points that match their first two moments, so a slot is
+# exact for equal intervals and second-order accurate otherwise.
 
 
 @njit(cache=True, inline="always")
-def bins_insert(key, c, u, sc, su, changed, tau, log_width):
-    """Add one visit to a page's slots (arrays of shape (n_bins,)); merge the two closest when full."""
+def bins_insert(key, st, changed, tau, log_width):
+    """Add one visit to a page's slots (key (n_bins,), st (n_bins, 6)); merge the two closest when full."""
     nb = key.shape[0]
     lt = math.log(tau)
     free = -1
     best = -1
     for s in range(nb):
-        if c[s] + u[s] == 0.0:
+        if st[s, 0] + st[s, 1] == 0.0:
             if free < 0:
                 free = s
             continue
@@ -470,7 +494,6 @@ def bins_insert(key, c, u, sc, su, changed, tau, log_width):
             best = free
             key[best] = lt
         else:
-            # merge the two slots with the closest keys, weighted by their counts
             ba = 0
             bb = 1
             gap = np.inf
@@ -481,68 +504,86 @@ def bins_insert(key, c, u, sc, su, changed, tau, log_width):
                         gap = d
                         ba = s
                         bb = r
-            wa = c[ba] + u[ba]
-            wb = c[bb] + u[bb]
+            wa = st[ba, 0] + st[ba, 1]
+            wb = st[bb, 0] + st[bb, 1]
             key[ba] = (wa * key[ba] + wb * key[bb]) / (wa + wb)
-            c[ba] += c[bb]
-            u[ba] += u[bb]
-            sc[ba] += sc[bb]
-            su[ba] += su[bb]
+            for q in range(6):
+                st[ba, q] += st[bb, q]
+                st[bb, q] = 0.0
             best = bb
             key[bb] = lt
-            c[bb] = 0.0
-            u[bb] = 0.0
-            sc[bb] = 0.0
-            su[bb] = 0.0
-    if changed:
-        c[best] += 1.0
-        sc[best] += tau
-    else:
-        u[best] += 1.0
-        su[best] += tau
+    o = 0 if changed else 1
+    st[best, o] += 1.0
+    st[best, 2 + o] += tau
+    st[best, 4 + o] += tau * tau
 
 
 @njit(cache=True, inline="always")
-def bins_solve(c, u, sc, su, x0, use_mm, scratch_t, scratch_w):
+def _two_points(n, s1, s2, out_t, out_w, m):
+    """Append a two-point representation of n intervals with sum s1 and sum of squares s2."""
+    mean = s1 / n
+    var = s2 / n - mean * mean
+    if var <= 1e-12 * mean * mean:
+        out_t[m] = mean
+        out_w[m] = n
+        return m + 1
+    sd = math.sqrt(var)
+    a = mean - sd
+    if a < 0.1 * mean:
+        a = 0.1 * mean
+    b = mean + var / (mean - a)
+    wb = n * (mean - a) / (b - a)
+    out_t[m] = a
+    out_w[m] = n - wb
+    out_t[m + 1] = b
+    out_w[m + 1] = wb
+    return m + 2
+
+
+@njit(cache=True, inline="always")
+def bins_solve(st, x0, use_mm, scratch_t, scratch_w):
     """Solve eq. (15) (or the MM equation) on a page's slots; O(n_bins) per Newton step."""
-    nb = c.shape[0]
+    nb = st.shape[0]
+    m = 0
     if use_mm:
         n0 = 0.0
-        m = 0
         for s in range(nb):
-            n0 += u[s]
-            if c[s] > 0.0:
-                scratch_t[m] = sc[s] / c[s]
-                scratch_w[m] = c[s]
-                m += 1
-            if u[s] > 0.0:
-                scratch_t[m] = su[s] / u[s]
-                scratch_w[m] = u[s]
-                m += 1
+            n0 += st[s, 1]
+            if st[s, 0] > 0.0:
+                m = _two_points(st[s, 0], st[s, 2], st[s, 4], scratch_t, scratch_w, m)
+            if st[s, 1] > 0.0:
+                m = _two_points(st[s, 1], st[s, 3], st[s, 5], scratch_t, scratch_w, m)
         return mm_root(scratch_t[:m], scratch_w[:m], n0, x0)
     t0 = 0.0
     n = 0.0
     ts = 0.0
-    m = 0
     for s in range(nb):
-        t0 += su[s]
-        n += c[s] + u[s]
-        ts += sc[s] + su[s]
-        if c[s] > 0.0:
-            scratch_t[m] = sc[s] / c[s]
-            scratch_w[m] = c[s]
-            m += 1
+        t0 += st[s, 3]
+        n += st[s, 0] + st[s, 1]
+        ts += st[s, 2] + st[s, 3]
+        if st[s, 0] > 0.0:
+            m = _two_points(st[s, 0], st[s, 2], st[s, 4], scratch_t, scratch_w, m)
     return mle_root(scratch_t[:m], scratch_w[:m], t0, ts / n, x0)
 
 
 @njit(cache=True)
-def binned_batch(pages, changed, tau, n_vis, key, c, u, sc, su, delta, log_width, use_mm):
-    nb = key.shape[1]
-    scratch_t = np.empty(2 * nb)
-    scratch_w = np.empty(2 * nb)
-    for i in range(pages.shape[0]):
-        j = pages[i]
-        bins_insert(key[j], c[j], u[j], sc[j], su[j], changed[i], tau[i], log_width)
-        n_vis[j] += 1
-        x0 = delta[j] if n_vis[j] > 1 else -1.0
-        delta[j] = bins_solve(c[j], u[j], sc[j], su[j], x0, use_mm, scratch_t, scratch_w)
+def binned_batch(pages, changed, tau, n_vis, key, st, log_width):
+    """Add k rounds of visits to the slots of ``pages``; O(n_bins) per visit (the solve is separate)."""
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            bins_insert(key[j], st[j], changed[r, i], tau[r, i], log_width)
+            n_vis[j] += 1
+
+
+@njit(cache=True)
+def binned_solve(dirty_pages, st, n_vis, delta, use_mm):
+    """Re-solve eq. (15) (or MM) on the slots of each page in ``dirty_pages``, warm-started."""
+    nb = st.shape[1]
+    scratch_t = np.empty(4 * nb)
+    scratch_w = np.empty(4 * nb)
+    for q in range(dirty_pages.shape[0]):
+        j = dirty_pages[q]
+        if n_vis[j] == 0:
+            continue
+        delta[j] = bins_solve(st[j], delta[j], use_mm, scratch_t, scratch_w)

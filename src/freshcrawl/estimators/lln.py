@@ -141,9 +141,10 @@ class LLNBatch(_BatchBase):
 class LLNInterval(_StreamBase):
     """Interval-aware LLN estimate of one page's change rate, consistent for any visit process.
 
-    x_k = Σ_j I_j g(x_{j−1} τ_j) / (Σ_j (1 − I_j) τ_j + α_k τ̄_k), with g(u) = u/(e^u − 1) and τ̄_k the
-    mean interval. Numerator and denominator are the two sides of the MLE equation (15) multiplied by Δ,
-    so Δ is the only fixed point; α_k τ̄_k is eq. (1)'s regulariser, counted in days.
+    x_k = Σ_j I_j g(x_{j−1} τ_j) / (T₀ (1 + α_k/n₀)), with g(u) = u/(e^u − 1), T₀ = Σ_j (1 − I_j) τ_j the
+    days of the n₀ intervals that saw no change, and (1 + α_k/n₀) eq. (1)'s regulariser (n₀ + α_k in
+    place of n₀). Numerator and T₀ are the two sides of the MLE equation (15) multiplied by Δ, so Δ is the
+    only fixed point. While no interval is unchanged (n₀ = 0) the denominator is α_k τ̄_k.
 
     Parameters
     ----------
@@ -168,7 +169,9 @@ class LLNInterval(_StreamBase):
 
     Notes
     -----
-    With Δτ → 0 (g → 1) and τ̄ = 1/p it reduces to eq. (1). It is an averaged fixed-point iteration of
+    The g of early visits is taken at early estimates and is only averaged out like 1/k: when Δ ≫ p
+    (e.g. Δ = 500, p = 3) convergence takes many visits, as it does for eq. (2). With Δτ → 0 (g → 1) it becomes Î_k/(T₀ (1 + α_k/n₀)), eq. (1) with τ̄ of the unchanged intervals in
+    place of 1/p. It is an averaged fixed-point iteration of
     eq. (15) with stepsize 1/k whose limit map is decreasing, so it converges to the root; checked by
     simulation (tests) under Poisson visits, periodic visits with Δτ ∈ {0.1, 1, 3}, and periodic visits whose
     τ changes every few visits. No change seen: 0. Every visit changed: finite (the α_k term).
@@ -185,7 +188,7 @@ class LLNInterval(_StreamBase):
     >>> est.delta_
     0.0
     >>> est.update(True, tau=1.0)
-    >>> round(est.delta_, 4)   # g(0) = 1 at the estimate 0, divided by (1 day + 1 * 1 day)
+    >>> round(est.delta_, 4)   # g(0) = 1 at the estimate 0, over T0 (1 + alpha/n0) = 1 * 2 days
     0.5
     """
 
@@ -193,6 +196,7 @@ class LLNInterval(_StreamBase):
         super().__init__(delta0=delta0)
         self.alpha = alpha
         self._kind, self._power = parse_alpha(alpha)
+        self._n_changed = 0
         self._num = 0.0
         self._den0 = 0.0
         self._sum_tau = 0.0
@@ -205,13 +209,13 @@ class LLNInterval(_StreamBase):
         t = check_tau(tau)
         if p is not None:
             check_p(p)
-        self.delta_, self.n_visits_, self._num, self._den0, self._sum_tau = K.lln_interval_step(
-            self.delta_, self.n_visits_, self._num, self._den0, self._sum_tau, c, t, self._kind, self._power
+        (self.delta_, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau) = K.lln_interval_step(
+            self.delta_, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau, c, t, self._kind, self._power
         )
 
 
 class LLNIntervalBatch(_BatchBase):
-    """:class:`LLNInterval` for ``n_pages`` pages at once (state: 40 bytes per page).
+    """:class:`LLNInterval` for ``n_pages`` pages at once (state: 48 bytes per page).
 
     Parameters
     ----------
@@ -248,6 +252,7 @@ class LLNIntervalBatch(_BatchBase):
         super().__init__(n_pages, delta0=delta0)
         self.alpha = alpha
         self._kind, self._power = parse_alpha(alpha)
+        self._n_changed = np.zeros(self.n_pages, dtype=np.int64)
         self._num = np.zeros(self.n_pages)
         self._den0 = np.zeros(self.n_pages)
         self._sum_tau = np.zeros(self.n_pages)
@@ -256,5 +261,5 @@ class LLNIntervalBatch(_BatchBase):
         """Add one visit of each page in ``pages`` (m,); ``tau`` (m,) days since its previous visit."""
         pg, ch, ta, _ = self._checked(pages, changed, tau, p)
         K.lln_interval_batch(
-            pg, ch, ta, self.n_visits_, self._num, self._den0, self._sum_tau, self.delta_, self._kind, self._power
+            pg, ch, ta, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau, self.delta_, self._kind, self._power
         )

@@ -14,10 +14,10 @@ Degenerate histories (documented values, never NaN or an exception):
   then gives ln 2/τ.
 
 The exact form re-solves eq. (15) on the whole history, so its cost grows with k, as Sec. 3.4 notes. The
-binned form keeps, per page, at most ``n_bins`` slots of intervals on a log scale with counts and interval
-sums of changed and unchanged visits; an update costs O(n_bins), whatever k. It is exact when every
-interval of a slot is equal (periodic visits), and otherwise approximates each slot's changed intervals by
-their mean.
+binned form keeps, per page, at most ``n_bins`` slots of intervals on a log scale with the counts, interval
+sums and sums of squared intervals of changed and unchanged visits; an update costs O(n_bins), whatever k.
+Each slot enters the equation as two intervals matching its first two moments, so it is exact when every
+interval of a slot is equal (periodic visits) and second-order accurate otherwise.
 """
 
 from __future__ import annotations
@@ -210,7 +210,8 @@ class _ExactBatchBase(_BatchBase):
     def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
         """Append one visit of each page in ``pages`` (m,); ``tau`` (m,) days. The solve is deferred."""
         pg, ch, ta, _ = self._checked(pages, changed, tau, p)
-        m = pg.shape[0]
+        k = ch.shape[0]
+        m = pg.shape[0] * k
         need = self._n_log + m
         if need > self._log_tau.shape[0]:
             cap = max(need, 2 * self._log_tau.shape[0], 1024)
@@ -219,11 +220,11 @@ class _ExactBatchBase(_BatchBase):
                 new = np.empty(cap, dtype=old.dtype)
                 new[: self._n_log] = old[: self._n_log]
                 setattr(self, name, new)
-        self._log_pages[self._n_log : need] = pg
-        self._log_changed[self._n_log : need] = ch
-        self._log_tau[self._n_log : need] = ta
+        self._log_pages[self._n_log : need] = np.tile(pg, k)
+        self._log_changed[self._n_log : need] = ch.ravel()
+        self._log_tau[self._n_log : need] = ta.ravel()
         self._n_log = need
-        self.n_visits_[pg] += 1
+        self.n_visits_[pg] += k
         self._dirty[pg] = True
 
     @property
@@ -296,17 +297,27 @@ class _BinnedBatchBase(_BatchBase, _BinnedParams):
     def __init__(self, n_pages: int, *, n_bins: int = 16, bin_ratio: float = 1.1, delta0: float = 1.0) -> None:
         super().__init__(n_pages, delta0=delta0)
         self._set_bins(n_bins, bin_ratio)
-        shape = (self.n_pages, self.n_bins)
-        self._key = np.zeros(shape)
-        self._c = np.zeros(shape)
-        self._u = np.zeros(shape)
-        self._sc = np.zeros(shape)
-        self._su = np.zeros(shape)
+        self._key = np.zeros((self.n_pages, self.n_bins))
+        self._st = np.zeros((self.n_pages, self.n_bins, 6))
+        self._dirty = np.zeros(self.n_pages, dtype=np.bool_)
 
     def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
         """Add one visit of each page in ``pages`` (m,); ``tau`` (m,) days. O(n_bins) per visit."""
         pg, ch, ta, _ = self._checked(pages, changed, tau, p)
-        K.binned_batch(pg, ch, ta, self.n_visits_, self._key, self._c, self._u, self._sc, self._su, self.delta_, self._log_width, self._use_mm)
+        K.binned_batch(pg, ch, ta, self.n_visits_, self._key, self._st, self._log_width)
+        self._dirty[pg] = True
+
+    @property
+    def delta_(self) -> NDArray[np.float64]:
+        """Estimates, shape (n_pages,), changes per day; pages updated since the last read are re-solved."""
+        if self._dirty.any():
+            K.binned_solve(np.flatnonzero(self._dirty), self._st, self.n_visits_, self._delta, self._use_mm)
+            self._dirty[:] = False
+        return self._delta
+
+    @delta_.setter
+    def delta_(self, value: NDArray[np.float64]) -> None:
+        self._delta = value
 
 
 class MLEBinnedBatch(_BinnedBatchBase):
@@ -317,7 +328,7 @@ class MLEBinnedBatch(_BinnedBatchBase):
     n_pages : int
         Number of pages, >= 1.
     n_bins : int, default=16
-        Interval slots per page (state: 40·n_bins + 16 bytes per page).
+        Interval slots per page (state: 56·n_bins + 16 bytes per page).
     bin_ratio : float, default=1.1
         A visit joins a slot whose log-interval centre is within ln(bin_ratio)/2 of its own; when every
         slot is taken and none matches, the two closest slots are merged.
@@ -373,8 +384,8 @@ class MLEBinned(_StreamBase, _BinnedParams):
     Notes
     -----
     Exact (equal to :class:`MLE`) when each slot holds equal intervals, e.g. periodic visits with fewer
-    than ``n_bins`` distinct periods; otherwise each slot's changed intervals are represented by their
-    mean. Runs the same kernel as :class:`MLEBinnedBatch` on a one-page state.
+    than ``n_bins`` distinct periods; otherwise each slot's intervals are represented by a
+    two-point summary matching its mean and variance. Runs the same kernel as :class:`MLEBinnedBatch` on a one-page state.
 
     References
     ----------
@@ -406,8 +417,9 @@ class MLEBinned(_StreamBase, _BinnedParams):
         if p is not None:
             check_p(p)
         b = self._batch
-        K.binned_batch(self._pg, np.array([c]), np.array([t]), b.n_visits_, b._key, b._c, b._u, b._sc, b._su, b.delta_, b._log_width, b._use_mm)
-        self.delta_ = float(b.delta_[0])
+        K.binned_batch(self._pg, np.array([[c]]), np.array([[t]]), b.n_visits_, b._key, b._st, b._log_width)
+        K.binned_solve(self._pg, b._st, b.n_visits_, b._delta, b._use_mm)
+        self.delta_ = float(b._delta[0])
         self.n_visits_ = int(b.n_visits_[0])
 
 

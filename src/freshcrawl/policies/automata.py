@@ -5,8 +5,8 @@ the budget B sets the polls per unit time, so the paper's time step maps to ``1/
 clock (capacity 1 poll per step). Each plan asks the hierarchy's per-node EDF scheduler for the next
 ``B · replan_every`` polls and returns them as an explicit :class:`~freshcrawl.policies.base.VisitPlan`,
 evenly spaced over the planning period. Polls that the scheduler routes to a padding leaf (n not a power of
-two) are fed back at once as zero-value materials and replaced by the next poll; polls routed to a page
-that is not alive are skipped without feedback. ``observe`` feeds every visit's ``changed`` flag to the
+two) or to a page that is not alive are fed back at once as zero-value materials (nothing there can
+change) and replaced by the next poll, up to ``64 m + 4 n_leaves`` picks for m visits. ``observe`` feeds every visit's ``changed`` flag to the
 automata on that page's path, in time order.
 """
 
@@ -37,11 +37,11 @@ def _plan_picks(state, share, n_states, n_leaves, mode, deadline, alive, m, max_
     while got < m and tries < max_picks:
         tries += 1
         leaf = htraa_pick(state, share, deadline, n_leaves)
-        if leaf >= n_real:
-            htraa_feedback(state, share, n_states, n_leaves, leaf, False, mode)
-        elif alive[leaf]:
+        if leaf < n_real and alive[leaf]:
             out[got] = leaf
             got += 1
+        else:  # padding or a page that does not exist (yet): a zero-value material
+            htraa_feedback(state, share, n_states, n_leaves, leaf, False, mode)
     return out[:got]
 
 
@@ -129,7 +129,7 @@ class HTRAAPolicy:
             return VisitPlan(np.empty(0, dtype=np.intp), np.empty(0))
         pages = _plan_picks(
             h.state_, h.share, h.n_states, h.n_leaves, h.mode_code, h.deadline_,
-            alive, m, 4 * m + 4 * h.n_leaves, h.take_seed(),
+            alive, m, 64 * m + 4 * h.n_leaves, h.take_seed(),
         )  # fmt: skip
         k = pages.size
         times = now + (np.arange(k) + 0.5) * (self.replan_every / max(k, 1))

@@ -70,3 +70,18 @@ def test_bad_runs_is_rejected_before_any_output(tmp_path):
     assert result.exit_code == 2
     assert "--runs" in result.output
     assert not out.exists()
+
+
+def test_htraa_runs_as_a_recrawl_policy_of_the_engine(data_dir):
+    # freshcrawl simulate --policy htraa on the shipped ota-pga-versions history: the budget of 20
+    # visits per day over 10 days is spent (200 visits, up to the engine's rounding at the window edges).
+    result = CliRunner().invoke(
+        main,
+        ["simulate", "--trace", str(data_dir / "ota-pga-versions"), "--budget", "20/day", "--days", "10",
+         "--policy", "htraa", "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = {r["policy"]: r for r in json.loads(result.stdout)["policies"]}
+    assert {"htraa", "oracle", "uniform"} <= set(rows)
+    assert abs(rows["htraa"]["visits"] - 200) <= 2
+    assert 0.0 <= rows["htraa"]["freshness"] <= 1.0

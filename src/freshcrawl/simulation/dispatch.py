@@ -30,11 +30,30 @@ __all__ = ["TokenBucket", "periodic_visits", "poisson_visits"]
 _EPS = 1e-9
 
 
-def _group_arange(counts: NDArray[np.int64]) -> NDArray[np.int64]:
-    """``concatenate([arange(1, c + 1) for c in counts])`` without a Python loop."""
-    first = np.cumsum(counts) - counts
-    total = int(counts.sum())
-    return np.arange(1, total + 1, dtype=np.int64) - np.repeat(first, counts)
+@njit(cache=True)
+def _periodic_fill(rates, phase, lo, hi):
+    n = rates.shape[0]
+    counts = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        mass = rates[i] * (hi[i] - lo[i])
+        if mass > 0.0:
+            c = np.int64(np.ceil(phase[i] + mass)) - 1  # integral reaches 1, 2, ... strictly inside
+            counts[i] = c if c > 0 else 0
+    total = counts.sum()
+    pages = np.empty(total, dtype=np.intp)
+    times = np.empty(total, dtype=np.float64)
+    k = 0
+    for i in range(n):
+        mass = rates[i] * (hi[i] - lo[i])
+        if mass > 0.0:
+            u = phase[i]
+            step = 1.0 / rates[i]
+            for j in range(1, counts[i] + 1):
+                pages[k] = i
+                times[k] = lo[i] + (j - u) * step
+                k += 1
+            phase[i] = u + mass - counts[i]
+    return pages, times
 
 
 def periodic_visits(
@@ -45,12 +64,15 @@ def periodic_visits(
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
     """Periodic visits of every page over its own stretch ``[lo_i, hi_i)``, updating ``phase`` in place.
 
+    Page i is visited whenever the integral of its rate since its previous visit reaches 1: at
+    ``lo_i + (j - phase_i) / p_i`` for j = 1, 2, ... inside the stretch.
+
     Parameters
     ----------
     rates : ndarray of float, shape (n_pages,)
         Visit rates p_i >= 0, visits per day.
     phase : ndarray of float, shape (n_pages,)
-        Rate integral accumulated since each page's last visit, in [0, 1); updated in place.
+        Rate integral accumulated since each page's last visit, in [0, 1]; updated in place.
     lo, hi : ndarray of float, shape (n_pages,)
         Stretch of time to fill, days (empty where ``hi <= lo``).
 
@@ -58,29 +80,44 @@ def periodic_visits(
     -------
     pages : ndarray of intp, shape (m,)
     times : ndarray of float, shape (m,)
-        Visit times in days, sorted by time (ties by page).
+        Visits grouped by page (increasing), in time order within each page; days.
 
     Examples
     --------
-    >>> phase = np.array([0.5])
-    >>> periodic_visits(np.array([2.0]), phase, np.array([0.0]), np.array([2.0]))[1]
-    array([0.25, 0.75, 1.25, 1.75])
-    >>> float(phase[0])
-    0.5
+    >>> phase = np.array([0.5, 0.0])
+    >>> periodic_visits(np.array([2.0, 1.0]), phase, np.zeros(2), np.full(2, 2.0))
+    (array([0, 0, 0, 0, 1]), array([0.25, 0.75, 1.25, 1.75, 1.  ]))
+    >>> phase.tolist()
+    [0.5, 1.0]
     """
-    length = np.maximum(hi - lo, 0.0)
-    mass = rates * length  # rate integral over the stretch
-    total = phase + mass
-    # visits where the integral reaches 1, 2, ... strictly inside the stretch
-    counts = np.ceil(total).astype(np.int64) - 1
-    counts[(mass <= 0) | (counts < 0)] = 0
-    pages = np.repeat(np.arange(rates.shape[0], dtype=np.intp), counts)
-    k = _group_arange(counts).astype(np.float64)
-    times = lo[pages] + (k - phase[pages]) / rates[pages]
-    moving = mass > 0
-    phase[moving] = total[moving] - counts[moving]
-    order = np.argsort(times, kind="stable")
-    return pages[order], times[order]
+    return _periodic_fill(
+        np.ascontiguousarray(rates, dtype=np.float64), phase,
+        np.ascontiguousarray(lo, dtype=np.float64), np.ascontiguousarray(hi, dtype=np.float64),
+    )
+
+
+@njit(cache=True)
+def _poisson_fill(counts, lo, hi, rng):
+    total = counts.sum()
+    pages = np.empty(total, dtype=np.intp)
+    times = np.empty(total, dtype=np.float64)
+    k = 0
+    for i in range(counts.shape[0]):
+        c = counts[i]
+        if c == 0:
+            continue
+        # sorted uniforms on [lo, hi) from normalised exponential spacings
+        acc = 0.0
+        for j in range(c):
+            acc += rng.exponential(1.0)
+            times[k + j] = acc
+        acc += rng.exponential(1.0)
+        length = hi[i] - lo[i]
+        for j in range(c):
+            pages[k + j] = i
+            times[k + j] = lo[i] + length * (times[k + j] / acc)
+        k += c
+    return pages, times
 
 
 def poisson_visits(
@@ -89,7 +126,7 @@ def poisson_visits(
     hi: NDArray[np.float64],
     rng: np.random.Generator,
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-    """Poisson visits of rate ``rates[i]`` over ``[lo_i, hi_i)``, sorted by time.
+    """Poisson visits of rate ``rates[i]`` over ``[lo_i, hi_i)``.
 
     Parameters
     ----------
@@ -104,14 +141,12 @@ def poisson_visits(
     -------
     pages : ndarray of intp, shape (m,)
     times : ndarray of float, shape (m,)
-        Visit times in days, sorted.
+        Visits grouped by page (increasing), in time order within each page; days.
     """
     length = np.maximum(hi - lo, 0.0)
-    counts = rng.poisson(rates * length)
-    pages = np.repeat(np.arange(rates.shape[0], dtype=np.intp), counts)
-    times = lo[pages] + rng.random(pages.shape[0]) * length[pages]
-    order = np.argsort(times, kind="stable")
-    return pages[order], times[order]
+    counts = rng.poisson(rates * length).astype(np.int64)
+    return _poisson_fill(counts, np.ascontiguousarray(lo, dtype=np.float64),
+                         np.ascontiguousarray(hi, dtype=np.float64), rng)
 
 
 @njit(cache=True)

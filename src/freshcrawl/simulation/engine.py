@@ -122,6 +122,19 @@ def _visits_from_plan(
     return pages, times
 
 
+def _inverse(perm: NDArray[np.intp]) -> NDArray[np.intp]:
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(perm.shape[0], dtype=perm.dtype)
+    return inv
+
+
+def _filter(gp, gt, tpos, keep, *extra):
+    """Keep the grouped visits where ``keep``; re-index the time order ``tpos`` accordingly."""
+    new_index = np.cumsum(keep) - 1
+    tpos = new_index[tpos[keep[tpos]]]
+    return (gp[keep], gt[keep], tpos, *(e[keep] for e in extra))
+
+
 def simulate(
     policy: Policy,
     env: SimulatedEnvironment,
@@ -210,51 +223,52 @@ def simulate(
             t1 = env.end
         alive = env.alive_between(t0, t1)
         plan = policy.plan(t0, alive.copy())
+        # visits grouped by page (gp, gt); tpos lists them in time order (ties by page)
         if isinstance(plan, RatePlan):
             rates = _rates_from_plan(plan, policy.name, alive, budget)
             lo = np.maximum(env.born, t0)
             hi = np.minimum(env.died, t1)
             if visits == "periodic":
-                pages, times = periodic_visits(rates, phase, lo, hi)
+                gp, gt = periodic_visits(rates, phase, lo, hi)
             else:
-                pages, times = poisson_visits(rates, lo, hi, dispatch_rng)
+                gp, gt = poisson_visits(rates, lo, hi, dispatch_rng)
+            tpos = np.argsort(gt)  # ties (different pages at the same time) in any fixed order
         elif isinstance(plan, VisitPlan):
             rates = None
             pages, times = _visits_from_plan(plan, policy.name, t0, t1, env)
+            gorder = np.argsort(pages, kind="stable")
+            gp, gt = pages[gorder], times[gorder]
+            tpos = _inverse(gorder)
         else:
             raise TypeError(f"policy {policy.name!r} must return a RatePlan or a VisitPlan; got {type(plan).__name__}")
 
-        admit = bucket.admit(times)
-        if not admit.all():
-            dropped += int((~admit).sum())
-            pages, times = pages[admit], times[admit]
+        admit_t = bucket.admit(gt[tpos])
+        if not admit_t.all():
+            dropped += int((~admit_t).sum())
+            keep = np.empty(gp.shape[0], dtype=bool)
+            keep[tpos] = admit_t
+            gp, gt, tpos = _filter(gp, gt, tpos, keep)
 
         # previous visit of the same page: earlier in this period, or before it
-        order = np.argsort(pages, kind="stable")
-        ps, ts = pages[order], times[order]
-        first = np.ones(ps.shape[0], dtype=bool)
-        first[1:] = ps[1:] != ps[:-1]
-        prev = np.empty_like(ts)
-        prev[1:] = ts[:-1]
-        prev[first] = last_visit[ps[first]]
-        is_obs = ~first | has_copy[ps]
-        keep = ~(is_obs & (ts <= prev))  # the same page twice at the same time: once is enough
-        if not keep.all():
-            order, ps, ts, prev, is_obs = order[keep], ps[keep], ts[keep], prev[keep], is_obs[keep]
-        last = np.ones(ps.shape[0], dtype=bool)
-        last[:-1] = ps[1:] != ps[:-1]
-        last_visit[ps[last]] = ts[last]
-        has_copy[ps] = True
-        tord = np.argsort(order, kind="stable")  # back to time order
-        pages, times, prev, is_obs = ps[tord], ts[tord], prev[tord], is_obs[tord]
+        first = np.ones(gp.shape[0], dtype=bool)
+        first[1:] = gp[1:] != gp[:-1]
+        prev = np.empty_like(gt)
+        prev[1:] = gt[:-1]
+        prev[first] = last_visit[gp[first]]
+        is_obs = ~first | has_copy[gp]
+        dup = is_obs & (gt <= prev)  # the same page twice at the same time: once is enough
+        if dup.any():
+            gp, gt, tpos, prev, is_obs = _filter(gp, gt, tpos, ~dup, prev, is_obs)
+        last = np.ones(gp.shape[0], dtype=bool)
+        last[:-1] = gp[1:] != gp[:-1]
+        last_visit[gp[last]] = gt[last]
+        has_copy[gp] = True
 
-        changed = env.visit(pages, times)
-        m = is_obs
-        tau = times[m] - prev[m]
-        p_obs = rates[pages[m]] if rates is not None else 1.0 / tau
-        policy.observe(
-            Observations(pages=pages[m], time=times[m], changed=changed[m], tau=tau, p=p_obs)
-        )
+        changed = env.visit(gp, gt, grouped=True)
+        sel = tpos[is_obs[tpos]]  # observations, in time order
+        tau = gt[sel] - prev[sel]
+        p_obs = rates[gp[sel]] if rates is not None else 1.0 / tau
+        policy.observe(Observations(pages=gp[sel], time=gt[sel], changed=changed[sel], tau=tau, p=p_obs))
         rows.append((t0, t1, env.checkpoint(t1)))
         clock.wait_until(t1)
         if on_period is not None:

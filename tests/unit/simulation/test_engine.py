@@ -58,9 +58,9 @@ def visit_times(policy_rates, n, budget, days, visits, seed, replan=1.0):
 
     orig = env.visit
 
-    def spy(pages, times):
+    def spy(pages, times, **kw):
         seen.append(np.asarray(times))
-        return orig(pages, times)
+        return orig(pages, times, **kw)
 
     env.visit = spy
     simulate(Recorder(policy_rates, replan_every=replan), env, budget, visits=visits, rng=seed)

@@ -13,12 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from freshcrawl._validation import check_array, check_rng
-from freshcrawl.environments.metrics import (
-    N_ACC,
-    Integrals,
-    checkpoint_kernel,
-    visit_kernel,
-)
+from freshcrawl.environments.metrics import N_ACC, Integrals, advance_kernel
 
 __all__ = ["Environment", "SimulatedEnvironment"]
 
@@ -168,10 +163,13 @@ class SimulatedEnvironment:
                 )
             self._last_time = float(t_hi)
         changed = np.zeros(pages.shape[0], dtype=np.bool_)
-        visit_kernel(pages, times, self._mode, self._delta, self._rng, self._offsets, self._ctimes,
-                     self._ptr, self._nxt, self._n_unseen, self._h_unseen, self._first_unseen,
-                     self._cursor, self._synced, self.weights, self._acc, changed)
+        self._advance(pages, times, np.inf, changed)
         return changed
+
+    def _advance(self, pages, times, checkpoint, changed) -> None:
+        advance_kernel(pages, times, checkpoint, self.died, self._mode, self._delta, self._rng,
+                       self._offsets, self._ctimes, self._ptr, self._nxt, self._n_unseen, self._h_unseen,
+                       self._first_unseen, self._cursor, self._synced, self.weights, self._acc, changed)
 
     def checkpoint(self, t: float) -> Integrals:
         """Integrate every page up to ``t`` (days) and return the integrals since the last checkpoint.
@@ -183,9 +181,7 @@ class SimulatedEnvironment:
         """
         if not (self._last_time <= t <= self.end):
             raise ValueError(f"t must be in [{self._last_time}, {self.end}] days; got {t!r}")
-        checkpoint_kernel(float(t), self.died, self._mode, self._delta, self._rng, self._offsets,
-                          self._ctimes, self._ptr, self._nxt, self._n_unseen, self._h_unseen,
-                          self._first_unseen, self._cursor, self.weights, self._acc)
+        self._advance(np.empty(0, dtype=np.intp), np.empty(0), float(t), np.empty(0, dtype=np.bool_))
         self._last_time = float(t)
         out = Integrals.from_array(self._acc)
         self._acc[:] = 0.0

@@ -94,81 +94,78 @@ class Integrals:
 
 
 @njit(cache=True)
-def _pass_change(i, mode, delta, rng, offsets, ctimes, ptr, nxt):
-    """Move page i's next-change pointer past its current next change."""
-    if mode == MODE_REPLAY:
-        k = ptr[i] + 1
-        ptr[i] = k
-        nxt[i] = ctimes[k] if k < offsets[i + 1] else np.inf
-    else:
-        nxt[i] = nxt[i] + rng.exponential(1.0 / delta[i])
+def _exponential(rng, scale):
+    """An exponential draw, kept out of line so that the hot loop stays small."""
+    return rng.exponential(scale)
 
 
 @njit(cache=True)
-def _integrate(i, e, mode, delta, rng, offsets, ctimes, ptr, nxt, n_unseen, h_unseen, first_unseen,
-               cursor, w, acc):
-    """Integrate page i's freshness, age and H(n) over [cursor[i], e) and move the cursor to e."""
-    a = cursor[i]
-    if not e > a:
-        return
-    n = n_unseen[i]
-    h = h_unseen[i]
-    fu = first_unseen[i]
-    harm = h * (e - a)
-    while nxt[i] < e:
-        c = nxt[i]
-        n += 1
-        h += 1.0 / n
-        harm += (e - c) / n
-        if n == 1:
-            fu = c
-        _pass_change(i, mode, delta, rng, offsets, ctimes, ptr, nxt)
-    fresh = min(e, fu) - a
-    if fresh < 0.0:
-        fresh = 0.0
-    age = 0.0
-    if fu < e:
-        x0 = a if a > fu else fu
-        age = (e - x0) * ((e - fu) + (x0 - fu)) * 0.5
-    wi = w[i]
-    acc[_FRESH] += wi * fresh
-    acc[_AGE] += wi * age
-    acc[_HARM] += wi * harm
-    acc[_ALIVE] += wi * (e - a)
-    n_unseen[i] = n
-    h_unseen[i] = h
-    first_unseen[i] = fu
-    cursor[i] = e
+def advance_kernel(pages, times, checkpoint, died, mode, delta, rng, offsets, ctimes, ptr, nxt, n_unseen,
+                   h_unseen, first_unseen, cursor, synced, w, acc, changed):
+    """Answer visits, then (if ``checkpoint`` is finite) integrate every page up to it.
 
-
-@njit(cache=True)
-def visit_kernel(pages, times, mode, delta, rng, offsets, ctimes, ptr, nxt, n_unseen, h_unseen,
-                 first_unseen, cursor, synced, w, acc, changed):
-    """Answer visits (sorted by time): integrate each page up to its visit, then reset its copy."""
-    for k in range(pages.shape[0]):
-        i = pages[k]
-        t = times[k]
-        _integrate(i, t, mode, delta, rng, offsets, ctimes, ptr, nxt, n_unseen, h_unseen,
-                   first_unseen, cursor, w, acc)
-        n = n_unseen[i]
-        while nxt[i] <= t:  # a change at the very time of the visit is picked up
-            n += 1
-            _pass_change(i, mode, delta, rng, offsets, ctimes, ptr, nxt)
-        changed[k] = n > 0
-        acc[_VISITS] += 1.0
-        if synced[i] and n > 0:
-            acc[_CHANGED] += 1.0
-        synced[i] = True
-        n_unseen[i] = 0
-        h_unseen[i] = 0.0
-        first_unseen[i] = np.inf
-
-
-@njit(cache=True)
-def checkpoint_kernel(t, died, mode, delta, rng, offsets, ctimes, ptr, nxt, n_unseen, h_unseen,
-                      first_unseen, cursor, w, acc):
-    """Integrate every page up to time t (or its death)."""
-    for i in range(cursor.shape[0]):
-        e = t if t < died[i] else died[i]
-        _integrate(i, e, mode, delta, rng, offsets, ctimes, ptr, nxt, n_unseen, h_unseen,
-                   first_unseen, cursor, w, acc)
+    Visits are answered in the order given, which must be time order within each page. Each page's
+    timeline is cut at its visits and at the checkpoint; on each piece [a, e) the changes before e are
+    passed once (with a visit at e, the changes at e too: a visit sees a change made at its own time),
+    and the integrals of freshness, age and H(n) over the piece are added to ``acc``. One loop with the
+    piece logic written once: helper calls taking the state arrays would cost reference counting on
+    every piece.
+    """
+    m = pages.shape[0]
+    n_pages = cursor.shape[0]
+    total = m + (n_pages if checkpoint < np.inf else 0)
+    for k in range(total):
+        if k < m:
+            i = pages[k]
+            e = times[k]
+            inclusive = True
+        else:
+            i = k - m
+            e = checkpoint if checkpoint < died[i] else died[i]
+            inclusive = False
+        a = cursor[i]
+        if e > a or (inclusive and e == a):
+            n = n_unseen[i]
+            h = h_unseen[i]
+            fu = first_unseen[i]
+            harm = h * (e - a)
+            c = nxt[i]
+            while c < e or (inclusive and c == e):
+                n += 1
+                h += 1.0 / n
+                harm += (e - c) / n
+                if n == 1:
+                    fu = c
+                if mode == MODE_REPLAY:
+                    j = ptr[i] + 1
+                    ptr[i] = j
+                    c = ctimes[j] if j < offsets[i + 1] else np.inf
+                else:
+                    c = c + _exponential(rng, 1.0 / delta[i])
+            nxt[i] = c
+            fresh = (e if e < fu else fu) - a
+            if fresh < 0.0:
+                fresh = 0.0
+            age = 0.0
+            if fu < e:
+                x0 = a if a > fu else fu
+                age = (e - x0) * ((e - fu) + (x0 - fu)) * 0.5
+            wi = w[i]
+            acc[_FRESH] += wi * fresh
+            acc[_AGE] += wi * age
+            acc[_HARM] += wi * harm
+            acc[_ALIVE] += wi * (e - a)
+            n_unseen[i] = n
+            h_unseen[i] = h
+            first_unseen[i] = fu
+            cursor[i] = e
+        if inclusive:
+            n = n_unseen[i]
+            changed[k] = n > 0
+            acc[_VISITS] += 1.0
+            if synced[i] and n > 0:
+                acc[_CHANGED] += 1.0
+            synced[i] = True
+            n_unseen[i] = 0
+            h_unseen[i] = 0.0
+            first_unseen[i] = np.inf

@@ -101,7 +101,7 @@ def _as_flags(changed: ArrayLike, m: int) -> NDArray[np.bool_]:
     if n_bad:
         i = int(np.flatnonzero(bad)[0])
         raise InvalidObservation(
-            f"changed must be 0 or 1; {n_bad} of {arr.size} entries are not, first at index {i} ({arr.ravel()[i]!r})"
+            f"changed must be 0 or 1; {n_bad} of {arr.size} entries are not, first at index {i} ({arr.ravel()[i].item()!r})"
         )
     return arr.astype(np.bool_)
 
@@ -161,7 +161,7 @@ def check_batch(
         where = f"index {idx}" if arr.shape[0] == 1 else f"row {row}, index {idx}"
         raise InvalidObservation(
             f"{name} must be finite and > 0 {_UNITS[name]}; {int(bad.sum())} of {arr.size} entries are not, "
-            f"first at {where} ({arr[row, idx]!r})"
+            f"first at {where} ({arr[row, idx].item()!r})"
         )
     if code == K.ERR_UNSORTED:
         srt = np.sort(pg)

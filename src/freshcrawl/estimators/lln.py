@@ -170,7 +170,7 @@ class LLNInterval(_StreamBase):
     Notes
     -----
     The g of early visits is taken at early estimates and is only averaged out like 1/k: when Δ ≫ p
-    (e.g. Δ = 500, p = 3) convergence takes many visits, as it does for eq. (2). With Δτ → 0 (g → 1) it becomes Î_k/(T₀ (1 + α_k/n₀)), eq. (1) with τ̄ of the unchanged intervals in
+    (e.g. Δ = 500, p = 3) convergence takes many visits, as it does for eq. (2). When x τ is small (g ≈ 1) it becomes Î_k/(T₀ (1 + α_k/n₀)), eq. (1) with τ̄ of the unchanged intervals in
     place of 1/p. It is an averaged fixed-point iteration of
     eq. (15) with stepsize 1/k whose limit map is decreasing, so it converges to the root; checked by
     simulation (tests) under Poisson visits, periodic visits with Δτ ∈ {0.1, 1, 3}, and periodic visits whose

@@ -53,14 +53,14 @@ def _history(changed: ArrayLike, tau: ArrayLike) -> tuple[NDArray[np.bool_], NDA
     if ch.dtype != np.bool_:
         if ch.size and (ch.dtype.kind not in "iuf" or not np.all((ch == 0) | (ch == 1))):
             bad = np.flatnonzero(~((ch == 0) | (ch == 1))) if ch.dtype.kind in "iuf" else np.array([0])
-            raise InvalidObservation(f"changed must be 0 or 1; first offender at index {bad[0]} ({ch[bad[0]]!r})")
+            raise InvalidObservation(f"changed must be 0 or 1; first offender at index {bad[0]} ({ch[bad[0]].item()!r})")
         ch = ch.astype(np.bool_)
     bad = ~((ta > 0) & np.isfinite(ta))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InvalidObservation(
             f"tau must be finite and > 0 days since the previous visit; {int(bad.sum())} of {ta.size} entries "
-            f"are not, first at index {i} ({ta[i]!r})"
+            f"are not, first at index {i} ({ta[i].item()!r})"
         )
     return np.ascontiguousarray(ch), np.ascontiguousarray(ta)
 

@@ -153,8 +153,8 @@ def read_visit_log(path: str | os.PathLike) -> VisitLog:
         if nat.any():
             i = int(np.flatnonzero(iso)[np.flatnonzero(nat)[0]])
             raise _bad(path, int(lines[i]), f"time must be unix seconds or ISO 8601; got {df['time'].iloc[i]!r}")
-        ns = parsed.astype("int64").to_numpy() if hasattr(parsed, "astype") else parsed.view("int64")
-        days[iso] = ns / (SECONDS_PER_DAY * 1e9)
+        since_epoch = (parsed - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(days=1)
+        days[iso] = np.asarray(since_epoch, dtype=np.float64)
     inf = ~np.isfinite(days)
     if inf.any():
         i = int(np.flatnonzero(inf)[0])

@@ -26,7 +26,7 @@ def test_unix_and_iso_times_give_the_same_intervals(tmp_path):
     iso = write(
         tmp_path,
         "page,time,changed\na,2023-11-14T22:13:20Z,0\nb,2023-11-14T22:13:20+00:00,1\n"
-        "a,2023-11-14T23:13:20Z,1\na,2023-11-15T23:13:20+01:00,0\n",
+        "a,2023-11-14T23:13:20Z,1\na,2023-11-16T00:13:20+01:00,0\n",
         "iso.csv.gz",
     )
     for f in (unix, iso):

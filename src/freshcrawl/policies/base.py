@@ -58,6 +58,9 @@ class PolicyContext:
     true_delta : ndarray of float, shape (n_pages,), optional
         True change rates (changes per day) of the evaluation window. Given only to policies whose
         ``needs_truth`` attribute is True (the oracle); ``None`` otherwise.
+    born : ndarray of float, shape (n_pages,), optional
+        Birth time of each page, days (``<= start`` for pages alive, and synchronised, at the start;
+        a page born later has no copy until its first visit). ``None`` when the runner does not know.
     """
 
     n_pages: int
@@ -68,6 +71,7 @@ class PolicyContext:
     hosts: NDArray[np.intp] | None = None
     host_caps: NDArray[np.float64] | None = None
     true_delta: NDArray[np.float64] | None = None
+    born: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -259,8 +259,8 @@ class OraclePolicy:
     def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
         """Optimal rates for the true Δ over the alive pages, visits per day."""
         ctx = self.context_
-        if self._waiting is None:  # pages not alive at the first plan are born later
-            self._waiting = ~alive
+        if self._waiting is None:  # pages born after the start have no copy yet
+            self._waiting = ~alive if ctx.born is None else ctx.born > ctx.start
         synced = ~self._waiting
         key = (alive.tobytes(), (alive & self._waiting).tobytes())
         if key != self._key:

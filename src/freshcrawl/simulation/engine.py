@@ -207,6 +207,7 @@ def simulate(
             weights=env.weights.copy(),
             rng=policy_rng,
             true_delta=true_delta.copy() if policy.needs_truth else None,
+            born=env.born.copy(),
         )
     )
     phase = dispatch_rng.random(n)

@@ -1,0 +1,132 @@
+"""The learned policy, proportional and the oracle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from freshcrawl.allocation import allocate
+from freshcrawl.environments import PoissonEnvironment
+from freshcrawl.errors import UnknownNameError
+from freshcrawl.policies import PolicyOptions, make_policy
+from freshcrawl.policies.base import Observations, PolicyContext
+from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, LearnedPolicy, split_rounds
+from freshcrawl.simulation import simulate
+
+
+def context(n, budget=10.0, true_delta=None):
+    return PolicyContext(n_pages=n, budget=budget, start=0.0, weights=np.ones(n), rng=np.random.default_rng(0),
+                         true_delta=true_delta)
+
+
+@given(st.lists(st.integers(0, 5), max_size=40))
+def test_split_rounds_hold_each_page_once_and_keep_order(pages):
+    pages = np.array(pages, dtype=np.intp)
+    rounds = split_rounds(pages)
+    seen = np.concatenate(rounds) if rounds else np.empty(0, dtype=np.intp)
+    assert sorted(seen.tolist()) == list(range(pages.size))
+    for r in rounds:
+        assert np.unique(pages[r]).size == r.size
+    # the k-th visit of a page lands in round k
+    for page in set(pages.tolist()):
+        positions = np.flatnonzero(pages == page)
+        got = [next(k for k, r in enumerate(rounds) if pos in r) for pos in positions]
+        assert got == list(range(positions.size))
+
+
+def test_names_and_default_estimator():
+    assert make_policy("learned").name == f"learned:{DEFAULT_ESTIMATOR}"
+    assert make_policy("learned:lln").name == "learned:lln"
+    assert make_policy("proportional").name == "proportional"
+    with pytest.raises(UnknownNameError, match="unknown estimator 'nope'"):
+        make_policy("learned:nope")
+
+
+def test_unobserved_pages_get_the_default_rate_and_the_rest_is_allocated():
+    pol = make_policy("learned", PolicyOptions(default_rate=1.0))
+    pol.reset(context(4, budget=10.0))
+    alive = np.array([True, True, True, False])
+    np.testing.assert_allclose(pol.plan(0.0, alive).rates, [1.0, 1.0, 1.0, 0.0])
+    pol.observe(Observations(pages=np.array([0, 1]), time=np.array([1.0, 1.0]), changed=np.array([True, False]),
+                             tau=np.array([1.0, 1.0]), p=np.array([1.0, 1.0])))
+    rates = pol.plan(1.0, alive).rates
+    assert rates[2] == 1.0 and rates[3] == 0.0
+    assert rates[:2].sum() == pytest.approx(9.0)
+    assert rates[0] > rates[1] > 0  # the page seen changing gets more; the other keeps the floor
+    assert rates[1] >= 0.05 * 9.0 / 2 - 1e-12
+
+
+def test_default_rate_is_budget_over_alive_pages():
+    pol = make_policy("learned")
+    pol.reset(context(5, budget=10.0))
+    np.testing.assert_allclose(pol.plan(0.0, np.array([1, 1, 1, 1, 0], bool)).rates, [2.5] * 4 + [0.0])
+
+
+def test_shrinkage_towards_the_mean_of_observed_pages():
+    pol = LearnedPolicy("naive-interval", prior_visits=2.0)
+    pol.reset(context(3))
+    pol.observe(Observations(pages=np.array([0, 1]), time=np.array([1.0, 1.0]), changed=np.array([True, False]),
+                             tau=np.array([1.0, 1.0]), p=np.array([1.0, 1.0])))
+    raw = pol.estimated_delta()
+    mean = raw[:2].mean()
+    np.testing.assert_allclose(pol.planning_delta()[:2], (raw[:2] + 2 * mean) / 3)
+
+
+def test_proportional_rates_follow_the_estimates():
+    pol = make_policy("proportional", PolicyOptions(extra={"explore": 0.0}))
+    pol.reset(context(2, budget=4.0))
+    alive = np.ones(2, bool)
+    pol.observe(Observations(pages=np.array([0, 1]), time=np.array([1.0, 1.0]), changed=np.array([True, False]),
+                             tau=np.array([1.0, 1.0]), p=np.array([1.0, 1.0])))
+    d = pol.planning_delta()
+    np.testing.assert_allclose(pol.plan(1.0, alive).rates, 4.0 * d / d.sum())
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [(dict(explore=1.0), "explore must be in"),
+                                               (dict(replan_every=0.0), "replan_every must be finite and > 0"),
+                                               (dict(prior_visits=-1.0), "prior_visits must be finite and >= 0"),
+                                               (dict(rule="best"), "rule must be")])
+def test_bad_learned_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LearnedPolicy(**kwargs)
+
+
+def test_oracle_needs_the_truth():
+    pol = make_policy("oracle")
+    assert pol.needs_truth
+    with pytest.raises(ValueError, match="true_delta"):
+        pol.reset(context(2))
+
+
+R = 8  # replicates
+
+
+def test_oracle_freshness_matches_the_allocation_objective():
+    # heterogeneous Poisson pages, periodic visits: each replicate's freshness vs the predicted
+    # sum_i w_i f(p_i; Δ_i) / sum_i w_i, within 5 standard errors estimated from the replicates
+    rng = np.random.default_rng(11)
+    delta = np.exp(rng.normal(np.log(0.5), 1.0, 200))
+    budget = 150.0
+    env = PoissonEnvironment(delta, start=0.0, end=100.0)
+    res = [simulate(make_policy("oracle"), env, budget, rng=s) for s in range(R)]
+    alloc = allocate(delta, budget, objective="freshness-periodic")
+    p, d = alloc.p, delta
+    f = np.where(p > 0, (p / d) * (1 - np.exp(-d / np.where(p > 0, p, 1.0))), 0.0)
+    predicted = f.mean()
+    fr = np.array([r.freshness for r in res])
+    se = fr.std(ddof=1) / np.sqrt(R)
+    assert abs(fr.mean() - predicted) < 5 * se, (fr.mean(), predicted, se)
+
+
+def test_learned_beats_uniform_and_approaches_the_oracle_on_poisson_pages():
+    rng = np.random.default_rng(12)
+    delta = np.exp(rng.normal(np.log(0.3), 1.2, 200))
+    env = PoissonEnvironment(delta, start=0.0, end=150.0)
+    runs = {name: np.array([simulate(make_policy(name), env, 100.0, rng=s).freshness for s in range(4)])
+            for name in ("uniform", "learned", "oracle")}
+    diff = runs["learned"] - runs["uniform"]
+    se = diff.std(ddof=1) / 2
+    assert diff.mean() > 5 * se
+    assert runs["learned"].mean() > 0.9 * runs["oracle"].mean()

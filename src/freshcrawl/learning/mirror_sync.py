@@ -543,6 +543,8 @@ class SyncRunResult:
 
 
 def _check_costs(c: NDArray, arms: NDArray[np.intp], bound: float, round_index: int, what: str) -> None:
+    if c.size and c.min() >= 0.0 and c.max() <= bound:  # fast path; NaN fails both comparisons
+        return
     bad = ~((c >= 0.0) & (c <= bound))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -552,30 +554,26 @@ def _check_costs(c: NDArray, arms: NDArray[np.intp], bound: float, round_index: 
         )
 
 
-def _draw_samples(process: SyncCostProcess, arms, rate, epsilon, rng, round_index):
-    """Lemma 2 samples for one interval per entry of ``arms`` (a probe with probability ε).
+def _probe_sums(process: SyncCostProcess, pa: NDArray[np.intp], rate: NDArray[np.float64], epsilon: float,
+                rng: np.random.Generator, round_index: int, n_arms: int) -> NDArray[np.float64]:
+    """Σ of Lemma 2 samples per arm for probed intervals (one per entry of ``pa``, sync rate ``rate``)."""
+    period = 1.0 / rate
+    c_probe, c_sync = process.sample_pair(pa, rng.random(pa.size) * period, period, rng)
+    c_probe = np.asarray(c_probe, dtype=np.float64)
+    c_sync = np.asarray(c_sync, dtype=np.float64)
+    if c_probe.shape != pa.shape or c_sync.shape != pa.shape:
+        raise InvalidObservation(
+            f"sample_pair must return two arrays of shape {pa.shape} in round {round_index}; "
+            f"got {c_probe.shape} and {c_sync.shape}"
+        )
+    _check_costs(c_probe, pa, process.cost_bound, round_index, "probe")
+    _check_costs(c_sync, pa, process.cost_bound, round_index, "sync")
+    return np.bincount(pa, weights=gradient_sample(c_probe, c_sync, rate, epsilon), minlength=n_arms)
 
-    Returns (probe mask, gradient samples (0 where no probe), number of probes).
-    """
-    probe = rng.random(arms.size) < epsilon
-    samples = np.zeros(arms.size)
-    n_probe = int(probe.sum())
-    if n_probe:
-        pa = arms[probe]
-        period = 1.0 / rate[probe]
-        tau_probe = rng.random(n_probe) * period
-        c_probe, c_sync = process.sample_pair(pa, tau_probe, period, rng)
-        c_probe = np.asarray(c_probe, dtype=np.float64)
-        c_sync = np.asarray(c_sync, dtype=np.float64)
-        if c_probe.shape != (n_probe,) or c_sync.shape != (n_probe,):
-            raise InvalidObservation(
-                f"sample_pair must return two arrays of shape ({n_probe},) in round {round_index}; "
-                f"got {c_probe.shape} and {c_sync.shape}"
-            )
-        _check_costs(c_probe, pa, process.cost_bound, round_index, "probe")
-        _check_costs(c_sync, pa, process.cost_bound, round_index, "sync")
-        samples[probe] = gradient_sample(c_probe, c_sync, rate[probe], epsilon)
-    return probe, samples, n_probe
+
+def _j(process: SyncCostProcess, r: NDArray[np.float64]) -> float:
+    """J(r) of Lemma 1 without argument checks (r is on K_ε by construction)."""
+    return float(np.mean(r * process.cumulative_mean_cost(1.0 / r)))
 
 
 class _SyncBandit:
@@ -675,25 +673,18 @@ class MirrorSync(_SyncBandit):
         Returns ``(g, n_sync_plays, n_probe_plays)`` with ``g`` of shape (K,), divided by K as in Lemma 2.
         """
         k = r.size
-        arms = np.arange(k, dtype=np.intp)
         if self.samples == "first":
             # The round starts with every arm just synced (time 0); its first interval is [0, 1/r_k]
             # (always inside the round since r_k >= r_min), and line 18 keeps that interval's estimate.
-            _, g, n_probe = _draw_samples(process, arms, r, self.epsilon, rng, round_index)
-            return g / k, k, n_probe
-        n = _intervals_until(np.zeros(k), r, 1.0 / self.r_min)
+            n = np.ones(k, dtype=np.intp)
+        else:
+            n = _intervals_until(np.zeros(k), r, 1.0 / self.r_min)
         n_probes = rng.binomial(n, self.epsilon)
-        pa = np.repeat(arms, n_probes)
-        g_sum = np.zeros(k)
+        pa = np.repeat(np.arange(k, dtype=np.intp), n_probes)
         if pa.size:
-            rate = r[pa]
-            period = 1.0 / rate
-            c_probe, c_sync = process.sample_pair(pa, rng.random(pa.size) * period, period, rng)
-            c_probe = np.asarray(c_probe, dtype=np.float64)
-            c_sync = np.asarray(c_sync, dtype=np.float64)
-            _check_costs(c_probe, pa, process.cost_bound, round_index, "probe")
-            _check_costs(c_sync, pa, process.cost_bound, round_index, "sync")
-            g_sum = np.bincount(pa, weights=gradient_sample(c_probe, c_sync, rate, self.epsilon), minlength=k)
+            g_sum = _probe_sums(process, pa, r[pa], self.epsilon, rng, round_index, k)
+        else:
+            g_sum = np.zeros(k)
         return g_sum / np.maximum(n, 1) / k, int(n.sum()), int(pa.size)
 
     def step(self, r: NDArray[np.float64], g: NDArray[np.float64], problem: SyncProblem) -> NDArray[np.float64]:
@@ -739,7 +730,7 @@ class MirrorSync(_SyncBandit):
             r = self.step(r, g, problem)
             n_sync += ns
             n_probe += nprb
-            j[t] = policy_cost(process, r)
+            j[t] = _j(process, r)
         self.rates_ = r
         return SyncRunResult(self.algorithm, np.arange(n_rounds + 1, dtype=np.float64), j, r, n_rounds,
                              n_sync, n_probe, n_rounds / self.r_min)
@@ -858,68 +849,54 @@ class AsyncMirrorSync(_SyncBandit):
         horizon = n_rounds / self.r_min
         n_updates = int(math.floor(horizon / self.update_interval * (1 + _TIME_SLACK)))
         r = problem.initial_rates()
-        # Running interval of each arm: closes at next_sync; its rate; whether it is a Lemma 2 interval.
+        # Running interval of each arm: it closes at next_sync; cur_is_sample tells whether it is a
+        # Lemma 2 interval (length 1/r_k from a sync) or the sync of lines 36-38. An arm's rate only
+        # changes at an update, which also replaces its running interval, so every running interval
+        # has the arm's current rate.
         next_sync = 1.0 / r
-        cur_rate = r.copy()
         cur_is_sample = np.ones(k, dtype=bool)
         j = np.empty(n_updates + 1)
         j[0] = policy_cost(process, r)
         n_sync = n_probe = 0
         arms_all = np.arange(k, dtype=np.intp)
+        slack = 1.0 + _TIME_SLACK
         for i in range(1, n_updates + 1):
             t_now = i * self.update_interval
-            # 1. Intervals closed in (t_{i-1}, t_now]: the running one, then whole periods at the rate r.
-            closed = next_sync <= t_now * (1 + _TIME_SLACK)
-            first_sample = closed & cur_is_sample
-            more = np.zeros(k, dtype=np.intp)
-            more[closed] = _intervals_until(next_sync[closed], r[closed], t_now)
-            last_sync = np.where(closed, next_sync + more / r, np.nan)
-            # Lemma 2 samples: one per closed sample interval; drawn for probed intervals only.
-            n_first = first_sample.astype(np.intp)
-            counts = n_first + more
-            n_sync += int(closed.sum() + more.sum())
-            g_sum = np.zeros(k)
-            a1 = arms_all[first_sample]
-            if a1.size:
-                _, s1, np1 = _draw_samples(process, a1, cur_rate[a1], eps, rng, i)
-                g_sum[a1] += s1
-                n_probe += np1
-            n_more_probes = rng.binomial(more, eps)
-            pa = np.repeat(arms_all, n_more_probes)
+            # 1. Intervals closed in (t_{i-1}, t_now]: the running one, then whole periods 1/r_k.
+            closed = next_sync <= t_now * slack
+            span = np.maximum((t_now - next_sync) * r, 0.0)
+            more = np.where(closed, np.floor(span * slack + _TIME_SLACK), 0.0).astype(np.intp)
+            counts = (closed & cur_is_sample) + more
+            n_closed = int(closed.sum())
+            n_sync += n_closed + int(more.sum())
+            # Lemma 2 samples: each sample interval has a probe with probability ε.
+            n_probes = rng.binomial(counts, eps)
+            pa = np.repeat(arms_all, n_probes)
             if pa.size:
-                rate = r[pa]
-                period = 1.0 / rate
-                c_probe, c_sync = process.sample_pair(pa, rng.random(pa.size) * period, period, rng)
-                c_probe = np.asarray(c_probe, dtype=np.float64)
-                c_sync = np.asarray(c_sync, dtype=np.float64)
-                _check_costs(c_probe, pa, process.cost_bound, i, "probe")
-                _check_costs(c_sync, pa, process.cost_bound, i, "sync")
-                g_sum += np.bincount(pa, weights=gradient_sample(c_probe, c_sync, rate, eps), minlength=k)
+                g_sum = _probe_sums(process, pa, r[pa], eps, rng, i, k)
                 n_probe += int(pa.size)
-            # Closed arms now run a fresh interval at rate r from their last sync.
+            else:
+                g_sum = np.zeros(k)
+            last_sync = next_sync + more / r
             next_sync = np.where(closed, last_sync + 1.0 / r, next_sync)
-            cur_rate = np.where(closed, r, cur_rate)
-            cur_is_sample = cur_is_sample | closed
+            cur_is_sample |= closed
             # 2. Update the arms with at least one sample (lines 25-33).
             upd = counts > 0
             n_upd = int(upd.sum())
             if n_upd:
-                g_bar = g_sum[upd] / counts[upd] / n_upd
-                r_old = r[upd]
-                r_new = self._update(r_old, g_bar, problem)
-                r = r.copy()
-                r[upd] = r_new
-                # 3. Lines 34-38 for the updated arms: sync now w.p. ε, else at max(last + 1/r_new, now);
-                #    that sync closes an interval without a probe chance (no sample).
                 au = arms_all[upd]
-                prev = last_sync[au]  # every updated arm closed an interval in this window
+                g_bar = g_sum[au] / counts[au] / n_upd
+                r_new = self._update(r[au], g_bar, problem)
+                r = r.copy()
+                r[au] = r_new
+                # 3. Lines 34-38 for the updated arms (all closed an interval in this window): sync
+                #    now w.p. ε, else at max(last sync + 1/r_new, now); that sync closes no sample.
                 now_sync = rng.random(n_upd) < eps
-                bridge = np.maximum(prev + 1.0 / r_new, t_now)
-                next_sync[au] = np.where(now_sync, t_now + 1.0 / r_new, bridge)
-                cur_rate[au] = r_new
+                next_sync[au] = np.where(now_sync, t_now + 1.0 / r_new,
+                                         np.maximum(last_sync[au] + 1.0 / r_new, t_now))
                 cur_is_sample[au] = now_sync
                 n_sync += int(now_sync.sum())
-            j[i] = policy_cost(process, r)
+            j[i] = _j(process, r)
         self.rates_ = r
         rounds = np.arange(n_updates + 1) * self.update_interval * self.r_min
         return SyncRunResult(self.algorithm, rounds, j, r, n_updates, n_sync, n_probe, horizon)

@@ -258,10 +258,10 @@ class PoissonBinaryCost:
         """C̄_k(τ) = τ - (1 - e^{-λ_k τ}) / λ_k, shape (K,)."""
         tau = _per_arm_tau(tau, self.n_arms)
         x = self.lam * tau
-        # τ (1 - (1 - e^{-x}) / x), written to keep precision for small x.
-        small = x < 1e-4
-        ratio = np.where(small, 1.0 - x / 2.0 + x * x / 6.0, -np.expm1(-x) / np.where(small, 1.0, x))
-        return tau * (1.0 - ratio)
+        # τ (1 - (1 - e^{-x}) / x); expm1 keeps (1 - e^{-x}) / x accurate for small x, and C̄(0) = 0.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = tau * (1.0 + np.expm1(-x) / x)
+        return out if out.size and np.all(x > 0) else np.where(x > 0, out, 0.0)
 
     def sample_pair(self, arms, tau_probe, tau_sync, rng):
         """1 if the first change after the sync (``Exp(λ_k)``) came at or before τ_probe, resp. τ_sync."""

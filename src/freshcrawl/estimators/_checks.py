@@ -127,7 +127,12 @@ _UNITS = {"tau": "days since the previous visit", "p": "visits per day"}
 
 
 def check_batch(
-    pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None, p: ArrayLike | None, n_pages: int
+    pages: ArrayLike,
+    changed: ArrayLike,
+    tau: ArrayLike | None,
+    p: ArrayLike | None,
+    n_pages: int,
+    mark: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
     """Convert and check one batch of observations; raise before anything is mutated.
 
@@ -140,6 +145,9 @@ def check_batch(
         Length mismatch, a page outside ``[0, n_pages)``, tau or p not finite and > 0, changed not 0/1.
     ValueError
         A page listed twice (order would matter).
+
+    ``mark`` is a scratch array of shape (n_pages,), all False, used to find duplicates in O(m) when the
+    pages are not sorted.
     """
     pg = np.asarray(pages)
     if pg.ndim != 1:
@@ -164,11 +172,10 @@ def check_batch(
             f"first at {where} ({arr[row, idx].item()!r})"
         )
     if code == K.ERR_UNSORTED:
-        srt = np.sort(pg)
-        dup = np.flatnonzero(srt[1:] == srt[:-1])
-        if dup.size:
+        i = K.find_duplicate(pg, np.zeros(n_pages, dtype=np.bool_) if mark is None else mark)
+        if i >= 0:
             raise ValueError(
-                f"pages must be distinct within one update (order would matter); page {srt[dup[0]]} "
-                f"appears more than once"
+                f"pages must be distinct within one update (order would matter); page {pg[i]} "
+                f"appears more than once (second time at index {i})"
             )
     return pg, ch, ta, pr

@@ -11,9 +11,33 @@ Web Pages" (seed 001). Times are in days, rates in changes (or visits) per day.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numba import njit
+
+#: Stepsizes (k + 1)^-eta and momentum weights zeta_k are tabulated for k below this many visits: a
+#: table lookup instead of a libm pow per observation (pow dominates the SA/SAM loops otherwise).
+TABLE_SIZE = 1 << 15
+
+
+@lru_cache(maxsize=64)
+def step_table(eta: float) -> np.ndarray:
+    """(k + 1)^-eta for k = 0 .. TABLE_SIZE - 1 (read-only, shared by every estimator with this eta)."""
+    k = np.arange(TABLE_SIZE, dtype=np.float64)
+    t = (k + 1.0) ** -eta
+    t.flags.writeable = False
+    return t
+
+
+@lru_cache(maxsize=64)
+def zeta_table(eta: float, beta: float, omega: float) -> np.ndarray:
+    """zeta_k of eq. (10) for k = 0 .. TABLE_SIZE - 1; zeta_0 = 0 (beta_{-1} is infinite)."""
+    k = np.arange(TABLE_SIZE, dtype=np.float64)
+    z = np.zeros(TABLE_SIZE)
+    z[1:] = ((k[1:] + 1.0) ** -beta - omega * (k[1:] + 1.0) ** -eta) / k[1:] ** -beta
+    z.flags.writeable = False
+    return z
 
 # --------------------------------------------------------------------------------------------------
 # stepsize sequences
@@ -101,18 +125,26 @@ def lln_interval_step(delta, n, c, num, den0, sum_tau, changed, tau, kind, power
 
 
 @njit(cache=True, inline="always")
-def sa_step(y, n, changed, p, eta):
+def _step(n, eta, etab):
+    """eta_k = (k + 1)^-eta, from the table when k is in it."""
+    if n < etab.shape[0]:
+        return etab[n]
+    return (n + 1.0) ** -eta
+
+
+@njit(cache=True, inline="always")
+def sa_step(y, n, changed, p, eta, etab):
     """SA estimator, eq. (2): y <- y + eta_k [I (y + p) - y], eta_k = (k + 1)^-eta. Returns (y, n)."""
-    step = (n + 1.0) ** -eta
+    step = _step(n, eta, etab)
     target = (y + p) if changed else 0.0
     y = y + step * (target - y)
     return y, n + 1
 
 
 @njit(cache=True, inline="always")
-def sa_interval_step(y, n, changed, tau, p, eta):
+def sa_interval_step(y, n, changed, tau, p, eta, etab):
     """Interval-aware SA: y <- max(0, y + eta_k (y + p) (I - (1 - e^{-y tau}))). Returns (y, n)."""
-    step = (n + 1.0) ** -eta
+    step = _step(n, eta, etab)
     miss = math.exp(-y * tau)
     resid = (1.0 if changed else 0.0) - 1.0 + miss
     y = y + step * (y + p) * resid
@@ -122,8 +154,10 @@ def sa_interval_step(y, n, changed, tau, p, eta):
 
 
 @njit(cache=True, inline="always")
-def _zeta(n, eta_k, beta, omega):
+def _zeta(n, eta_k, beta, omega, ztab):
     """zeta_k of eq. (10); zeta_0 = 0 (beta_{-1} is infinite)."""
+    if n < ztab.shape[0]:
+        return ztab[n]
     if n == 0:
         return 0.0
     beta_k = (n + 1.0) ** -beta
@@ -132,22 +166,22 @@ def _zeta(n, eta_k, beta, omega):
 
 
 @njit(cache=True, inline="always")
-def sam_step(z, z_prev, n, changed, p, eta, beta, omega):
+def sam_step(z, z_prev, n, changed, p, eta, beta, omega, etab, ztab):
     """SAM estimator, eq. (3) with zeta_k of eq. (10), projected on [0, inf). Returns (z, z_prev, n)."""
-    eta_k = (n + 1.0) ** -eta
+    eta_k = _step(n, eta, etab)
     target = (z + p) if changed else 0.0
-    z_new = z + eta_k * (target - z) + _zeta(n, eta_k, beta, omega) * (z - z_prev)
+    z_new = z + eta_k * (target - z) + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev)
     if z_new < 0.0:
         z_new = 0.0
     return z_new, z, n + 1
 
 
 @njit(cache=True, inline="always")
-def sam_interval_step(z, z_prev, n, changed, tau, p, eta, beta, omega):
+def sam_interval_step(z, z_prev, n, changed, tau, p, eta, beta, omega, etab, ztab):
     """Interval-aware SAM: the SA-interval increment plus the momentum term of eq. (3)/(10)."""
-    eta_k = (n + 1.0) ** -eta
+    eta_k = _step(n, eta, etab)
     resid = (1.0 if changed else 0.0) - 1.0 + math.exp(-z * tau)
-    z_new = z + eta_k * (z + p) * resid + _zeta(n, eta_k, beta, omega) * (z - z_prev)
+    z_new = z + eta_k * (z + p) * resid + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev)
     if z_new < 0.0:
         z_new = 0.0
     return z_new, z, n + 1
@@ -185,6 +219,24 @@ def check_batch(pages, tau, p, n_pages):
     if not increasing:
         return 4, 0, -1
     return 0, 0, -1
+
+
+@njit(cache=True)
+def find_duplicate(pages, mark):
+    """Index of the first page listed twice (-1 if none); ``mark`` (n_pages,) is all False on entry and exit."""
+    dup = -1
+    m = pages.shape[0]
+    stop = m
+    for i in range(m):
+        j = pages[i]
+        if mark[j]:
+            dup = i
+            stop = i
+            break
+        mark[j] = True
+    for i in range(stop):
+        mark[pages[i]] = False
+    return dup
 
 
 # --------------------------------------------------------------------------------------------------
@@ -231,38 +283,38 @@ def lln_interval_batch(pages, changed, tau, n_vis, n_chg, num, den0, sum_tau, de
 
 
 @njit(cache=True)
-def sa_batch(pages, changed, p, n_vis, delta, eta):
+def sa_batch(pages, changed, p, n_vis, delta, eta, etab):
     for r in range(changed.shape[0]):
         for i in range(pages.shape[0]):
             j = pages[i]
-            delta[j], n_vis[j] = sa_step(delta[j], n_vis[j], changed[r, i], p[r, i], eta)
+            delta[j], n_vis[j] = sa_step(delta[j], n_vis[j], changed[r, i], p[r, i], eta, etab)
 
 
 @njit(cache=True)
-def sa_interval_batch(pages, changed, tau, p, n_vis, delta, eta):
+def sa_interval_batch(pages, changed, tau, p, n_vis, delta, eta, etab):
     for r in range(changed.shape[0]):
         for i in range(pages.shape[0]):
             j = pages[i]
-            delta[j], n_vis[j] = sa_interval_step(delta[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta)
+            delta[j], n_vis[j] = sa_interval_step(delta[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta, etab)
 
 
 @njit(cache=True)
-def sam_batch(pages, changed, p, n_vis, delta, prev, eta, beta, omega):
+def sam_batch(pages, changed, p, n_vis, delta, prev, eta, beta, omega, etab, ztab):
     for r in range(changed.shape[0]):
         for i in range(pages.shape[0]):
             j = pages[i]
             delta[j], prev[j], n_vis[j] = sam_step(
-                delta[j], prev[j], n_vis[j], changed[r, i], p[r, i], eta, beta, omega
+                delta[j], prev[j], n_vis[j], changed[r, i], p[r, i], eta, beta, omega, etab, ztab
             )
 
 
 @njit(cache=True)
-def sam_interval_batch(pages, changed, tau, p, n_vis, delta, prev, eta, beta, omega):
+def sam_interval_batch(pages, changed, tau, p, n_vis, delta, prev, eta, beta, omega, etab, ztab):
     for r in range(changed.shape[0]):
         for i in range(pages.shape[0]):
             j = pages[i]
             delta[j], prev[j], n_vis[j] = sam_interval_step(
-                delta[j], prev[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta, beta, omega
+                delta[j], prev[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta, beta, omega, etab, ztab
             )
 
 

@@ -83,15 +83,18 @@ class _BatchBase:
         if self._needs_p and p is None:
             if not self._needs_tau or tau is None:
                 raise TypeError(f"{type(self).__name__}.update needs p (visits per day)")
-        pg, ch, ta, pr = check_batch(pages, changed, tau, p, self.n_pages)
+        if getattr(self, "_mark", None) is None:
+            self._mark = np.zeros(self.n_pages, dtype=np.bool_)
+        pg, ch, ta, pr = check_batch(pages, changed, tau, p, self.n_pages, self._mark)
         if p is None and tau is not None:
             pr = 1.0 / ta
         return pg, ch, ta, pr
 
     @property
     def state_nbytes(self) -> int:
-        """Bytes of per-page state held (all arrays of shape ``(n_pages, ...)``)."""
-        return int(sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray)))
+        """Bytes of per-page estimator state (arrays of shape ``(n_pages, ...)``), not counting the
+        1-byte-per-page scratch used to detect duplicate pages in unsorted updates."""
+        return int(sum(v.nbytes for k, v in vars(self).items() if isinstance(v, np.ndarray) and k != "_mark"))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n_pages={self.n_pages})"

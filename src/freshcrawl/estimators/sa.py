@@ -76,7 +76,7 @@ class SA(_StreamBase):
             check_tau(tau)
         if p is None:
             raise TypeError("SA.update needs p (visits per day)")
-        self.delta_, self.n_visits_ = K.sa_step(self.delta_, self.n_visits_, c, check_p(p), self.eta)
+        self.delta_, self.n_visits_ = K.sa_step(self.delta_, self.n_visits_, c, check_p(p), self.eta, K.step_table(self.eta))
 
 
 class SABatch(_BatchBase):
@@ -119,7 +119,7 @@ class SABatch(_BatchBase):
     def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
         """Add one visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
         pg, ch, _, pr = self._checked(pages, changed, tau, p)
-        K.sa_batch(pg, ch, pr, self.n_visits_, self.delta_, self.eta)
+        K.sa_batch(pg, ch, pr, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))
 
 
 class SAInterval(_StreamBase):
@@ -180,7 +180,7 @@ class SAInterval(_StreamBase):
             raise TypeError("SAInterval.update needs tau (days since the previous visit)")
         t = check_tau(tau)
         pv = 1.0 / t if p is None else check_p(p)
-        self.delta_, self.n_visits_ = K.sa_interval_step(self.delta_, self.n_visits_, c, t, pv, self.eta)
+        self.delta_, self.n_visits_ = K.sa_interval_step(self.delta_, self.n_visits_, c, t, pv, self.eta, K.step_table(self.eta))
 
 
 class SAIntervalBatch(_BatchBase):
@@ -223,4 +223,4 @@ class SAIntervalBatch(_BatchBase):
     def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
         """Add one visit of each page: ``tau`` (m,) days, ``p`` (m,) visits/day (default 1/tau)."""
         pg, ch, ta, pr = self._checked(pages, changed, tau, p)
-        K.sa_interval_batch(pg, ch, ta, pr, self.n_visits_, self.delta_, self.eta)
+        K.sa_interval_batch(pg, ch, ta, pr, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))

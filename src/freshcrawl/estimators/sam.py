@@ -23,6 +23,9 @@ class _SAMParams:
         self.beta = check_exponent("beta", beta)
         self.omega = check_omega(omega)
 
+    def _tables(self):
+        return K.step_table(self.eta), K.zeta_table(self.eta, self.beta, self.omega)
+
 
 class SAM(_StreamBase, _SAMParams):
     """SA-with-momentum estimate of one page's change rate, eq. (3) and (10) of seed 001.
@@ -85,7 +88,7 @@ class SAM(_StreamBase, _SAMParams):
         if p is None:
             raise TypeError("SAM.update needs p (visits per day)")
         self.delta_, self._prev, self.n_visits_ = K.sam_step(
-            self.delta_, self._prev, self.n_visits_, c, check_p(p), self.eta, self.beta, self.omega
+            self.delta_, self._prev, self.n_visits_, c, check_p(p), self.eta, self.beta, self.omega, *self._tables()
         )
 
 
@@ -130,7 +133,7 @@ class SAMBatch(_BatchBase, _SAMParams):
     def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
         """Add one visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
         pg, ch, _, pr = self._checked(pages, changed, tau, p)
-        K.sam_batch(pg, ch, pr, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega)
+        K.sam_batch(pg, ch, pr, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega, *self._tables())
 
 
 class SAMInterval(_StreamBase, _SAMParams):
@@ -192,7 +195,7 @@ class SAMInterval(_StreamBase, _SAMParams):
         t = check_tau(tau)
         pv = 1.0 / t if p is None else check_p(p)
         self.delta_, self._prev, self.n_visits_ = K.sam_interval_step(
-            self.delta_, self._prev, self.n_visits_, c, t, pv, self.eta, self.beta, self.omega
+            self.delta_, self._prev, self.n_visits_, c, t, pv, self.eta, self.beta, self.omega, *self._tables()
         )
 
 
@@ -236,4 +239,4 @@ class SAMIntervalBatch(_BatchBase, _SAMParams):
     def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
         """Add one visit of each page: ``tau`` (m,) days, ``p`` (m,) visits/day (default 1/tau)."""
         pg, ch, ta, pr = self._checked(pages, changed, tau, p)
-        K.sam_interval_batch(pg, ch, ta, pr, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega)
+        K.sam_interval_batch(pg, ch, ta, pr, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega, *self._tables())

@@ -30,10 +30,18 @@ def test_uniform_and_proportional():
 
 
 def test_estimate_inverts_the_detection_probability():
-    # A page polled every T steps shows a change with probability 1 - (1 - u)^T.
-    u, T = 0.1, 8.0
+    # A page polled every T steps shows a change with probability 1 - (1 - u)^T; with k = (m+1) d - 1/2
+    # changes in m polls the add-one-half fraction is exactly d and the estimate exactly u.
+    u, T, m = 0.1, 8.0, 1000
     d = 1 - (1 - u) ** T
-    assert estimate_update_prob(np.array([d * 1000]), np.array([1000]), T)[0] == pytest.approx(u)
+    assert estimate_update_prob(np.array([(m + 1) * d - 0.5]), np.array([m]), T)[0] == pytest.approx(u, rel=1e-12)
+
+
+def test_saturated_pages_stay_below_one_and_grow_with_evidence():
+    # Changed at every poll: the raw fraction would give u = 1; the estimate grows like ln(2(m+1))/T.
+    est = estimate_update_prob(np.array([10, 100, 1000]), np.array([10, 100, 1000]), 512.0)
+    assert np.all(np.diff(est) > 0) and np.all(est < 0.02)
+    np.testing.assert_allclose(est, -np.expm1(np.log(0.5 / np.array([11, 101, 1001])) / 512.0), rtol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -94,5 +102,6 @@ def test_estimator_improves_with_the_length_of_its_estimation_phase():
     assert run.value[2] < expected_detections_per_poll(u, u)
 
 
-def test_estimator_without_any_change_seen_is_uniform():
+def test_estimator_with_equal_evidence_is_uniform():
     np.testing.assert_allclose(estimator_polling(np.zeros(4), np.ones(4), 4.0), [0.25] * 4)
+    np.testing.assert_allclose(estimator_polling(np.zeros(3), np.zeros(3), 4.0, capacity=3.0), [1.0] * 3)

@@ -136,8 +136,8 @@ def _step(n, eta, etab):
 def sa_step(y, n, changed, p, eta, etab):
     """SA estimator, eq. (2): y <- y + eta_k [I (y + p) - y], eta_k = (k + 1)^-eta. Returns (y, n)."""
     step = _step(n, eta, etab)
-    target = (y + p) if changed else 0.0
-    y = y + step * (target - y)
+    c = np.float64(changed)  # branch-free: the flag is unpredictable
+    y = y + step * (c * (y + p) - y)
     return y, n + 1
 
 
@@ -145,11 +145,8 @@ def sa_step(y, n, changed, p, eta, etab):
 def sa_interval_step(y, n, changed, tau, p, eta, etab):
     """Interval-aware SA: y <- max(0, y + eta_k (y + p) (I - (1 - e^{-y tau}))). Returns (y, n)."""
     step = _step(n, eta, etab)
-    miss = math.exp(-y * tau)
-    resid = (1.0 if changed else 0.0) - 1.0 + miss
-    y = y + step * (y + p) * resid
-    if y < 0.0:
-        y = 0.0
+    resid = np.float64(changed) - 1.0 + math.exp(-y * tau)
+    y = max(y + step * (y + p) * resid, 0.0)
     return y, n + 1
 
 
@@ -169,10 +166,8 @@ def _zeta(n, eta_k, beta, omega, ztab):
 def sam_step(z, z_prev, n, changed, p, eta, beta, omega, etab, ztab):
     """SAM estimator, eq. (3) with zeta_k of eq. (10), projected on [0, inf). Returns (z, z_prev, n)."""
     eta_k = _step(n, eta, etab)
-    target = (z + p) if changed else 0.0
-    z_new = z + eta_k * (target - z) + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev)
-    if z_new < 0.0:
-        z_new = 0.0
+    c = np.float64(changed)
+    z_new = max(z + eta_k * (c * (z + p) - z) + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev), 0.0)
     return z_new, z, n + 1
 
 
@@ -180,10 +175,8 @@ def sam_step(z, z_prev, n, changed, p, eta, beta, omega, etab, ztab):
 def sam_interval_step(z, z_prev, n, changed, tau, p, eta, beta, omega, etab, ztab):
     """Interval-aware SAM: the SA-interval increment plus the momentum term of eq. (3)/(10)."""
     eta_k = _step(n, eta, etab)
-    resid = (1.0 if changed else 0.0) - 1.0 + math.exp(-z * tau)
-    z_new = z + eta_k * (z + p) * resid + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev)
-    if z_new < 0.0:
-        z_new = 0.0
+    resid = np.float64(changed) - 1.0 + math.exp(-z * tau)
+    z_new = max(z + eta_k * (z + p) * resid + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev), 0.0)
     return z_new, z, n + 1
 
 
@@ -195,27 +188,45 @@ ERR_NONE, ERR_PAGE, ERR_TAU, ERR_P, ERR_UNSORTED = 0, 1, 2, 3, 4
 
 
 @njit(cache=True)
+def _all_positive_finite(x):
+    """True when every entry of the 2-d array is > 0 and finite (branch-free pass, vectorisable)."""
+    ok = True
+    for r in range(x.shape[0]):
+        row_ok = True
+        for i in range(x.shape[1]):
+            v = x[r, i]
+            row_ok &= (v > 0.0) & (v < np.inf)
+        ok &= row_ok
+    return ok
+
+
+@njit(cache=True)
 def check_batch(pages, tau, p, n_pages):
     """Return (code, row, index) of the first bad entry; code 4: pages not strictly increasing.
 
     ``pages`` has shape (m,); ``tau`` and ``p`` have shape (k, m) (k rounds of visits of those pages).
+    A branch-free pass decides whether everything is valid; only invalid input is searched entry by entry.
     """
     m = pages.shape[0]
+    in_range = True
     increasing = True
+    prev = -1
     for i in range(m):
         pg = pages[i]
-        if pg < 0 or pg >= n_pages:
-            return 1, 0, i
-        if i > 0 and pg <= pages[i - 1]:
-            increasing = False
-    for r in range(tau.shape[0]):
+        in_range &= (pg >= 0) & (pg < n_pages)
+        increasing &= pg > prev
+        prev = pg
+    if not in_range:
         for i in range(m):
-            t = tau[r, i]
-            if not (t > 0.0 and t < np.inf):
-                return 2, r, i
-            q = p[r, i]
-            if not (q > 0.0 and q < np.inf):
-                return 3, r, i
+            if pages[i] < 0 or pages[i] >= n_pages:
+                return 1, 0, i
+    for code, x in ((2, tau), (3, p)):
+        if not _all_positive_finite(x):
+            for r in range(x.shape[0]):
+                for i in range(m):
+                    v = x[r, i]
+                    if not (v > 0.0 and v < np.inf):
+                        return code, r, i
     if not increasing:
         return 4, 0, -1
     return 0, 0, -1

@@ -197,6 +197,77 @@ def _euclidean_projection(y, total, lo, hi, tol, max_iter):  # pragma: no cover 
     return x, nu, it
 
 
+@njit(cache=True)
+def _close_intervals(next_sync, cur_is_sample, r, t_now, slack, counts, last_sync):  # pragma: no cover
+    """Close every running interval that ends by t_now, then whole periods 1/r_k (AsyncMirrorSync).
+
+    Fills counts (Lemma 2 intervals closed per arm) and last_sync (NaN where nothing closed), moves
+    next_sync to the end of each arm's new running interval; returns the number of sync plays.
+    """
+    n_sync = 0
+    limit = t_now * slack
+    for k in range(r.shape[0]):
+        if next_sync[k] <= limit:
+            span = (t_now - next_sync[k]) * r[k]
+            more = 0
+            if span > 0.0:
+                more = int(math.floor(span * slack + 1e-9))
+            counts[k] = more + (1 if cur_is_sample[k] else 0)
+            last_sync[k] = next_sync[k] + more / r[k]
+            next_sync[k] = last_sync[k] + 1.0 / r[k]
+            cur_is_sample[k] = True
+            n_sync += 1 + more
+        else:
+            counts[k] = 0
+            last_sync[k] = np.nan
+    return n_sync
+
+
+@njit(cache=True)
+def _local_update(r, g_sum, counts, last_sync, next_sync, cur_is_sample, u, epsilon, eta, lo, hi, t_now,
+                  euclidean, tol, max_iter):  # pragma: no cover
+    """Alg. 2 lines 25-38 on the arms with samples: mean gradient / |A_i|, local step, re-schedule.
+
+    Returns (number of arms updated, number of "sync now" plays).
+    """
+    n = r.shape[0]
+    m = 0
+    for k in range(n):
+        if counts[k] > 0:
+            m += 1
+    if m == 0:
+        return 0, 0
+    idx = np.empty(m, dtype=np.int64)
+    j = 0
+    total = 0.0
+    for k in range(n):
+        if counts[k] > 0:
+            idx[j] = k
+            j += 1
+            total += r[k]
+    z = np.empty(m)
+    for j in range(m):
+        k = idx[j]
+        g = g_sum[k] / counts[k] / m
+        z[j] = r[k] - eta * g if euclidean else 1.0 / r[k] + eta * g
+    if euclidean:
+        x, _, _ = _euclidean_projection(z, total, lo, hi, tol, max_iter)
+    else:
+        x, _, _ = _log_barrier_projection(z, total, lo, hi, tol, max_iter)
+    n_now = 0
+    for j in range(m):
+        k = idx[j]
+        r[k] = x[j]
+        if u[k] < epsilon:
+            next_sync[k] = t_now + 1.0 / x[j]
+            cur_is_sample[k] = True
+            n_now += 1
+        else:
+            next_sync[k] = max(last_sync[k] + 1.0 / x[j], t_now)
+            cur_is_sample[k] = False
+    return m, n_now
+
+
 _PROJ_TOL = 1e-13
 _PROJ_MAX_ITER = 200
 
@@ -799,6 +870,7 @@ class AsyncMirrorSync(_SyncBandit):
     """
 
     algorithm = "asyncmirrorsync"
+    _euclidean = False
 
     def __init__(self, *, budget: float, r_min: float, r_max: float, epsilon: float = 0.05, eta: float = 1.6,
                  update_interval: float = 20.0) -> None:
@@ -860,16 +932,14 @@ class AsyncMirrorSync(_SyncBandit):
         n_sync = n_probe = 0
         arms_all = np.arange(k, dtype=np.intp)
         slack = 1.0 + _TIME_SLACK
+        counts = np.zeros(k, dtype=np.int64)
+        last_sync = np.empty(k)
+        euclidean = self._euclidean
         for i in range(1, n_updates + 1):
             t_now = i * self.update_interval
             # 1. Intervals closed in (t_{i-1}, t_now]: the running one, then whole periods 1/r_k.
-            closed = next_sync <= t_now * slack
-            span = np.maximum((t_now - next_sync) * r, 0.0)
-            more = np.where(closed, np.floor(span * slack + _TIME_SLACK), 0.0).astype(np.intp)
-            counts = (closed & cur_is_sample) + more
-            n_closed = int(closed.sum())
-            n_sync += n_closed + int(more.sum())
-            # Lemma 2 samples: each sample interval has a probe with probability ε.
+            n_sync += _close_intervals(next_sync, cur_is_sample, r, t_now, slack, counts, last_sync)
+            # 2. Lemma 2 samples: each closed interval had a probe with probability ε.
             n_probes = rng.binomial(counts, eps)
             pa = np.repeat(arms_all, n_probes)
             if pa.size:
@@ -877,33 +947,16 @@ class AsyncMirrorSync(_SyncBandit):
                 n_probe += int(pa.size)
             else:
                 g_sum = np.zeros(k)
-            last_sync = next_sync + more / r
-            next_sync = np.where(closed, last_sync + 1.0 / r, next_sync)
-            cur_is_sample |= closed
-            # 2. Update the arms with at least one sample (lines 25-33).
-            upd = counts > 0
-            n_upd = int(upd.sum())
-            if n_upd:
-                au = arms_all[upd]
-                g_bar = g_sum[au] / counts[au] / n_upd
-                r_new = self._update(r[au], g_bar, problem)
-                r = r.copy()
-                r[au] = r_new
-                # 3. Lines 34-38 for the updated arms (all closed an interval in this window): sync
-                #    now w.p. ε, else at max(last sync + 1/r_new, now); that sync closes no sample.
-                now_sync = rng.random(n_upd) < eps
-                next_sync[au] = np.where(now_sync, t_now + 1.0 / r_new,
-                                         np.maximum(last_sync[au] + 1.0 / r_new, t_now))
-                cur_is_sample[au] = now_sync
-                n_sync += int(now_sync.sum())
+            # 3. Lines 25-38: update the arms with at least one sample on their local constraint, then
+            #    sync each now w.p. ε, else at max(last sync + 1/r_new, now) (a sync closing no sample).
+            _, n_now = _local_update(r, g_sum, counts, last_sync, next_sync, cur_is_sample, rng.random(k), eps,
+                                     self.eta, problem.r_min, problem.r_hi, t_now, euclidean, _PROJ_TOL,
+                                     _PROJ_MAX_ITER)
+            n_sync += n_now
             j[i] = _j(process, r)
         self.rates_ = r
         rounds = np.arange(n_updates + 1) * self.update_interval * self.r_min
         return SyncRunResult(self.algorithm, rounds, j, r, n_updates, n_sync, n_probe, horizon)
-
-    def _update(self, r_old, g_bar, problem):
-        return self.local_step(r_old, g_bar, problem)
-
 
 class AsyncPSGDSync(AsyncMirrorSync):
     """AsyncPSGDSync (Sec. 8 of seed 003): AsyncMirrorSync with a projected SGD step.
@@ -939,6 +992,7 @@ class AsyncPSGDSync(AsyncMirrorSync):
     """
 
     algorithm = "asyncpsgdsync"
+    _euclidean = True
 
     def __init__(self, *, budget: float, r_min: float, r_max: float, epsilon: float = 0.05, eta: float = 0.08,
                  update_interval: float = 20.0) -> None:

@@ -104,8 +104,9 @@ def _rates_from_plan(plan: RatePlan, name: str, alive: NDArray[np.bool_], budget
 
 
 def _visits_from_plan(
-    plan: VisitPlan, name: str, t0: float, t1: float, env: SimulatedEnvironment
+    plan: VisitPlan, name: str, t0: float, t1: float, period_end: float, env: SimulatedEnvironment
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Check a visit plan for ``[t0, period_end)``; keep the visits before ``t1`` (the window end)."""
     pages = np.asarray(plan.pages, dtype=np.intp).ravel()
     times = np.asarray(plan.times, dtype=np.float64).ravel()
     if pages.shape != times.shape:
@@ -113,11 +114,11 @@ def _visits_from_plan(
     if pages.size:
         if pages.min() < 0 or pages.max() >= env.n_pages:
             raise ValueError(f"policy {name!r} returned pages outside 0..{env.n_pages - 1}")
-        if not np.all(np.isfinite(times)) or times.min() < t0 or times.max() >= t1:
-            raise ValueError(f"policy {name!r} returned visit times outside [{t0}, {t1}) days")
+        if not np.all(np.isfinite(times)) or times.min() < t0 or times.max() >= period_end:
+            raise ValueError(f"policy {name!r} returned visit times outside [{t0}, {period_end}) days")
         if np.any(np.diff(times) < 0):
             raise ValueError(f"policy {name!r} returned visit times that are not sorted")
-        alive = (times >= env.born[pages]) & (times < env.died[pages])
+        alive = (times >= env.born[pages]) & (times < env.died[pages]) & (times < t1)
         pages, times = pages[alive], times[alive]
     return pages, times
 
@@ -236,7 +237,7 @@ def simulate(
             tpos = np.argsort(gt)  # ties (different pages at the same time) in any fixed order
         elif isinstance(plan, VisitPlan):
             rates = None
-            pages, times = _visits_from_plan(plan, policy.name, t0, t1, env)
+            pages, times = _visits_from_plan(plan, policy.name, t0, t1, t0 + period, env)
             gorder = np.argsort(pages, kind="stable")
             gp, gt = pages[gorder], times[gorder]
             tpos = _inverse(gorder)

@@ -202,3 +202,12 @@ def test_time_series_covers_the_window():
     assert res.t_start[0] == 0.0 and res.t_end[-1] == 10.5 and len(res.t_start) == 11
     np.testing.assert_array_equal(res.t_start[1:], res.t_end[:-1])
     assert res.visits_t.sum() == res.visits
+
+
+def test_visits_planned_past_the_window_end_are_dropped():
+    # the last period is cut short by the window end; a plan for the full period is accepted
+    env = PoissonEnvironment(np.zeros(1), start=0.0, end=2.0)
+    pol = Recorder(lambda now, alive, ctx: VisitPlan(pages=np.array([0, 0]), times=now + np.array([0.1, 0.65])),
+                   replan_every=0.7)
+    res = simulate(pol, env, 10.0, rng=0)
+    assert res.visits == 5  # 0.1, 0.65, 0.8, 1.35, 1.5 (and not 2.05)

@@ -1,8 +1,10 @@
 """Compiled per-page kernels of the allocation solver.
 
-Every kernel is one fused pass over the pages. Per-page inputs (``w``, ``a``, ``b``, ``lo``, ``hi``,
-``kinds``) are arrays of length ``n`` or of length 1 (the same value for every page), so that scalar
-bounds and unit weights cost no memory.
+Every kernel is one fused pass over the pages. Per-page inputs (``w``, ``a``, ``b``, ``lo``, ``hi``
+and the kind ``k``) are either arrays of shape (n,) or scalars shared by every page; numba compiles a
+version for each combination, so scalar bounds and unit weights cost neither memory nor loads. The
+passes take the per-kind functions as arguments (``resp``, ``marg``, ``val``, ``active``), so that a
+single-objective problem runs a branch-free loop that the compiler vectorises.
 
 Kinds (the objective of a page) and their parameters ``a``, ``b``:
 
@@ -15,11 +17,12 @@ HARMONIC        2     log(p / (p + a))                         a = Δ
 DETECTION       3     p (1 - exp(-a / p))                      a = Δ (inf: f = p)
 POLY            4     -a p^(-b) / (b + 1)                      a, b of c(τ) = a τ^b
 LOG             5     log(p / a)  (0 when a = 0)               a = Δ (complete observation)
-LINEAR          6     a p  (1 when a = inf)                    a = 1 / Δ
+LINEAR          6     a p  (1 when a = inf)                    a = 1 / Δ (complete observation)
 ==============  ====  =======================================  ==============================
 
-``_resp`` returns the page's optimal rate for a multiplier λ, ``clip(g(λ), lo, hi)`` with ``g`` the
-inverse of ``w f'``, and its derivative with respect to λ (0 where clipped).
+``resp`` returns the page's optimal rate for a multiplier λ, ``clip(g(λ), lo, hi)`` with ``g`` the
+inverse of ``w f'``, and its derivative with respect to λ (0 where clipped). λ = 0 gives ``hi`` to
+pages with a positive marginal value, λ = inf gives ``lo``.
 """
 
 from __future__ import annotations
@@ -27,14 +30,32 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 POISSON, PERIODIC, HARMONIC, DETECTION, POLY, LOG, LINEAR = 0, 1, 2, 3, 4, 5, 6
 
-_OPTS = dict(cache=True, error_model="numpy", nogil=True)
+_INL = dict(cache=True, error_model="numpy", inline="always")
+_FM = {"reassoc", "contract", "arcp", "nsz"}  # no 'nnan'/'ninf': inf bounds and multipliers are used
+_LOOP = dict(cache=True, error_model="numpy", nogil=True, fastmath=_FM)
+_PLAIN = dict(cache=True, error_model="numpy", nogil=True)
 
 
-@njit(**_OPTS)
+def _get(x, i):  # pragma: no cover - replaced by the overload below inside compiled code
+    return x[i] if np.ndim(x) else x
+
+
+@overload(_get, inline="always")
+def _get_ol(x, i):
+    if isinstance(x, types.Array):
+        return lambda x, i: x[i]
+    return lambda x, i: x
+
+
+# ---------------------------------------------------------------------------------------------------
+# Scalar helpers
+# ---------------------------------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy")
 def _h(x):
     """x - log(1 + x), accurate for small x."""
     if x < 0.05:
@@ -49,9 +70,13 @@ def _h(x):
     return x - math.log1p(x)
 
 
-@njit(**_OPTS)
+@njit(cache=True, error_model="numpy")
 def hinv(t):
-    """The x > 0 with x - log(1 + x) = t (t >= 0): x = -1 - W_{-1}(-exp(-1 - t))."""
+    """The x > 0 with x - log(1 + x) = t (t >= 0), that is x = -1 - W_{-1}(-exp(-1 - t)).
+
+    Series start for small t (x ≈ s + s²/3 + s³/36 - s⁴/270 + s⁵/4320, s = sqrt(2t)), fixed-point
+    start for large t, then Halley steps to machine precision.
+    """
     if t <= 0.0:
         return 0.0
     if t < 1.5:
@@ -61,262 +86,523 @@ def hinv(t):
         x = t + math.log1p(t + math.log1p(t))
     for _ in range(30):
         f = _h(x) - t
-        d1 = x / (1.0 + x)
-        d2 = 1.0 / ((1.0 + x) * (1.0 + x))
-        step = f / d1
-        denom = 1.0 - 0.5 * step * d2 / d1
-        if denom > 0.5:
-            step = step / denom
+        # Halley: x - 2 F F' / (2 F'^2 - F F''), F' = x/(1+x), F'' = 1/(1+x)^2, times (1+x)^2
+        step = 2.0 * f * x * (1.0 + x) / (2.0 * x * x - f)
         xn = x - step
-        if xn <= 0.0:
+        if not xn > 0.0:
             xn = 0.5 * x
-        if abs(xn - x) <= 1e-15 * xn:
+        if abs(step) <= 1e-6 * xn:  # cubic convergence: the next step would be below 1e-18
             return xn
         x = xn
     return x
 
 
-@njit(**_OPTS)
+_PHI_C = np.array([(-1.0) ** k * (k - 1) / math.factorial(k) for k in range(2, 17)])
+
+
+@njit(cache=True, error_model="numpy")
 def phi(x):
     """1 - (1 + x) exp(-x), accurate for small x (x >= 0, may be inf)."""
     if x < 0.5:
-        term = x  # x^k / k!, starting at k = 1
-        s = 0.0
-        sign = 1.0
-        for k in range(2, 22):
-            term = term * x / k
-            s += sign * (k - 1) * term
-            sign = -sign
-        return s
+        # Σ_{k>=2} (-1)^k (k-1) x^k / k!, Horner; the first omitted term is below 1e-17 relative
+        s = _PHI_C[14]
+        for j in range(13, -1, -1):
+            s = s * x + _PHI_C[j]
+        return s * x * x
     return 1.0 - (1.0 + x) * math.exp(-x)
 
 
-@njit(**_OPTS)
-def _at(arr, i):
-    return arr[i] if arr.shape[0] > 1 else arr[0]
-
-
-@njit(**_OPTS)
-def is_active(kind, w, a, b):
-    """Whether the page's marginal value w f'(p) is positive for some p."""
-    if not w > 0.0:
-        return False
-    if kind == LOG:
-        return True
-    if kind == POLY:
-        return a > 0.0 and b > 0.0
-    return a > 0.0
-
-
-@njit(**_OPTS)
-def _resp(kind, lam, w, a, b, lo, hi):
-    """Optimal rate clip(g(lam), lo, hi) and its derivative with respect to lam."""
-    if lam == np.inf or hi <= lo:
-        return lo, 0.0
-    if not is_active(kind, w, a, b):
-        return lo, 0.0
-    if lam <= 0.0:
-        return hi, 0.0
-    g = 0.0
-    dg = 0.0
-    if kind == POISSON:
-        s = math.sqrt(w * a / lam)
-        g = s - a
-        dg = -0.5 * s / lam
-    elif kind == HARMONIC:
-        q = w * a / lam
-        g = 2.0 * q / (a + math.sqrt(a * a + 4.0 * q))
-        dg = -g * (g + a) / (lam * (2.0 * g + a))
-    elif kind == PERIODIC or kind == DETECTION:
-        if kind == PERIODIC:
-            y = lam * a / w
-        else:
-            y = lam / w
-        if y >= 1.0:
-            g = 0.0
-        elif a == np.inf:
-            g = np.inf
-        else:
-            t = -math.log1p(-y)
-            x = hinv(t)
-            g = a / x
-            dg = -(g / x) * (y / lam) / (1.0 - y) * (1.0 + x) / x
-    elif kind == POLY:
-        g = (w * a * b / ((b + 1.0) * lam)) ** (1.0 / (b + 1.0))
-        dg = -g / ((b + 1.0) * lam)
-    elif kind == LOG:
-        g = w / lam
-        dg = -g / lam
-    else:  # LINEAR
-        g = np.inf if lam < w * a else 0.0
-    if g <= lo:
+@njit(**_INL)
+def _clip(g, dg, lo, hi):
+    if not g > lo:  # also NaN (0/0 for a zero-value page at λ = 0)
         return lo, 0.0
     if g >= hi:
         return hi, 0.0
     return g, dg
 
 
-@njit(**_OPTS)
-def marginal(kind, p, w, a, b):
-    """w f'(p), the marginal value of one more visit per day."""
-    if not is_active(kind, w, a, b):
+# ---------------------------------------------------------------------------------------------------
+# Per-kind functions: active, resp, marg, val (k is unused; it keeps one signature for all kinds)
+# ---------------------------------------------------------------------------------------------------
+@njit(**_INL)
+def active_delta(k, w, a, b):
+    return w > 0.0 and a > 0.0
+
+
+@njit(**_INL)
+def active_poly(k, w, a, b):
+    return w > 0.0 and a > 0.0 and b > 0.0
+
+
+@njit(**_INL)
+def active_log(k, w, a, b):
+    return w > 0.0
+
+
+@njit(**_INL)
+def resp_poisson(k, lam, w, a, b, lo, hi):
+    x = math.sqrt(w * a / lam)
+    return _clip(x - a, -0.5 * x / lam, lo, hi)
+
+
+@njit(**_INL)
+def resp_harmonic(k, lam, w, a, b, lo, hi):
+    q = w * a / lam
+    g = 2.0 * q / (a + math.sqrt(a * a + 4.0 * q))
+    if lam <= 0.0 and q > 0.0:
+        g = np.inf
+    return _clip(g, -g * (g + a) / (lam * (2.0 * g + a)), lo, hi)
+
+
+_Y_TAB = 0.99  # below: table + one Halley step on φ(x) = y; above: Halley on x - log(1 + x) = t
+_M_TAB = 1024
+
+
+@njit(cache=True, error_model="numpy")
+def _build_table(m):
+    """x(s) and dx/ds on a uniform grid of s = sqrt(y) in [0, sqrt(_Y_TAB)], where φ(x) = y."""
+    s_max = math.sqrt(_Y_TAB)
+    xs = np.empty(m + 2)
+    dxs = np.empty(m + 2)
+    for j in range(m + 2):
+        s = s_max * j / m
+        y = s * s
+        if y <= 0.0:
+            xs[j] = 0.0
+            dxs[j] = math.sqrt(2.0)
+            continue
+        x = hinv(-math.log1p(-y))
+        xs[j] = x
+        dxs[j] = 2.0 * s / (x * math.exp(-x))  # dx/ds = 2s / φ'(x)
+    return xs, dxs, s_max / m
+
+
+_XS, _DXS, _H_TAB = _build_table(_M_TAB)
+
+
+@njit(cache=True, error_model="numpy")
+def lambert_x(y):
+    """The x >= 0 with 1 - (1 + x) e^{-x} = y, for 0 < y < 1; returns (x, x e^{-x}).
+
+    x = -1 - W_{-1}(-(1 - y)/e). For y < 0.99: cubic Hermite interpolation in sqrt(y) on a table,
+    then one Halley step (cubic convergence from ~1e-9 relative error); above, Halley iterations on
+    x - log(1 + x) = -log(1 - y) from an asymptotic start.
+    """
+    if y < _Y_TAB:
+        s = math.sqrt(y)
+        u = s / _H_TAB
+        j = int(u)
+        if j >= _M_TAB:
+            j = _M_TAB - 1
+        r = u - j
+        x0, x1 = _XS[j], _XS[j + 1]
+        d0, d1 = _DXS[j] * _H_TAB, _DXS[j + 1] * _H_TAB
+        r2 = r * r
+        r3 = r2 * r
+        x = (2 * r3 - 3 * r2 + 1) * x0 + (r3 - 2 * r2 + r) * d0 + (-2 * r3 + 3 * r2) * x1 + (r3 - r2) * d1
+        e = math.exp(-x)
+        if x < 0.5:
+            f = phi(x) - y
+        else:
+            f = 1.0 - (1.0 + x) * e - y
+        # Halley: x - 2 F F' / (2 F'^2 - F F''), F' = x e, F'' = (1 - x) e
+        xn = x - 2.0 * f * x / (2.0 * x * x * e - f * (1.0 - x))
+        return xn, x * e  # φ'(x) at the table point: only used for derivatives
+    t = -math.log1p(-y)
+    x = hinv(t)
+    return x, x * math.exp(-x)
+
+
+@njit(cache=True, error_model="numpy")
+def _resp_lambert(y, lam, a, lo, hi):
+    """Rate a/x with 1 - (1 + x) e^{-x} = y (periodic freshness and detection)."""
+    if not y < 1.0:
+        return lo, 0.0
+    if a == np.inf or y <= 0.0:
+        return _clip(np.inf, 0.0, lo, hi)
+    x, dphi = lambert_x(y)
+    g = a / x
+    return _clip(g, -g * y / (x * lam * dphi), lo, hi)
+
+
+@njit(**_INL)
+def resp_periodic(k, lam, w, a, b, lo, hi):
+    if not (w > 0.0 and a > 0.0) or hi <= lo:
+        return lo, 0.0
+    return _resp_lambert(lam * a / w, lam, a, lo, hi)
+
+
+@njit(**_INL)
+def resp_detection(k, lam, w, a, b, lo, hi):
+    if not (w > 0.0 and a > 0.0) or hi <= lo:
+        return lo, 0.0
+    return _resp_lambert(lam / w, lam, a, lo, hi)
+
+
+@njit(**_INL)
+def resp_poly(k, lam, w, a, b, lo, hi):
+    g = (w * a * b / ((b + 1.0) * lam)) ** (1.0 / (b + 1.0))
+    return _clip(g, -g / ((b + 1.0) * lam), lo, hi)
+
+
+@njit(**_INL)
+def resp_log(k, lam, w, a, b, lo, hi):
+    g = w / lam
+    return _clip(g, -g / lam, lo, hi)
+
+
+@njit(**_INL)
+def resp_linear(k, lam, w, a, b, lo, hi):
+    g = np.inf if lam < w * a else 0.0
+    return _clip(g, 0.0, lo, hi)
+
+
+@njit(**_INL)
+def marg_poisson(k, p, w, a, b):
+    if not (w > 0.0 and a > 0.0):
         return 0.0
-    if kind == POISSON:
-        return w * a / ((p + a) * (p + a))
-    if kind == HARMONIC:
-        if p <= 0.0:
-            return np.inf
-        return w * a / (p * (p + a))
-    if kind == PERIODIC:
-        if p <= 0.0:
-            return w / a
-        return w / a * phi(a / p)
-    if kind == DETECTION:
-        if p <= 0.0 or a == np.inf:
-            return w
-        return w * phi(a / p)
-    if kind == POLY:
-        if p <= 0.0:
-            return np.inf
-        return w * a * b / (b + 1.0) * p ** (-b - 1.0)
-    if kind == LOG:
-        if p <= 0.0:
-            return np.inf
-        return w / p
+    return w * a / ((p + a) * (p + a))
+
+
+@njit(**_INL)
+def marg_harmonic(k, p, w, a, b):
+    if not (w > 0.0 and a > 0.0):
+        return 0.0
+    if p <= 0.0:
+        return np.inf
+    return w * a / (p * (p + a))
+
+
+@njit(**_INL)
+def marg_periodic(k, p, w, a, b):
+    if not (w > 0.0 and a > 0.0):
+        return 0.0
+    if p <= 0.0:
+        return w / a
+    return w / a * phi(a / p)
+
+
+@njit(**_INL)
+def marg_detection(k, p, w, a, b):
+    if not (w > 0.0 and a > 0.0):
+        return 0.0
+    if p <= 0.0 or a == np.inf:
+        return w
+    return w * phi(a / p)
+
+
+@njit(**_INL)
+def marg_poly(k, p, w, a, b):
+    if not (w > 0.0 and a > 0.0 and b > 0.0):
+        return 0.0
+    if p <= 0.0:
+        return np.inf
+    return w * a * b / (b + 1.0) * p ** (-b - 1.0)
+
+
+@njit(**_INL)
+def marg_log(k, p, w, a, b):
+    if not w > 0.0:
+        return 0.0
+    if p <= 0.0:
+        return np.inf
+    return w / p
+
+
+@njit(**_INL)
+def marg_linear(k, p, w, a, b):
+    if not w > 0.0:
+        return 0.0
     return w * a
 
 
-@njit(**_OPTS)
-def value(kind, p, a, b):
-    """f(p) of one page (unweighted)."""
-    if kind == POISSON:
-        if a <= 0.0:
-            return 1.0
-        return p / (p + a)
-    if kind == PERIODIC:
-        if a <= 0.0:
-            return 1.0
-        if p <= 0.0:
-            return 0.0
-        x = a / p
-        return -math.expm1(-x) / x
-    if kind == HARMONIC:
-        if a <= 0.0:
-            return 0.0
-        if p <= 0.0:
-            return -np.inf
-        return -math.log1p(a / p)
-    if kind == DETECTION:
-        if p <= 0.0 or a <= 0.0:
-            return 0.0
-        if a == np.inf:
-            return p
-        return -p * math.expm1(-a / p)
-    if kind == POLY:
-        if a <= 0.0:
-            return 0.0
-        if p <= 0.0:
-            return -np.inf if b > 0.0 else -a / (b + 1.0)
-        return -a * p ** (-b) / (b + 1.0)
-    if kind == LOG:
-        if a <= 0.0:
-            return 0.0
-        if p <= 0.0:
-            return -np.inf
-        return math.log(p / a)
+@njit(**_INL)
+def val_poisson(k, p, a, b):
+    if a <= 0.0:
+        return 1.0
+    return p / (p + a)
+
+
+@njit(**_INL)
+def val_periodic(k, p, a, b):
+    if a <= 0.0:
+        return 1.0
+    if p <= 0.0:
+        return 0.0
+    x = a / p
+    return -math.expm1(-x) / x
+
+
+@njit(**_INL)
+def val_harmonic(k, p, a, b):
+    if a <= 0.0:
+        return 0.0
+    if p <= 0.0:
+        return -np.inf
+    return -math.log1p(a / p)
+
+
+@njit(**_INL)
+def val_detection(k, p, a, b):
+    if p <= 0.0 or a <= 0.0:
+        return 0.0
+    if a == np.inf:
+        return p
+    return -p * math.expm1(-a / p)
+
+
+@njit(**_INL)
+def val_poly(k, p, a, b):
+    if a <= 0.0:
+        return 0.0
+    if p <= 0.0:
+        return -np.inf if b > 0.0 else -a / (b + 1.0)
+    return -a * p ** (-b) / (b + 1.0)
+
+
+@njit(**_INL)
+def val_log(k, p, a, b):
+    if a <= 0.0:
+        return 0.0
+    if p <= 0.0:
+        return -np.inf
+    return math.log(p / a)
+
+
+@njit(**_INL)
+def val_linear(k, p, a, b):
     if a == np.inf:
         return 1.0
     return a * p
 
 
-@njit(**_OPTS)
-def page_lambda(i, lam, hosts, lamhat):
-    """Multiplier in force for page i: max(lam, lamhat[host]) for a page on a capped host."""
-    if hosts.shape[0] > 0:
-        h = hosts[i]
-        if h >= 0 and lamhat[h] > lam:
-            return lamhat[h]
-    return lam
+# mixed kinds: dispatch on the page's kind k
+@njit(cache=True, error_model="numpy")
+def active_any(k, w, a, b):
+    if k == POLY:
+        return active_poly(k, w, a, b)
+    if k == LOG or k == LINEAR:
+        return active_log(k, w, a, b)
+    return active_delta(k, w, a, b)
 
 
-@njit(**_OPTS)
-def global_sum(n, lam, kinds, w, a, b, lo, hi, hosts, lamhat):
-    """Sum and derivative of the rates of the pages whose host cap does not bind at lam.
+@njit(cache=True, error_model="numpy")
+def resp_any(k, lam, w, a, b, lo, hi):
+    if k == POISSON:
+        return resp_poisson(k, lam, w, a, b, lo, hi)
+    if k == PERIODIC:
+        return resp_periodic(k, lam, w, a, b, lo, hi)
+    if k == HARMONIC:
+        return resp_harmonic(k, lam, w, a, b, lo, hi)
+    if k == DETECTION:
+        return resp_detection(k, lam, w, a, b, lo, hi)
+    if k == POLY:
+        return resp_poly(k, lam, w, a, b, lo, hi)
+    if k == LOG:
+        return resp_log(k, lam, w, a, b, lo, hi)
+    return resp_linear(k, lam, w, a, b, lo, hi)
 
-    Pages on hosts with lamhat[h] > lam are skipped (their host contributes its cap).
-    """
-    use_hosts = hosts.shape[0] > 0
+
+@njit(cache=True, error_model="numpy")
+def marg_any(k, p, w, a, b):
+    if k == POISSON:
+        return marg_poisson(k, p, w, a, b)
+    if k == PERIODIC:
+        return marg_periodic(k, p, w, a, b)
+    if k == HARMONIC:
+        return marg_harmonic(k, p, w, a, b)
+    if k == DETECTION:
+        return marg_detection(k, p, w, a, b)
+    if k == POLY:
+        return marg_poly(k, p, w, a, b)
+    if k == LOG:
+        return marg_log(k, p, w, a, b)
+    return marg_linear(k, p, w, a, b)
+
+
+@njit(cache=True, error_model="numpy")
+def val_any(k, p, a, b):
+    if k == POISSON:
+        return val_poisson(k, p, a, b)
+    if k == PERIODIC:
+        return val_periodic(k, p, a, b)
+    if k == HARMONIC:
+        return val_harmonic(k, p, a, b)
+    if k == DETECTION:
+        return val_detection(k, p, a, b)
+    if k == POLY:
+        return val_poly(k, p, a, b)
+    if k == LOG:
+        return val_log(k, p, a, b)
+    return val_linear(k, p, a, b)
+
+
+#: kind -> (active, resp, marg, val)
+FUNCS = {
+    POISSON: (active_delta, resp_poisson, marg_poisson, val_poisson),
+    PERIODIC: (active_delta, resp_periodic, marg_periodic, val_periodic),
+    HARMONIC: (active_delta, resp_harmonic, marg_harmonic, val_harmonic),
+    DETECTION: (active_delta, resp_detection, marg_detection, val_detection),
+    POLY: (active_poly, resp_poly, marg_poly, val_poly),
+    LOG: (active_log, resp_log, marg_log, val_log),
+    LINEAR: (active_log, resp_linear, marg_linear, val_linear),
+}
+FUNCS_ANY = (active_any, resp_any, marg_any, val_any)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Passes over the pages
+# ---------------------------------------------------------------------------------------------------
+@njit(**_LOOP)
+def global_sum(resp, n, lam, k, w, a, b, lo, hi):
+    """Σ p_i(λ) and Σ dp_i/dλ over all pages (no host caps)."""
     s = 0.0
-    c = 0.0
     ds = 0.0
     for i in range(n):
-        if use_hosts:
-            h = hosts[i]
-            if h >= 0 and lamhat[h] > lam:
-                continue
-        p, dp = _resp(_at(kinds, i), lam, _at(w, i), _at(a, i), _at(b, i), _at(lo, i), _at(hi, i))
-        y = p - c
-        t = s + y
-        c = (t - s) - y
-        s = t
+        p, dp = resp(_get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        s += p
         ds += dp
     return s, ds
 
 
-@njit(**_OPTS)
-def group_sums(lam_g, active_g, kinds, w, a, b, lo, hi, hosts):
-    """Per-host sums and derivatives of the rates at each host's own multiplier lam_g[h]."""
+@njit(**_LOOP)
+def global_sum_hosts(resp, n, lam, k, w, a, b, lo, hi, hosts, lamhat):
+    """As :func:`global_sum`, leaving out pages on hosts whose cap binds at λ (lamhat[h] > λ).
+
+    Written without branches on the host (a masked sum), so that it vectorises.
+    """
+    s = 0.0
+    ds = 0.0
+    for i in range(n):
+        h = hosts[i]
+        keep = np.float64((h < 0) | (lamhat[max(h, 0)] <= lam))
+        p, dp = resp(_get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        s += min(p, 1e308) * keep
+        ds += dp * keep
+    return s, ds
+
+
+@njit(**_LOOP)
+def group_sums(resp, lam_g, active_g, k, w, a, b, lo, hi, hosts):
+    """Per host h with active_g[h]: Σ_{i∈h} p_i(lam_g[h]) and its derivative (branch-free)."""
     n_groups = lam_g.shape[0]
     s = np.zeros(n_groups)
     ds = np.zeros(n_groups)
     for i in range(hosts.shape[0]):
         h = hosts[i]
-        if h < 0 or not active_g[h]:
-            continue
-        p, dp = _resp(_at(kinds, i), lam_g[h], _at(w, i), _at(a, i), _at(b, i), _at(lo, i), _at(hi, i))
+        hh = max(h, 0)
+        keep = np.float64((h >= 0) & active_g[hh])
+        p, dp = resp(_get(k, i), lam_g[hh], _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        s[hh] += min(p, 1e308) * keep
+        ds[hh] += dp * keep
+    return s, ds
+
+
+_CHUNK = 256
+
+
+@njit(**_LOOP)
+def host_sums_at(resp, n, lam, k, w, a, b, lo, hi, hosts, n_hosts):
+    """Per host Σ_{i∈h} p_i(λ) and its derivative at one λ; entry n_hosts: pages without a host.
+
+    The rates are computed in vectorised chunks, then added to their hosts.
+    """
+    acc = np.zeros((n_hosts + 1, 2))
+    pb = np.empty(_CHUNK)
+    db = np.empty(_CHUNK)
+    for start in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - start)
+        for j in range(m):
+            i = start + j
+            p, dp = resp(_get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+            pb[j] = p
+            db[j] = dp
+        for j in range(m):
+            h = hosts[start + j]
+            if h < 0:
+                h = n_hosts
+            acc[h, 0] += pb[j]
+            acc[h, 1] += db[j]
+    return acc[:, 0].copy(), acc[:, 1].copy()
+
+
+@njit(**_PLAIN)
+def group_sums_idx(resp, idx, lam_g, k, w, a, b, lo, hi, hosts):
+    """As :func:`group_sums` over the pages listed in idx only (all on active hosts)."""
+    n_groups = lam_g.shape[0]
+    s = np.zeros(n_groups)
+    ds = np.zeros(n_groups)
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        h = hosts[i]
+        p, dp = resp(_get(k, i), lam_g[h], _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
         s[h] += p
         ds[h] += dp
     return s, ds
 
 
-@njit(**_OPTS)
-def host_bounds(n, n_hosts, kinds, w, a, b, lo, hi, hosts):
-    """Per host: sum of lower bounds, sum at lam -> 0+ (active pages at hi), sum of upper bounds.
+@njit(**_PLAIN)
+def host_bounds(active, n, n_hosts, k, w, a, b, lo, hi, hosts):
+    """Per host: Σ lo, Σ at λ -> 0+ (pages with a positive marginal value at hi), Σ hi.
 
-    The last entry (index n_hosts) collects the pages without a host.
+    Entry n_hosts collects the pages without a host.
     """
     low = np.zeros(n_hosts + 1)
     s0 = np.zeros(n_hosts + 1)
     up = np.zeros(n_hosts + 1)
     for i in range(n):
-        h = n_hosts
-        if hosts.shape[0] > 0 and hosts[i] >= 0:
-            h = hosts[i]
-        l = _at(lo, i)
-        u = _at(hi, i)
-        low[h] += l
-        up[h] += u
-        if is_active(_at(kinds, i), _at(w, i), _at(a, i), _at(b, i)):
-            s0[h] += u
+        h = hosts[i]
+        if h < 0:
+            h = n_hosts
+        lo_i = _get(lo, i)
+        hi_i = _get(hi, i)
+        low[h] += lo_i
+        up[h] += hi_i
+        if active(_get(k, i), _get(w, i), _get(a, i), _get(b, i)):
+            s0[h] += hi_i
         else:
-            s0[h] += l
+            s0[h] += lo_i
     return low, s0, up
 
 
-@njit(**_OPTS)
-def mean_marginal(n, p_g, kinds, w, a, b, lo, hi, hosts, n_groups):
-    """Geometric mean, per group, of the positive finite marginals at rate clip(p_g[group], lo, hi).
+@njit(**_LOOP)
+def bounds_total(active, n, k, w, a, b, lo, hi):
+    """Σ lo, Σ at λ -> 0+ and Σ hi over all pages (no hosts), as arrays of length 1."""
+    low = 0.0
+    s0 = 0.0
+    up = 0.0
+    for i in range(n):
+        lo_i = _get(lo, i)
+        hi_i = _get(hi, i)
+        act = active(_get(k, i), _get(w, i), _get(a, i), _get(b, i))
+        low += lo_i
+        up += hi_i
+        s0 += hi_i if act else lo_i
+    return np.array([low]), np.array([s0]), np.array([up])
 
-    Group = host (or n_groups - 1 for pages without a host, or when no hosts are given).
+
+@njit(**_PLAIN)
+def active_mask(active, out, k, w, a, b):
+    """out[i] = whether page i has a positive marginal value at some rate."""
+    for i in range(out.shape[0]):
+        out[i] = active(_get(k, i), _get(w, i), _get(a, i), _get(b, i))
+
+
+@njit(**_PLAIN)
+def mean_marginal(marg, n, p_g, k, w, a, b, lo, hi, hosts, n_groups):
+    """Per group, the geometric mean of the positive finite marginals at clip(p_g[group], lo, hi).
+
+    Group = host, or n_groups - 1 for pages without a host (all pages when ``hosts`` is empty).
     """
     acc = np.zeros(n_groups)
     cnt = np.zeros(n_groups)
+    use_hosts = hosts.shape[0] > 0
     for i in range(n):
         g = n_groups - 1
-        if hosts.shape[0] > 0 and hosts[i] >= 0:
+        if use_hosts and hosts[i] >= 0:
             g = hosts[i]
-        p = min(max(p_g[g], _at(lo, i)), _at(hi, i))
-        m = marginal(_at(kinds, i), p, _at(w, i), _at(a, i), _at(b, i))
+        p = min(max(p_g[g], _get(lo, i)), _get(hi, i))
+        m = marg(_get(k, i), p, _get(w, i), _get(a, i), _get(b, i))
         if m > 0.0 and m < np.inf:
             acc[g] += math.log(m)
             cnt[g] += 1.0
@@ -327,41 +613,147 @@ def mean_marginal(n, p_g, kinds, w, a, b, lo, hi, hosts, n_groups):
     return out
 
 
-@njit(**_OPTS)
-def final_rates(out, lam, lam2, theta, dlam, kinds, w, a, b, lo, hi, hosts, lamhat, h_lam2, h_theta, h_dlam):
-    """Write the rates: p(L) + dp(L) * dL, or the interpolation between p(L) and p(L2) at a jump."""
+@njit(**_PLAIN)
+def _closer(e, la, lb, lt, best):
+    """Whether breakpoint e lies in (la, lb) and is closer to lt (in log) than best."""
+    if not (e > la and e < lb):
+        return False
+    if best != best:  # NaN: nothing yet
+        return True
+    return max(e / lt, lt / e) < max(best / lt, lt / best)
+
+
+@njit(**_PLAIN)
+def global_breakpoint(active, marg, n, la, lb, lt, k, w, a, b, lo, hi, hosts, lamhat):
+    """Breakpoints of Σ p(λ) (the marginals w f'(lo), w f'(hi) where a page leaves a bound).
+
+    Returns the breakpoint in (la, lb) nearest to lt (NaN if none), the smallest breakpoint >= lb
+    (inf if none) and the largest <= la (0 if none). Pages on hosts whose cap binds at lb are ignored.
+    """
+    best = np.nan
+    up = np.inf
+    dn = 0.0
     use_hosts = hosts.shape[0] > 0
-    for i in range(out.shape[0]):
-        L, L2, th, dl = lam, lam2, theta, dlam
+    for i in range(n):
         if use_hosts:
             h = hosts[i]
-            if h >= 0 and lamhat[h] > lam:
-                L, L2, th, dl = lamhat[h], h_lam2[h], h_theta[h], h_dlam[h]
-        k, wi, ai, bi, l, u = _at(kinds, i), _at(w, i), _at(a, i), _at(b, i), _at(lo, i), _at(hi, i)
-        p, dp = _resp(k, L, wi, ai, bi, l, u)
+            if h >= 0 and lamhat[h] > lb:
+                continue
+        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+        if hi_i <= lo_i or not active(ki, wi, ai, bi):
+            continue
+        for j in range(2):
+            if j == 1 and not hi_i < np.inf:
+                break
+            e = marg(ki, lo_i if j == 0 else hi_i, wi, ai, bi)
+            if _closer(e, la, lb, lt, best):
+                best = e
+            if e >= lb and e < up:
+                up = e
+            if e <= la and e > dn:
+                dn = e
+    return best, up, dn
+
+
+@njit(**_PLAIN)
+def group_breakpoints(active, marg, la_g, lb_g, lt_g, active_g, k, w, a, b, lo, hi, hosts):
+    """Per host: as :func:`global_breakpoint`, over the host's pages."""
+    best = np.full(la_g.shape[0], np.nan)
+    up = np.full(la_g.shape[0], np.inf)
+    dn = np.zeros(la_g.shape[0])
+    for i in range(hosts.shape[0]):
+        h = hosts[i]
+        if h < 0 or not active_g[h]:
+            continue
+        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+        if hi_i <= lo_i or not active(ki, wi, ai, bi):
+            continue
+        for j in range(2):
+            if j == 1 and not hi_i < np.inf:
+                break
+            e = marg(ki, lo_i if j == 0 else hi_i, wi, ai, bi)
+            if _closer(e, la_g[h], lb_g[h], lt_g[h], best[h]):
+                best[h] = e
+            if e >= lb_g[h] and e < up[h]:
+                up[h] = e
+            if e <= la_g[h] and e > dn[h]:
+                dn[h] = e
+    return best, up, dn
+
+
+@njit(**_LOOP)
+def final_rates(resp, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
+    """Rates p(λ) + p'(λ) dλ, or p(λ) + θ (p(λ2) - p(λ)) at a jump; clipped to the bounds."""
+    if theta != 0.0:
+        for i in range(out.shape[0]):
+            ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+            p, dp = resp(ki, lam, wi, ai, bi, lo_i, hi_i)
+            p2, dp2 = resp(ki, lam2, wi, ai, bi, lo_i, hi_i)
+            out[i] = min(max(p + theta * (p2 - p), lo_i), hi_i)
+    else:
+        for i in range(out.shape[0]):
+            lo_i, hi_i = _get(lo, i), _get(hi, i)
+            p, dp = resp(_get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), lo_i, hi_i)
+            out[i] = min(max(p + dp * dlam, lo_i), hi_i)
+
+
+@njit(**_PLAIN)
+def final_rates_hosts(resp, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, hosts, lamhat, h_lam2, h_theta,
+                      h_dlam):
+    """As :func:`final_rates`; pages on hosts whose cap binds use the host's multiplier and finish."""
+    for i in range(out.shape[0]):
+        L, L2, th, dl = lam, lam2, theta, dlam
+        h = hosts[i]
+        if h >= 0 and lamhat[h] > lam:
+            L, L2, th, dl = lamhat[h], h_lam2[h], h_theta[h], h_dlam[h]
+        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+        p, dp = resp(ki, L, wi, ai, bi, lo_i, hi_i)
         if th != 0.0:
-            p2, _ = _resp(k, L2, wi, ai, bi, l, u)
+            p2, dp2 = resp(ki, L2, wi, ai, bi, lo_i, hi_i)
             v = p + th * (p2 - p)
-        elif dp != 0.0 and dl != 0.0:
-            v = p + dp * dl
         else:
-            v = p
-        out[i] = min(max(v, l), u)
+            v = p + dp * dl
+        out[i] = min(max(v, lo_i), hi_i)
 
 
-@njit(**_OPTS)
-def kkt_residual(p, lam, kinds, w, a, b, lo, hi, hosts, lamhat):
-    """Largest relative violation of the KKT conditions w f'(p_i) = λ_i (or the bound's sign)."""
+@njit(**_LOOP)
+def kkt_residual(marg, p, lam, k, w, a, b, lo, hi):
+    """Largest relative violation of w f'(p_i) = λ inside the bounds (<= λ at lo, >= λ at hi).
+
+    Branch-free (vectorised); the version with host multipliers is :func:`kkt_residual_hosts`.
+    """
     worst = 0.0
     for i in range(p.shape[0]):
-        L = page_lambda(i, lam, hosts, lamhat)
-        l, u = _at(lo, i), _at(hi, i)
-        if u <= l or L == np.inf:
+        lo_i, hi_i, p_i = _get(lo, i), _get(hi, i), p[i]
+        m = min(marg(_get(k, i), p_i, _get(w, i), _get(a, i), _get(b, i)), 1e300)
+        d = m - lam
+        r_in = abs(d)
+        r_lo = max(d, 0.0)
+        r_hi = max(-d, 0.0)
+        at_lo = np.float64(p_i <= lo_i)
+        at_hi = np.float64(p_i >= hi_i) * (1.0 - at_lo)
+        free = np.float64(hi_i > lo_i)
+        r = free * (at_lo * r_lo + at_hi * r_hi + (1.0 - at_lo - at_hi) * r_in)
+        worst = max(worst, r)
+    return worst / lam if lam > 0.0 else worst
+
+
+@njit(**_PLAIN)
+def kkt_residual_hosts(marg, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
+    """As :func:`kkt_residual`, each page against its own multiplier max(λ, lamhat[host])."""
+    worst = 0.0
+    for i in range(p.shape[0]):
+        L = lam
+        h = hosts[i]
+        if h >= 0 and lamhat[h] > lam:
+            L = lamhat[h]
+        lo_i, hi_i = _get(lo, i), _get(hi, i)
+        if hi_i <= lo_i or L == np.inf:
             continue
-        m = marginal(_at(kinds, i), p[i], _at(w, i), _at(a, i), _at(b, i))
-        if p[i] <= l:
+        m = marg(_get(k, i), p[i], _get(w, i), _get(a, i), _get(b, i))
+        if p[i] <= lo_i:
             r = max(0.0, m - L)
-        elif p[i] >= u:
+        elif p[i] >= hi_i:
             r = max(0.0, L - m)
         else:
             r = abs(m - L)
@@ -373,48 +765,42 @@ def kkt_residual(p, lam, kinds, w, a, b, lo, hi, hosts, lamhat):
     return worst
 
 
-@njit(**_OPTS)
-def objective_sum(p, kinds, w, a, b, offset):
+@njit(**_LOOP)
+def objective_sum(val, p, k, w, a, b, offset):
     """Σ w_i (f_i(p_i) + offset); pages with w_i = 0 contribute 0."""
     s = 0.0
-    c = 0.0
     for i in range(p.shape[0]):
-        wi = _at(w, i)
-        if wi == 0.0:
-            continue
-        v = wi * (value(_at(kinds, i), p[i], _at(a, i), _at(b, i)) + offset)
-        if v == -np.inf:
-            return -np.inf
-        y = v - c
-        t = s + y
-        c = (t - s) - y
-        s = t
+        wi = _get(w, i)
+        v = wi * (val(_get(k, i), p[i], _get(a, i), _get(b, i)) + offset)
+        s += v if wi != 0.0 else 0.0
     return s
 
 
-@njit(**_OPTS)
-def values_array(kind, p, a, b):
+# ---------------------------------------------------------------------------------------------------
+# Element-wise arrays for the Objective methods
+# ---------------------------------------------------------------------------------------------------
+@njit(**_PLAIN)
+def values_array(val, p, a, b):
     """f(p_i) for every page (unweighted), shape (n,)."""
     out = np.empty(p.shape[0])
     for i in range(p.shape[0]):
-        out[i] = value(kind, p[i], _at(a, i), _at(b, i))
+        out[i] = val(0, p[i], a[i], _get(b, i))
     return out
 
 
-@njit(**_OPTS)
-def marginals_array(kind, p, a, b):
+@njit(**_PLAIN)
+def marginals_array(marg, p, a, b):
     """f'(p_i) for every page (unweighted), shape (n,)."""
     out = np.empty(p.shape[0])
     for i in range(p.shape[0]):
-        out[i] = marginal(kind, p[i], 1.0, _at(a, i), _at(b, i))
+        out[i] = marg(0, p[i], 1.0, a[i], _get(b, i))
     return out
 
 
-@njit(**_OPTS)
-def responses_array(kind, lam, a, b):
-    """g(λ_i), the p >= 0 with f'(p) = λ_i (0 when f'(0) <= λ_i), shape (n,)."""
-    n = max(lam.shape[0], a.shape[0], b.shape[0])
-    out = np.empty(n)
-    for i in range(n):
-        out[i], _ = _resp(kind, _at(lam, i), 1.0, _at(a, i), _at(b, i), 0.0, np.inf)
+@njit(**_PLAIN)
+def responses_array(resp, lam, a, b):
+    """The p >= 0 with f'(p) = λ_i (0 when f'(0) <= λ_i), shape (n,)."""
+    out = np.empty(lam.shape[0])
+    for i in range(lam.shape[0]):
+        out[i], _ = resp(0, lam[i], 1.0, a[i], _get(b, i), 0.0, np.inf)
     return out

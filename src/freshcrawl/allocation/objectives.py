@@ -38,10 +38,10 @@ __all__ = [
     "get_objective",
 ]
 
-_ONE = np.ones(1)
+_ONE = 1.0
 
 
-def _pair(p: ArrayLike, delta: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _pair(p: ArrayLike, delta: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple]:
     p_arr, d_arr = np.broadcast_arrays(np.asarray(p, dtype=np.float64), np.asarray(delta, dtype=np.float64))
     return np.ascontiguousarray(p_arr.ravel()), np.ascontiguousarray(d_arr.ravel()), p_arr.shape
 
@@ -85,7 +85,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define value(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return (K.values_array(self._kind, p_arr, a, b) + self._offset).reshape(shape)
+        return (K.values_array(K.FUNCS[self._kind][3], p_arr, a, b) + self._offset).reshape(shape)
 
     def derivative(self, p: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """f'(p; Δ) = ∂f/∂p per page, in value per (visit per day); shape of the broadcast."""
@@ -93,7 +93,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define derivative(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return K.marginals_array(self._kind, p_arr, a, b).reshape(shape)
+        return K.marginals_array(K.FUNCS[self._kind][2], p_arr, a, b).reshape(shape)
 
     def inverse_marginal(self, lam_over_w: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """The rate p >= 0 with f'(p; Δ) = λ/w (0 when f'(0) <= λ/w), visits per day.
@@ -104,11 +104,11 @@ class Objective:
             raise NotImplementedError
         lam_arr, d_arr, shape = _pair(lam_over_w, delta)
         a, b = self._params(d_arr)
-        return K.responses_array(self._kind, lam_arr, a, b).reshape(shape)
+        return K.responses_array(K.FUNCS[self._kind][1], lam_arr, a, b).reshape(shape)
 
     # -- solver hooks ------------------------------------------------------------------------------
-    def _params(self, delta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Kernel parameters (a, b), each of shape (n,) or (1,)."""
+    def _params(self, delta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64] | float]:
+        """Kernel parameters: a of shape (n,), b of shape (n,) or a float."""
         return delta, _ONE
 
     def _n_params(self) -> int | None:

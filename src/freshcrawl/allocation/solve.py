@@ -43,52 +43,88 @@ _ONE = np.ones(1)
 # ---------------------------------------------------------------------------------------------------
 # Problems: the per-page data and the passes over it
 # ---------------------------------------------------------------------------------------------------
+def _scalar_or_array(x):
+    """A float when x holds one value for every page, else a contiguous float64 array."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0 or x.shape[0] == 1:
+        return float(x.reshape(-1)[0])
+    return np.ascontiguousarray(x)
+
+
 class _KernelProblem:
-    """Per-page data of a built-in objective; every method is one compiled pass."""
+    """Per-page data of a built-in objective; every method is one compiled pass over the pages."""
 
     def __init__(self, n, kinds, w, a, b, lo, hi, offset=0.0):
-        self.n, self.kinds, self.w, self.a, self.b, self.lo, self.hi = n, kinds, w, a, b, lo, hi
+        self.n = n
+        if np.ndim(kinds) == 0 or np.asarray(kinds).shape[0] == 1:
+            self.k = int(np.asarray(kinds).reshape(-1)[0])
+            self.active_fn, self.resp, self.marg, self.val = K.FUNCS[self.k]
+        else:
+            self.k = np.ascontiguousarray(kinds, dtype=np.int8)
+            self.active_fn, self.resp, self.marg, self.val = K.FUNCS_ANY
+        self.w = _scalar_or_array(w)
+        self.a = np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (n,)))
+        self.b = _scalar_or_array(b)
+        lo, hi = _scalar_or_array(lo), _scalar_or_array(hi)
+        if isinstance(lo, float) != isinstance(hi, float):  # both scalars or both arrays
+            lo = np.full(n, lo) if isinstance(lo, float) else lo
+            hi = np.full(n, hi) if isinstance(hi, float) else hi
+        self.lo, self.hi = lo, hi
         self.offset = offset
 
-    def global_sum(self, lam, hosts, lamhat):
-        return K.global_sum(self.n, lam, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts, lamhat)
+    def _args(self):
+        return self.k, self.w, self.a, self.b, self.lo, self.hi
 
-    def group_sums(self, lam_g, active_g, hosts):
-        return K.group_sums(lam_g, active_g, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts)
+    def global_sum(self, lam, hosts, lamhat):
+        if hosts.shape[0] == 0:
+            return K.global_sum(self.resp, self.n, lam, *self._args())
+        return K.global_sum_hosts(self.resp, self.n, lam, *self._args(), hosts, lamhat)
+
+    def group_sums(self, lam_g, active_g, hosts, idx=None):
+        if idx is not None:
+            return K.group_sums_idx(self.resp, idx, lam_g, *self._args(), hosts)
+        return K.group_sums(self.resp, lam_g, active_g, *self._args(), hosts)
+
+    def global_breakpoint(self, la, lb, lt, hosts, lamhat):
+        return K.global_breakpoint(self.active_fn, self.marg, self.n, la, lb, lt, *self._args(), hosts, lamhat)
+
+    def host_sums(self, lam, hosts, n_hosts):
+        return K.host_sums_at(self.resp, self.n, lam, *self._args(), hosts, n_hosts)
+
+    def group_breakpoints(self, la_g, lb_g, lt_g, active_g, hosts):
+        return K.group_breakpoints(self.active_fn, self.marg, la_g, lb_g, lt_g, active_g, *self._args(), hosts)
 
     def host_bounds(self, n_hosts, hosts):
-        return K.host_bounds(self.n, n_hosts, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts)
+        if hosts.shape[0] == 0:
+            return K.bounds_total(self.active_fn, self.n, *self._args())
+        return K.host_bounds(self.active_fn, self.n, n_hosts, *self._args(), hosts)
 
     def mean_marginal(self, p_g, hosts, n_groups):
-        return K.mean_marginal(self.n, p_g, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts, n_groups)
+        return K.mean_marginal(self.marg, self.n, p_g, *self._args(), hosts, n_groups)
 
     def final(self, out, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam):
-        K.final_rates(out, lam, lam2, theta, dlam, self.kinds, self.w, self.a, self.b, self.lo, self.hi,
-                      hosts, lamhat, h_lam2, h_theta, h_dlam)
+        if hosts.shape[0] == 0:
+            K.final_rates(self.resp, out, lam, lam2, theta, dlam, *self._args())
+        else:
+            K.final_rates_hosts(self.resp, out, lam, lam2, theta, dlam, *self._args(), hosts, lamhat, h_lam2,
+                                h_theta, h_dlam)
 
     def kkt(self, p, lam, hosts, lamhat):
-        return K.kkt_residual(p, lam, self.kinds, self.w, self.a, self.b, self.lo, self.hi, hosts, lamhat)
+        if hosts.shape[0] == 0:
+            return K.kkt_residual(self.marg, p, lam, *self._args())
+        return K.kkt_residual_hosts(self.marg, p, lam, *self._args(), hosts, lamhat)
 
     def objective(self, p):
-        return K.objective_sum(p, self.kinds, self.w, self.a, self.b, self.offset)
+        return K.objective_sum(self.val, p, self.k, self.w, self.a, self.b, self.offset)
 
     def active(self):
         out = np.empty(self.n, dtype=np.bool_)
-        _active_mask(out, self.kinds, self.w, self.a, self.b)
+        K.active_mask(self.active_fn, out, self.k, self.w, self.a, self.b)
         return out
 
     def take(self, idx):
-        pick = lambda x: x if x.shape[0] == 1 else np.ascontiguousarray(x[idx])  # noqa: E731
+        pick = lambda x: x if isinstance(x, float) else np.ascontiguousarray(x[idx])  # noqa: E731
         return pick(self.lo), pick(self.hi)
-
-
-from numba import njit  # noqa: E402
-
-
-@njit(cache=True)
-def _active_mask(out, kinds, w, a, b):
-    for i in range(out.shape[0]):
-        out[i] = K.is_active(K._at(kinds, i), K._at(w, i), K._at(a, i), K._at(b, i))
 
 
 class _NumpyProblem:
@@ -167,7 +203,7 @@ class _NumpyProblem:
         p, dp = self._fd(np.full(self.n, lam))
         return float(np.sum(p[keep])), float(np.sum(dp[keep]))
 
-    def group_sums(self, lam_g, active_g, hosts):
+    def group_sums(self, lam_g, active_g, hosts, idx=None):
         sel = (hosts >= 0) & active_g[np.maximum(hosts, 0)]
         lp = np.where(sel, lam_g[np.maximum(hosts, 0)], np.inf)
         p, dp = self._fd(lp)
@@ -176,6 +212,13 @@ class _NumpyProblem:
         h = np.maximum(hosts, 0)
         return (np.bincount(h, weights=p, minlength=lam_g.size),
                 np.bincount(h, weights=dp, minlength=lam_g.size))
+
+    def host_sums(self, lam, hosts, n_hosts):
+        p, dp = self._fd(np.full(self.n, lam))
+        g = np.where(hosts >= 0, hosts, n_hosts)
+        dp = np.where(np.isfinite(dp), dp, 0.0)
+        return (np.bincount(g, weights=p, minlength=n_hosts + 1),
+                np.bincount(g, weights=dp, minlength=n_hosts + 1))
 
     def host_bounds(self, n_hosts, hosts):
         g = np.where(hosts >= 0, hosts, n_hosts) if hosts.shape[0] else np.full(self.n, n_hosts)
@@ -244,38 +287,44 @@ class _Roots:
         self.converged = np.zeros(G, dtype=bool)
 
 
-def _newton(evaluate, target, u0, tol, max_iter) -> _Roots:
+def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None) -> _Roots:
     """Solve S_g(λ_g) = target_g (S_g nonincreasing in λ) for every group g at once.
 
-    Safeguarded Newton on log S_g against u = log λ_g, with a bracket [lo, hi] in u; bisection when a
-    step leaves the bracket or stalls. A group is finished when |S - target| <= tol * target (then the
-    first-order correction dλ = (target - S) / S' is kept) or when its bracket collapses onto a jump
-    of S (then θ interpolates between p(λ_hi) and p(λ_lo)).
+    Safeguarded Newton on log S_g against log λ_g, inside a bracket [λa, λb] with S(λa) >= target >=
+    S(λb). When a step leaves the bracket or does not halve the error, the next point is the
+    breakpoint of S (a page leaving a bound, ``w f'(p_min)`` or ``w f'(p_max)``) nearest to the
+    proposal, or the point just left of a breakpoint that ends the bracket (where S can jump), or
+    else the geometric midpoint. A group is finished when |S - target| <= tol * target (then the
+    first-order correction dλ = (target - S) / S' is kept) or when its bracket has collapsed onto a
+    jump of S (then θ interpolates between p(λb) and p(λa)).
     """
     G = target.size
     out = _Roots(G)
-    u = u0.astype(np.float64).copy()
-    lo = np.full(G, -np.inf)
-    hi = np.full(G, np.inf)
-    s_lo = np.full(G, np.nan)
-    s_hi = np.full(G, np.nan)
+    lam = np.asarray(lam0, dtype=np.float64).copy()
+    la = np.zeros(G)
+    lb = np.full(G, np.inf)
+    s_a = np.full(G, np.nan)
+    s_b = np.full(G, np.nan)
+    ds_a = np.zeros(G)
     done = np.zeros(G, dtype=bool)
     prev = np.full(G, np.inf)
     slow = np.zeros(G, dtype=np.int64)
     last_s = np.zeros(G)
     last_ds = np.zeros(G)
-    last_u = u.copy()
+    last_lam = lam.copy()
+    eps = np.finfo(np.float64).eps
     with np.errstate(all="ignore"):
         while out.n_iter < max_iter and not done.all():
             out.n_iter += 1
             act = ~done
-            lam = np.exp(u)
             s, ds = evaluate(lam, act)
             last_s = np.where(act, s, last_s)
             last_ds = np.where(act, ds, last_ds)
-            last_u = np.where(act, u, last_u)
+            last_lam = np.where(act, lam, last_lam)
             err = s - target
-            conv = act & (np.abs(err) <= tol * target)
+            # converged: within tolerance, or the Newton step is below a few ulps of λ (the rest of the
+            # error is removed by the first-order correction of the rates)
+            conv = act & ((np.abs(err) <= tol * target) | (np.abs(err) <= -ds * 4.0 * eps * lam))
             if conv.any():
                 out.lam[conv] = lam[conv]
                 out.dlam[conv] = np.where(ds[conv] < 0, -err[conv] / ds[conv], 0.0)
@@ -284,43 +333,70 @@ def _newton(evaluate, target, u0, tol, max_iter) -> _Roots:
                 act &= ~conv
             pos = act & (err > 0)
             neg = act & (err < 0)
-            lo = np.where(pos, u, lo)
-            s_lo = np.where(pos, s, s_lo)
-            hi = np.where(neg, u, hi)
-            s_hi = np.where(neg, s, s_hi)
+            la = np.where(pos, lam, la)
+            s_a = np.where(pos, s, s_a)
+            ds_a = np.where(pos, ds, ds_a)
+            lb = np.where(neg, lam, lb)
+            s_b = np.where(neg, s, s_b)
             # a bracket that has collapsed onto a jump of S
-            width = hi - lo
-            jump = act & (width <= 4.0 * np.spacing(np.maximum(np.maximum(np.abs(lo), np.abs(hi)), 1.0)))
+            jump = act & (la > 0) & np.isfinite(lb) & (lb - la <= 8.0 * eps * lb)
             if jump.any():
-                out.lam[jump] = np.exp(hi[jump])
-                out.lam2[jump] = np.exp(lo[jump])
-                gap = s_lo[jump] - s_hi[jump]
-                out.theta[jump] = np.where(gap > 0, (target[jump] - s_hi[jump]) / gap, 0.0)
-                out.theta[jump] = np.where(out.theta[jump] == 0, 0.0, out.theta[jump])
+                out.lam[jump] = lb[jump]
+                out.lam2[jump] = la[jump]
+                gap = s_a[jump] - s_b[jump]
+                out.theta[jump] = np.where(gap > 0, (target[jump] - s_b[jump]) / gap, 0.0)
                 out.converged[jump] = True
                 done |= jump
                 act &= ~jump
             step = -(np.log(s) - np.log(target)) * s / (lam * ds)
-            un = u + step
-            ok = np.isfinite(un)
+            ln = lam * np.exp(step)
+            ok = np.isfinite(ln) & (ln > 0)
             aerr = np.abs(err)
             slow = np.where(aerr > 0.5 * prev, slow + 1, 0)
             prev = aerr
-            both = np.isfinite(lo) & np.isfinite(hi)
-            inside = ok & (un > lo) & (un < hi) & (slow < 2)
-            un = np.where(both & ~inside, 0.5 * (lo + hi), un)
-            only_lo = np.isfinite(lo) & ~np.isfinite(hi)
-            un = np.where(only_lo & ~(ok & (un > u)), u + 2.0, un)
-            un = np.where(only_lo, np.minimum(un, u + 40.0), un)
-            only_hi = np.isfinite(hi) & ~np.isfinite(lo)
-            un = np.where(only_hi & ~(ok & (un < u)), u - 2.0, un)
-            un = np.where(only_hi, np.maximum(un, u - 40.0), un)
-            u = np.where(act, un, u)
-    left = ~done
-    if left.any():
-        out.lam[left] = np.exp(last_u[left])
-        err = last_s[left] - target[left]
-        out.dlam[left] = np.where(last_ds[left] < 0, -err / last_ds[left], 0.0)
+            both = (la > 0) & np.isfinite(lb)
+            inside = ok & (ln > la) & (ln < lb)
+            need = act & both & ~(inside & (slow == 0))
+            if need.any():
+                mid = np.sqrt(la * lb)
+                e_in = np.full(G, np.nan)
+                e_up = np.full(G, np.inf)
+                e_dn = np.zeros(G)
+                if breakpoint is not None:
+                    e_in, e_up, e_dn = breakpoint(la, lb, np.where(inside, ln, mid), need)
+                # 0. λa sits on a breakpoint (within rounding) where S is far steeper than across the
+                #    bracket (a page entering with f'(0) flat jumps there in floating point): probe just
+                #    right of it
+                right = la * (1.0 + 6.0 * eps)
+                steep = -ds_a * (lb - la) > 2.0 * (s_a - s_b)
+                at_a = need & (la - e_dn <= 4.0 * eps * la) & (right < lb) & steep
+                # 1. a breakpoint inside the bracket: go there
+                has = need & ~at_a & np.isfinite(e_in) & (e_in > la) & (e_in < lb)
+                # 2. else S may be singular at the next breakpoint e_up >= λb (a page entering from
+                #    p = 0 with f'(0) flat): Newton in log(e_up - λ), else bisection of that log-distance
+                dist_a = e_up - la
+                dist_b = np.maximum(e_up - lb, 4.0 * eps * e_up)
+                sing = need & ~at_a & ~has & np.isfinite(e_up) & (dist_b < 0.25 * dist_a)
+                dist = np.maximum(e_up - lam, 4.0 * eps * e_up)
+                l_sing = e_up - dist * np.exp(err / (ds * dist))
+                l_sing = np.where(np.isfinite(l_sing) & (l_sing > la) & (l_sing < lb) & (slow < 2),
+                                  l_sing, e_up - np.sqrt(dist_a * dist_b))
+                # 3. else bisection (geometric while the bracket is wide)
+                l_bis = np.where(lb - la <= 1e-3 * lb, 0.5 * (la + lb), mid)
+                ln = np.where(at_a, right, np.where(has, e_in, np.where(sing, l_sing, np.where(need, l_bis, ln))))
+                ln = np.where(need & ~((ln > la) & (ln < lb)), 0.5 * (la + lb), ln)
+            only_a = act & (la > 0) & ~np.isfinite(lb)
+            ln = np.where(only_a & ~(ok & (ln > lam)), lam * 8.0, ln)
+            ln = np.where(only_a, np.minimum(ln, lam * 1e12), ln)
+            only_b = act & ~(la > 0) & np.isfinite(lb)
+            ln = np.where(only_b & ~(ok & (ln < lam)), lam / 8.0, ln)
+            ln = np.where(only_b, np.maximum(ln, lam * 1e-12), ln)
+            lam = np.where(act, ln, lam)
+    left_g = ~done
+    if left_g.any():
+        out.lam[left_g] = last_lam[left_g]
+        err = last_s[left_g] - target[left_g]
+        out.dlam[left_g] = np.where(last_ds[left_g] < 0, -err / last_ds[left_g], 0.0)
     out.dlam = np.where(np.isfinite(out.dlam), out.dlam, 0.0)
     return out
 
@@ -329,6 +405,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
     """Rates, λ, per-host multipliers, passes and convergence of one problem."""
     n = prob.n
     n_hosts = caps.shape[0]
+    use_hosts = hosts.shape[0] > 0 and n_hosts > 0
     low, s0, up = prob.host_bounds(n_hosts, hosts)
     total_low = float(low.sum())
     if budget < total_low:
@@ -350,61 +427,126 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
             f"budget {budget:g} visits/day exceeds the most the pages can take, {max_total:g} visits/day "
             f"(sum of p_max, each host limited to its cap)"
         )
+    cap_eff = np.where(capped, caps, np.inf)
     lamhat = np.zeros(n_hosts)
     h_lam2 = np.zeros(n_hosts)
     h_theta = np.zeros(n_hosts)
     h_dlam = np.zeros(n_hosts)
+    lamhat[capped & (caps <= low_h)] = np.inf  # pinned at the lower bounds
     n_iter = 0
     converged = True
-    lamhat[capped & (caps <= low_h)] = np.inf
-    solve_h = capped & (s0_h > caps) & (caps > low_h)
-    if solve_h.any():
-        idx = np.flatnonzero(solve_h)
-        counts = np.bincount(hosts[hosts >= 0], minlength=n_hosts).astype(np.float64)
-        p_g = np.zeros(n_hosts + 1)
-        p_g[:n_hosts] = caps / np.maximum(counts, 1.0)
-        p_g[:n_hosts][~capped] = 0.0
-        guess = prob.mean_marginal(p_g, hosts, n_hosts + 1)[:n_hosts]
-        lam_all = np.zeros(n_hosts)
+    s0_total = float(s0[n_hosts] + np.sum(np.minimum(cap_eff, s0_h)))
+    p = np.empty(n)
+    lam = dlam = lam2 = theta = 0.0
+    if budget >= s0_total:
+        # λ = 0: the valued pages take all they can; hosts whose cap binds even then get their own λ_h
+        bind = capped & (s0_h > caps) & (caps > low_h)
+    else:
+        def eval_global(lam_v, act):
+            if not use_hosts:
+                s, ds = prob.global_sum(float(lam_v[0]), hosts, lamhat)
+                return np.array([s]), np.array([ds])
+            s_h, ds_h = prob.host_sums(float(lam_v[0]), hosts, n_hosts)
+            over = s_h[:n_hosts] > cap_eff
+            s = s_h[n_hosts] + np.sum(np.where(over, cap_eff, s_h[:n_hosts]))
+            ds = ds_h[n_hosts] + np.sum(np.where(over, 0.0, ds_h[:n_hosts]))
+            return np.array([s]), np.array([ds])
 
-        def eval_hosts(lam, act):
-            lam_all[idx] = lam
-            act_all = np.zeros(n_hosts, dtype=np.bool_)
-            act_all[idx] = act
-            s, ds = prob.group_sums(lam_all, act_all, hosts)
-            return s[idx], ds[idx]
+        def bp_global(la, lb, lt, act):
+            e_in, e_up, e_dn = prob.global_breakpoint(float(la[0]), float(lb[0]), float(lt[0]), hosts, lamhat)
+            return np.array([e_in]), np.array([e_up]), np.array([e_dn])
 
-        roots = _newton(eval_hosts, caps[idx], np.log(guess[idx]), tol, max_iter)
+        roots = _newton(eval_global, np.array([budget]), _initial_lambda(prob, budget, tol), tol, max_iter,
+                        bp_global)
+        n_iter += roots.n_iter
+        converged &= bool(roots.converged.all())
+        lam, dlam = float(roots.lam[0]), float(roots.dlam[0])
+        lam2, theta = float(roots.lam2[0]), float(roots.theta[0])
+        bind = np.zeros(n_hosts, dtype=bool)
+        if use_hosts:
+            # hosts whose cap binds at λ (at the lower end of a jump, when the root sits on one)
+            s_h, _ = prob.host_sums(min(lam, lam2) if theta != 0.0 else lam, hosts, n_hosts)
+            bind = (s_h[:n_hosts] > cap_eff) & (caps > low_h)
+    if bind.any():
+        roots = _solve_hosts(prob, np.flatnonzero(bind), lam, hosts, caps, tol, max_iter)
+        idx = np.flatnonzero(bind)
         lamhat[idx] = roots.lam
         h_lam2[idx] = roots.lam2
         h_theta[idx] = roots.theta
         h_dlam[idx] = roots.dlam
         n_iter += roots.n_iter
         converged &= bool(roots.converged.all())
-    binding_caps = np.where(capped, caps, 0.0)
-    s0_total = float(s0[n_hosts] + np.sum(np.where(capped, np.minimum(caps, s0_h), s0_h)))
-    p = np.empty(n)
-    if budget >= s0_total:
-        lam = 0.0
-        prob.final(p, 0.0, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
-        if budget > s0_total:
-            _spread_leftover(prob, p, budget, hosts, caps, tol, max_iter)
-    else:
-        def eval_global(lam, act):
-            s, ds = prob.global_sum(float(lam[0]), hosts, lamhat)
-            s += float(np.sum(binding_caps[lamhat > lam[0]]))
-            return np.array([s]), np.array([ds])
+    prob.final(p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
+    if budget > s0_total:
+        _spread_leftover(prob, p, budget, hosts, caps, tol, max_iter)
+    # the multipliers of the returned rates include the final first-order correction
+    lam_out = lam + dlam
+    lamhat_out = np.where(np.isfinite(lamhat) & (lamhat > lam), lamhat + h_dlam, lamhat)
+    host_lam = np.maximum(lam_out, lamhat_out) if n_hosts else lamhat_out
+    return p, lam_out, lamhat_out, host_lam, n_iter, converged
 
-        p_g = np.array([budget / n])
-        guess = prob.mean_marginal(p_g, _EMPTY_HOSTS, 1)
-        roots = _newton(eval_global, np.array([budget]), np.log(guess), tol, max_iter)
-        n_iter += roots.n_iter
-        converged &= bool(roots.converged.all())
-        lam = float(roots.lam[0])
-        prob.final(p, lam, float(roots.lam2[0]), float(roots.theta[0]), float(roots.dlam[0]),
-                   hosts, lamhat, h_lam2, h_theta, h_dlam)
-    host_lam = np.maximum(lam, lamhat) if n_hosts else lamhat
-    return p, lam, lamhat, host_lam, n_iter, converged
+
+def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
+    """λ_h > λ with Σ_{i∈h} p_i(λ_h) = c_h for the hosts idx whose cap binds (one pass per iteration).
+
+    Only the pages of those hosts are visited; the start is one log-log Newton step from λ.
+    """
+    n_hosts = caps.shape[0]
+    act_all = np.zeros(n_hosts, dtype=np.bool_)
+    act_all[idx] = True
+    pages = np.flatnonzero(act_all[np.maximum(hosts, 0)] & (hosts >= 0))
+    lam_all = np.full(n_hosts, max(lam, np.finfo(float).tiny))
+    s, ds = prob.group_sums(lam_all, act_all, hosts, pages)
+    with np.errstate(all="ignore"):
+        lam0 = lam_all[idx] * np.exp(np.log(s[idx] / caps[idx]) * s[idx] / (-lam_all[idx] * ds[idx]))
+    lam0 = np.where(np.isfinite(lam0) & (lam0 > lam_all[idx]), lam0, 2.0 * lam_all[idx])
+    counts = np.bincount(hosts[pages], minlength=n_hosts).astype(np.float64)
+    state = {"pages": pages}
+
+    def eval_hosts(lam_v, act):
+        lam_all[idx] = lam_v
+        act_all[:] = False
+        act_all[idx] = act
+        n_act = float(np.sum(counts[idx[act]]))
+        if n_act < 0.5 * state["pages"].size:
+            state["pages"] = state["pages"][act_all[hosts[state["pages"]]]]
+        s, ds = prob.group_sums(lam_all, act_all, hosts, state["pages"])
+        return s[idx], ds[idx]
+
+    def bp_hosts(la, lb, lt, act):
+        la_all = np.zeros(n_hosts)
+        lb_all = np.zeros(n_hosts)
+        lt_all = np.ones(n_hosts)
+        a_all = np.zeros(n_hosts, dtype=np.bool_)
+        la_all[idx], lb_all[idx], lt_all[idx], a_all[idx] = la, lb, lt, act
+        e_in, e_up, e_dn = prob.group_breakpoints(la_all, lb_all, lt_all, a_all, hosts)
+        return e_in[idx], e_up[idx], e_dn[idx]
+
+    return _newton(eval_hosts, caps[idx], lam0, tol, max_iter, bp_hosts)
+
+
+_SAMPLE = 1 << 14
+
+
+def _initial_lambda(prob, budget, tol):
+    """Starting λ: the exact λ of a strided sample of the pages with a proportional budget.
+
+    Off by the sampling error (about 1/sqrt(sample size)), which Newton removes in two or three passes.
+    Small problems (and samples that are infeasible) start from the marginal value at B/n instead.
+    """
+    n = prob.n
+    if n > 4 * _SAMPLE and isinstance(prob, _KernelProblem):
+        idx = np.arange(0, n, n // _SAMPLE)
+        pick = lambda x: x if isinstance(x, (int, float)) else np.ascontiguousarray(x[idx])  # noqa: E731
+        sub = _KernelProblem(idx.size, pick(prob.k), pick(prob.w), prob.a[idx], pick(prob.b), pick(prob.lo),
+                             pick(prob.hi))
+        try:
+            _, lam, *_ = _solve(sub, budget * idx.size / n, _EMPTY_HOSTS, np.zeros(0), max(tol, 1e-9), 50)
+        except InfeasibleAllocation:
+            lam = 0.0
+        if lam > 0 and np.isfinite(lam):
+            return np.array([lam])
+    return prob.mean_marginal(np.array([budget / n]), _EMPTY_HOSTS, 1)
 
 
 def _spread_leftover(prob, p, budget, hosts, caps, tol, max_iter):
@@ -423,7 +565,7 @@ def _spread_leftover(prob, p, budget, hosts, caps, tol, max_iter):
     else:
         caps_z = caps
         hosts_z = _EMPTY_HOSTS
-    sub = _KernelProblem(idx.size, np.array([K.LOG], dtype=np.uint8), _ONE, _ONE, _ONE, lo_z, hi_z)
+    sub = _KernelProblem(idx.size, K.LOG, 1.0, np.ones(idx.size), 1.0, lo_z, hi_z)
     p_z, *_ = _solve(sub, used, hosts_z, caps_z, tol, max_iter)
     p[idx] = p_z
 
@@ -570,7 +712,7 @@ def allocate(
         prob = _NumpyProblem(n, obj, delta, w, lo, hi)
     else:
         a, b = obj._params(delta)
-        kinds = np.array([obj._kind], dtype=np.uint8)
+        kinds = obj._kind
         if complete is not None:
             mode = obj._complete()
             if mode is None:
@@ -578,15 +720,13 @@ def allocate(
                     "observed_completely is supported with the harmonic and freshness objectives; "
                     f"got objective {obj.name!r}"
                 )
-            kinds = np.where(complete, K.LOG if mode == "log" else K.LINEAR, obj._kind).astype(np.uint8)
+            kinds = np.where(complete, K.LOG if mode == "log" else K.LINEAR, obj._kind).astype(np.int8)
             with np.errstate(divide="ignore"):
                 a_c = delta if mode == "log" else 1.0 / delta
-            a = np.where(complete, a_c, np.broadcast_to(a, (n,)))
+            a = np.where(complete, a_c, a)
             lo = np.where(complete, np.minimum(lo, delta), lo)
             hi = np.where(complete, np.minimum(hi, delta), hi)
-        prob = _KernelProblem(n, kinds, np.ascontiguousarray(w), np.ascontiguousarray(a, dtype=np.float64),
-                              np.ascontiguousarray(b, dtype=np.float64), np.ascontiguousarray(lo),
-                              np.ascontiguousarray(hi), obj._offset)
+        prob = _KernelProblem(n, kinds, w, a, b, lo, hi, obj._offset)
 
     p, lam, lamhat, host_lam, n_iter, converged = _solve(prob, budget, hosts_arr, caps, tol, max_iter)
     kkt = prob.kkt(p, lam, hosts_arr, lamhat)

@@ -104,8 +104,8 @@ def lln_interval_step(delta, n, c, num, den0, sum_tau, changed, tau, kind, power
     """Interval-aware LLN: ratio of running sums whose fixed point is the root of eq. (15).
 
     num += I * g(delta * tau) with g(u) = u / (e^u - 1) at the estimate in force before the visit,
-    den0 += (1 - I) * tau, and delta = num / (den0 * (1 + alpha_k / n0)) with n0 = k - I_hat the
-    unchanged visits (eq. (1)'s regulariser); when n0 = 0 the denominator is alpha_k * mean(tau).
+    den0 += (1 - I) * tau, and delta = num / (T0 + alpha_k (T0 + mean(tau)) / (n0 + 1)) with T0 = den0
+    and n0 = k - I_hat the unchanged visits (eq. (1)'s regulariser, in days).
     Returns (delta, n, c, num, den0, sum_tau).
     """
     n += 1
@@ -116,11 +116,9 @@ def lln_interval_step(delta, n, c, num, den0, sum_tau, changed, tau, kind, power
     else:
         den0 += tau
     n0 = n - c
-    a = alpha_k(n, kind, power)
-    if n0 > 0:
-        delta = num / (den0 * (1.0 + a / n0))
-    else:
-        delta = num / (a * (sum_tau / n))
+    # eq. (1)'s alpha_k pseudo-visits without change, each as long as the mean unchanged interval shrunk
+    # towards the mean interval: (T0 + mean tau) / (n0 + 1).
+    delta = num / (den0 + alpha_k(n, kind, power) * (den0 + sum_tau / n) / (n0 + 1.0))
     return delta, n, c, num, den0, sum_tau
 
 

@@ -138,16 +138,16 @@ def test_lln_interval_by_hand():
     est.update(1, tau=1.0)  # n0 = 0: num = g(1) = 1/(e - 1); den = alpha * mean tau = 1
     g1 = 1.0 / math.expm1(1.0)
     assert est.delta_ == pytest.approx(g1)
-    est.update(0, tau=2.0)  # num unchanged; T0 = 2, n0 = 1: den = 2 * (1 + 1/1)
-    assert est.delta_ == pytest.approx(g1 / 4.0)
+    est.update(0, tau=2.0)  # num unchanged; T0 = 2, n0 = 1, mean tau 1.5: den = 2 + (2 + 1.5) / 2
+    assert est.delta_ == pytest.approx(g1 / 3.75)
     x = est.delta_
-    est.update(1, tau=0.5)  # num += g(x * 0.5)
+    est.update(1, tau=0.5)  # num += g(x * 0.5); den = 2 + (2 + 3.5/3) / 2
     g2 = (x * 0.5) / math.expm1(x * 0.5)
-    assert est.delta_ == pytest.approx((g1 + g2) / 4.0)
+    assert est.delta_ == pytest.approx((g1 + g2) / (2 + (2 + 3.5 / 3) / 2))
 
 
 def test_lln_interval_reduces_to_eq1_when_estimate_times_tau_is_small():
-    # g(u) -> 1 as u -> 0, and then x = I_hat / (T0 (1 + alpha/n0)) = (1/τ) I_hat / (n0 + 1): eq. (1), p = 1/τ.
+    # periodic τ: x = Σ I g(x τ) / ((n0 + alpha) τ); with g -> 1 that is eq. (1) with p = 1/τ.
     tau = 0.01
     seq = [0] * 100 + [1, 0, 1] + [0] * 100
     a = LLNInterval()

@@ -319,7 +319,7 @@ def _run_all(cfg: AutomataConfig, seeds: np.random.SeedSequence, tick):
 
     # Figs. 11-12: scaling with the number of pages.
     conv = {}
-    sc = _checkpoints(cfg.scaling_horizon, cfg.n_checkpoints)
+    sc = np.unique(np.concatenate([[0], np.geomspace(10, cfg.scaling_horizon, 4 * cfg.n_checkpoints).astype(np.int64)]))
     for e in cfg.scaling_exponents:
         m = 2**e
         u = ZipfEnvironment(m, 0.9, 1.5).update_prob_

@@ -332,7 +332,7 @@ def sam_interval_batch(pages, changed, tau, p, n_vis, delta, prev, eta, beta, om
 # --------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def mle_root(tau_c, w_c, t0, tau_mean, x0):
     """Root of sum_b w_b tau_b / (e^{D tau_b} - 1) = t0 for D > 0 (eq. (15)).
 
@@ -353,7 +353,7 @@ def mle_root(tau_c, w_c, t0, tau_mean, x0):
     # u/(e^u-1) lies in [1 - u/2, 1], so the root lies in [n_c/(t0 + t1/2), n_c/t0].
     lo = n_c / (t0 + 0.5 * t1)
     hi = n_c / t0
-    x = x0 if (x0 > lo and x0 < hi) else math.sqrt(lo * hi)
+    x = x0 if (x0 > lo and x0 < hi) else math.sqrt(lo) * math.sqrt(hi)
     for _ in range(200):
         f = -t0
         df = 0.0
@@ -370,8 +370,9 @@ def mle_root(tau_c, w_c, t0, tau_mean, x0):
                 f += w / x
                 df -= w / (x * x)
                 continue
-            f += w * t / em1
-            df -= w * t * t * (em1 + 1.0) / (em1 * em1)
+            h = t / em1
+            f += w * h
+            df -= w * h * h * (em1 + 1.0)
         if f > 0.0:
             lo = x
         else:
@@ -387,7 +388,7 @@ def mle_root(tau_c, w_c, t0, tau_mean, x0):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def mm_root(tau, w, n0, x0):
     """Root of sum_b w_b e^{-D tau_b} = n0 for D >= 0 (moment matching, Sec. 3.4 of seed 001).
 
@@ -584,7 +585,7 @@ def _two_points(n, s1, s2, out_t, out_w, m):
     """Append a two-point representation of n intervals with sum s1 and sum of squares s2."""
     mean = s1 / n
     var = s2 / n - mean * mean
-    if var <= 1e-12 * mean * mean:
+    if not (var > 1e-12 * mean * mean and var < np.inf):  # equal intervals, or overflow of the squares
         out_t[m] = mean
         out_w[m] = n
         return m + 1

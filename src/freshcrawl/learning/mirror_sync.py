@@ -644,6 +644,9 @@ def _probe_sums(process: SyncCostProcess, pa: NDArray[np.intp], rate: NDArray[np
 
 def _j(process: SyncCostProcess, r: NDArray[np.float64]) -> float:
     """J(r) of Lemma 1 without argument checks (r is on K_ε by construction)."""
+    fast = getattr(process, "_policy_cost_fast", None)
+    if fast is not None:
+        return fast(r)
     return float(np.mean(r * process.cumulative_mean_cost(1.0 / r)))
 
 

@@ -181,6 +181,10 @@ class PolynomialCost:
         """C̄_k(τ) = ā_k τ^{p_k+1} / (p_k + 1), shape (K,)."""
         return self.a_bar * _per_arm_tau(tau, self.n_arms) ** (self.p + 1.0) / (self.p + 1.0)
 
+    def _policy_cost_fast(self, r: NDArray[np.float64]) -> float:
+        """J(r) = (1/K) Σ ā r^{-p} / (p + 1) for rates r > 0 of shape (K,), unchecked."""
+        return float(np.mean(self.a_bar * r ** -self.p / (self.p + 1.0)))
+
     def sample_pair(self, arms, tau_probe, tau_sync, rng):
         """Costs ``a τ_probe^{p}`` and ``a τ_sync^{p}`` with one coefficient draw per interval."""
         a_bar = self.a_bar[arms]
@@ -262,6 +266,10 @@ class PoissonBinaryCost:
         with np.errstate(divide="ignore", invalid="ignore"):
             out = tau * (1.0 + np.expm1(-x) / x)
         return out if out.size and np.all(x > 0) else np.where(x > 0, out, 0.0)
+
+    def _policy_cost_fast(self, r: NDArray[np.float64]) -> float:
+        """J(r) = 1 - (1/K) Σ (r/λ)(1 - e^{-λ/r}) for rates r > 0 of shape (K,), unchecked."""
+        return 1.0 + float(np.mean(np.expm1(-self.lam / r) * r / self.lam))
 
     def sample_pair(self, arms, tau_probe, tau_sync, rng):
         """1 if the first change after the sync (``Exp(λ_k)``) came at or before τ_probe, resp. τ_sync."""

@@ -177,3 +177,9 @@ def test_optimum_errors():
 def test_cost_errors(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+@pytest.mark.parametrize("cost", [PolynomialCost.generate(50, 8), PoissonBinaryCost.generate(50, 8)], ids=["poly", "poisson"])
+def test_fast_policy_cost_matches_lemma_1(cost):
+    r = np.random.default_rng(1).uniform(0.025, 6.0, 50)
+    assert cost._policy_cost_fast(r) == pytest.approx(policy_cost(cost, r), rel=1e-12)

@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 
 from freshcrawl.estimators import ESTIMATOR_NAMES, make_batch_estimator, make_estimator, solve_mle, solve_mm
 
-intervals = st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False)
-rates = st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False)
+# any positive interval a float can hold, and visit rates far beyond any crawler's
+intervals = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False)
+rates = st.floats(min_value=1e-100, max_value=1e100, allow_nan=False, allow_infinity=False)
 visits = st.lists(st.tuples(st.booleans(), intervals, rates), min_size=0, max_size=40)
 
 

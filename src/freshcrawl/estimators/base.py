@@ -4,7 +4,9 @@ Every estimator exists in two shapes that call the same numba step (see ``_kerne
 
 - a streaming object for one page, ``update(changed, tau, p) -> None``, attribute ``delta_`` (float);
 - a batch object over ``n_pages`` pages, ``update(pages, changed, tau, p) -> None``, attributes
-  ``delta_`` and ``n_visits_`` of shape ``(n_pages,)``.
+  ``delta_`` and ``n_visits_`` of shape ``(n_pages,)``. ``pages`` has shape (m,) with distinct entries;
+  ``changed``, ``tau`` and ``p`` have shape (m,), or (k, m) for k successive visits of each listed page
+  (row by row, the same as k calls).
 
 Units: ``tau`` in days since the previous visit of the page, ``p`` in visits per day, ``delta_`` in changes
 per day. Before the first visit ``delta_`` is the prior ``delta0``.

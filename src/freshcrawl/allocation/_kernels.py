@@ -35,7 +35,7 @@ from numba.extending import overload
 
 POISSON, PERIODIC, HARMONIC, DETECTION, POLY, LOG, LINEAR = 0, 1, 2, 3, 4, 5, 6
 
-_INL = dict(cache=True, error_model="numpy", inline="always")
+_INL = dict(cache=True, error_model="numpy")  # small: LLVM inlines them into the passes
 _FM = {"reassoc", "contract", "arcp", "nsz"}  # no 'nnan'/'ninf': inf bounds and multipliers are used
 _LOOP = dict(cache=True, error_model="numpy", nogil=True, fastmath=_FM)
 _PLAIN = dict(cache=True, error_model="numpy", nogil=True)
@@ -45,7 +45,7 @@ def _get(x, i):  # pragma: no cover - replaced by the overload below inside comp
     return x[i] if np.ndim(x) else x
 
 
-@overload(_get, inline="always")
+@overload(_get)
 def _get_ol(x, i):
     if isinstance(x, types.Array):
         return lambda x, i: x[i]
@@ -450,23 +450,92 @@ FUNCS = {
 FUNCS_ANY = (active_any, resp_any, marg_any, val_any)
 
 
+
+# ---------------------------------------------------------------------------------------------------
+# Kind tokens: the kind is carried by the dtype of an empty array, so that numba compiles (and caches)
+# one branch-free version of a pass per kind actually used, without function-typed arguments
+# ---------------------------------------------------------------------------------------------------
+_ANY = 7
+_TOKEN_DTYPES = {
+    POISSON: np.float64,
+    PERIODIC: np.float32,
+    HARMONIC: np.int64,
+    DETECTION: np.int32,
+    POLY: np.int16,
+    LOG: np.int8,
+    LINEAR: np.uint8,
+    _ANY: np.uint16,
+}
+#: kind -> token array passed as ``tok`` to the passes (``ANY_TOKEN``: per-page kinds in ``k``)
+TOKENS = {kind: np.empty(0, dtype=dt) for kind, dt in _TOKEN_DTYPES.items() if kind != _ANY}
+ANY_TOKEN = np.empty(0, dtype=_TOKEN_DTYPES[_ANY])
+_BY_DTYPE = {
+    np.dtype(dt).name: (kind if kind != _ANY else None) for kind, dt in _TOKEN_DTYPES.items()
+}
+
+
+def _funcs_for(tok):
+    kind = _BY_DTYPE[str(tok.dtype)]
+    return FUNCS_ANY if kind is None else FUNCS[kind]
+
+
+def _resp_t(tok, k, lam, w, a, b, lo, hi):  # pragma: no cover - compiled through the overload
+    raise NotImplementedError
+
+
+def _marg_t(tok, k, p, w, a, b):  # pragma: no cover
+    raise NotImplementedError
+
+
+def _val_t(tok, k, p, a, b):  # pragma: no cover
+    raise NotImplementedError
+
+
+def _active_t(tok, k, w, a, b):  # pragma: no cover
+    raise NotImplementedError
+
+
+@overload(_resp_t)
+def _resp_t_ol(tok, k, lam, w, a, b, lo, hi):
+    fn = _funcs_for(tok)[1]
+    return lambda tok, k, lam, w, a, b, lo, hi: fn(k, lam, w, a, b, lo, hi)
+
+
+@overload(_marg_t)
+def _marg_t_ol(tok, k, p, w, a, b):
+    fn = _funcs_for(tok)[2]
+    return lambda tok, k, p, w, a, b: fn(k, p, w, a, b)
+
+
+@overload(_val_t)
+def _val_t_ol(tok, k, p, a, b):
+    fn = _funcs_for(tok)[3]
+    return lambda tok, k, p, a, b: fn(k, p, a, b)
+
+
+@overload(_active_t)
+def _active_t_ol(tok, k, w, a, b):
+    fn = _funcs_for(tok)[0]
+    return lambda tok, k, w, a, b: fn(k, w, a, b)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Passes over the pages
 # ---------------------------------------------------------------------------------------------------
 @njit(**_LOOP)
-def global_sum(resp, n, lam, k, w, a, b, lo, hi):
+def global_sum(tok, n, lam, k, w, a, b, lo, hi):
     """Σ p_i(λ) and Σ dp_i/dλ over all pages (no host caps)."""
     s = 0.0
     ds = 0.0
     for i in range(n):
-        p, dp = resp(_get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        p, dp = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
         s += p
         ds += dp
     return s, ds
 
 
 @njit(**_LOOP)
-def global_sum_hosts(resp, n, lam, k, w, a, b, lo, hi, hosts, lamhat):
+def global_sum_hosts(tok, n, lam, k, w, a, b, lo, hi, hosts, lamhat):
     """As :func:`global_sum`, leaving out pages on hosts whose cap binds at λ (lamhat[h] > λ).
 
     Written without branches on the host (a masked sum), so that it vectorises.
@@ -476,14 +545,14 @@ def global_sum_hosts(resp, n, lam, k, w, a, b, lo, hi, hosts, lamhat):
     for i in range(n):
         h = hosts[i]
         keep = np.float64((h < 0) | (lamhat[max(h, 0)] <= lam))
-        p, dp = resp(_get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        p, dp = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
         s += min(p, 1e308) * keep
         ds += dp * keep
     return s, ds
 
 
 @njit(**_LOOP)
-def group_sums(resp, lam_g, active_g, k, w, a, b, lo, hi, hosts):
+def group_sums(tok, lam_g, active_g, k, w, a, b, lo, hi, hosts):
     """Per host h with active_g[h]: Σ_{i∈h} p_i(lam_g[h]) and its derivative (branch-free)."""
     n_groups = lam_g.shape[0]
     s = np.zeros(n_groups)
@@ -492,7 +561,7 @@ def group_sums(resp, lam_g, active_g, k, w, a, b, lo, hi, hosts):
         h = hosts[i]
         hh = max(h, 0)
         keep = np.float64((h >= 0) & active_g[hh])
-        p, dp = resp(_get(k, i), lam_g[hh], _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        p, dp = _resp_t(tok, _get(k, i), lam_g[hh], _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
         s[hh] += min(p, 1e308) * keep
         ds[hh] += dp * keep
     return s, ds
@@ -502,7 +571,7 @@ _CHUNK = 256
 
 
 @njit(**_LOOP)
-def host_sums_at(resp, n, lam, k, w, a, b, lo, hi, hosts, n_hosts):
+def host_sums_at(tok, n, lam, k, w, a, b, lo, hi, hosts, n_hosts):
     """Per host Σ_{i∈h} p_i(λ) and its derivative at one λ; entry n_hosts: pages without a host.
 
     The rates are computed in vectorised chunks, then added to their hosts.
@@ -514,7 +583,7 @@ def host_sums_at(resp, n, lam, k, w, a, b, lo, hi, hosts, n_hosts):
         m = min(_CHUNK, n - start)
         for j in range(m):
             i = start + j
-            p, dp = resp(_get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+            p, dp = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
             pb[j] = p
             db[j] = dp
         for j in range(m):
@@ -527,7 +596,7 @@ def host_sums_at(resp, n, lam, k, w, a, b, lo, hi, hosts, n_hosts):
 
 
 @njit(**_PLAIN)
-def group_sums_idx(resp, idx, lam_g, k, w, a, b, lo, hi, hosts):
+def group_sums_idx(tok, idx, lam_g, k, w, a, b, lo, hi, hosts):
     """As :func:`group_sums` over the pages listed in idx only (all on active hosts)."""
     n_groups = lam_g.shape[0]
     s = np.zeros(n_groups)
@@ -535,14 +604,14 @@ def group_sums_idx(resp, idx, lam_g, k, w, a, b, lo, hi, hosts):
     for j in range(idx.shape[0]):
         i = idx[j]
         h = hosts[i]
-        p, dp = resp(_get(k, i), lam_g[h], _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        p, dp = _resp_t(tok, _get(k, i), lam_g[h], _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
         s[h] += p
         ds[h] += dp
     return s, ds
 
 
 @njit(**_PLAIN)
-def host_bounds(active, n, n_hosts, k, w, a, b, lo, hi, hosts):
+def host_bounds(tok, n, n_hosts, k, w, a, b, lo, hi, hosts):
     """Per host: Σ lo, Σ at λ -> 0+ (pages with a positive marginal value at hi), Σ hi.
 
     Entry n_hosts collects the pages without a host.
@@ -558,7 +627,7 @@ def host_bounds(active, n, n_hosts, k, w, a, b, lo, hi, hosts):
         hi_i = _get(hi, i)
         low[h] += lo_i
         up[h] += hi_i
-        if active(_get(k, i), _get(w, i), _get(a, i), _get(b, i)):
+        if _active_t(tok, _get(k, i), _get(w, i), _get(a, i), _get(b, i)):
             s0[h] += hi_i
         else:
             s0[h] += lo_i
@@ -566,7 +635,7 @@ def host_bounds(active, n, n_hosts, k, w, a, b, lo, hi, hosts):
 
 
 @njit(**_LOOP)
-def bounds_total(active, n, k, w, a, b, lo, hi):
+def bounds_total(tok, n, k, w, a, b, lo, hi):
     """Σ lo, Σ at λ -> 0+ and Σ hi over all pages (no hosts), as arrays of length 1."""
     low = 0.0
     s0 = 0.0
@@ -574,7 +643,7 @@ def bounds_total(active, n, k, w, a, b, lo, hi):
     for i in range(n):
         lo_i = _get(lo, i)
         hi_i = _get(hi, i)
-        act = active(_get(k, i), _get(w, i), _get(a, i), _get(b, i))
+        act = _active_t(tok, _get(k, i), _get(w, i), _get(a, i), _get(b, i))
         low += lo_i
         up += hi_i
         s0 += hi_i if act else lo_i
@@ -582,14 +651,14 @@ def bounds_total(active, n, k, w, a, b, lo, hi):
 
 
 @njit(**_PLAIN)
-def active_mask(active, out, k, w, a, b):
+def active_mask(tok, out, k, w, a, b):
     """out[i] = whether page i has a positive marginal value at some rate."""
     for i in range(out.shape[0]):
-        out[i] = active(_get(k, i), _get(w, i), _get(a, i), _get(b, i))
+        out[i] = _active_t(tok, _get(k, i), _get(w, i), _get(a, i), _get(b, i))
 
 
 @njit(**_PLAIN)
-def mean_marginal(marg, n, p_g, k, w, a, b, lo, hi, hosts, n_groups):
+def mean_marginal(tok, n, p_g, k, w, a, b, lo, hi, hosts, n_groups):
     """Per group, the geometric mean of the positive finite marginals at clip(p_g[group], lo, hi).
 
     Group = host, or n_groups - 1 for pages without a host (all pages when ``hosts`` is empty).
@@ -602,7 +671,7 @@ def mean_marginal(marg, n, p_g, k, w, a, b, lo, hi, hosts, n_groups):
         if use_hosts and hosts[i] >= 0:
             g = hosts[i]
         p = min(max(p_g[g], _get(lo, i)), _get(hi, i))
-        m = marg(_get(k, i), p, _get(w, i), _get(a, i), _get(b, i))
+        m = _marg_t(tok, _get(k, i), p, _get(w, i), _get(a, i), _get(b, i))
         if m > 0.0 and m < np.inf:
             acc[g] += math.log(m)
             cnt[g] += 1.0
@@ -624,7 +693,7 @@ def _closer(e, la, lb, lt, best):
 
 
 @njit(**_PLAIN)
-def global_breakpoint(active, marg, n, la, lb, lt, k, w, a, b, lo, hi, hosts, lamhat):
+def global_breakpoint(tok, n, la, lb, lt, k, w, a, b, lo, hi, hosts, lamhat):
     """Breakpoints of Σ p(λ) (the marginals w f'(lo), w f'(hi) where a page leaves a bound).
 
     Returns the breakpoint in (la, lb) nearest to lt (NaN if none), the smallest breakpoint >= lb
@@ -640,12 +709,12 @@ def global_breakpoint(active, marg, n, la, lb, lt, k, w, a, b, lo, hi, hosts, la
             if h >= 0 and lamhat[h] > lb:
                 continue
         ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
-        if hi_i <= lo_i or not active(ki, wi, ai, bi):
+        if hi_i <= lo_i or not _active_t(tok, ki, wi, ai, bi):
             continue
         for j in range(2):
             if j == 1 and not hi_i < np.inf:
                 break
-            e = marg(ki, lo_i if j == 0 else hi_i, wi, ai, bi)
+            e = _marg_t(tok, ki, lo_i if j == 0 else hi_i, wi, ai, bi)
             if _closer(e, la, lb, lt, best):
                 best = e
             if e >= lb and e < up:
@@ -656,7 +725,7 @@ def global_breakpoint(active, marg, n, la, lb, lt, k, w, a, b, lo, hi, hosts, la
 
 
 @njit(**_PLAIN)
-def group_breakpoints(active, marg, la_g, lb_g, lt_g, active_g, k, w, a, b, lo, hi, hosts):
+def group_breakpoints(tok, la_g, lb_g, lt_g, active_g, k, w, a, b, lo, hi, hosts):
     """Per host: as :func:`global_breakpoint`, over the host's pages."""
     best = np.full(la_g.shape[0], np.nan)
     up = np.full(la_g.shape[0], np.inf)
@@ -666,12 +735,12 @@ def group_breakpoints(active, marg, la_g, lb_g, lt_g, active_g, k, w, a, b, lo, 
         if h < 0 or not active_g[h]:
             continue
         ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
-        if hi_i <= lo_i or not active(ki, wi, ai, bi):
+        if hi_i <= lo_i or not _active_t(tok, ki, wi, ai, bi):
             continue
         for j in range(2):
             if j == 1 and not hi_i < np.inf:
                 break
-            e = marg(ki, lo_i if j == 0 else hi_i, wi, ai, bi)
+            e = _marg_t(tok, ki, lo_i if j == 0 else hi_i, wi, ai, bi)
             if _closer(e, la_g[h], lb_g[h], lt_g[h], best[h]):
                 best[h] = e
             if e >= lb_g[h] and e < up[h]:
@@ -682,23 +751,23 @@ def group_breakpoints(active, marg, la_g, lb_g, lt_g, active_g, k, w, a, b, lo, 
 
 
 @njit(**_LOOP)
-def final_rates(resp, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
+def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
     """Rates p(λ) + p'(λ) dλ, or p(λ) + θ (p(λ2) - p(λ)) at a jump; clipped to the bounds."""
     if theta != 0.0:
         for i in range(out.shape[0]):
             ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
-            p, dp = resp(ki, lam, wi, ai, bi, lo_i, hi_i)
-            p2, dp2 = resp(ki, lam2, wi, ai, bi, lo_i, hi_i)
+            p, dp = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
+            p2, dp2 = _resp_t(tok, ki, lam2, wi, ai, bi, lo_i, hi_i)
             out[i] = min(max(p + theta * (p2 - p), lo_i), hi_i)
     else:
         for i in range(out.shape[0]):
             lo_i, hi_i = _get(lo, i), _get(hi, i)
-            p, dp = resp(_get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), lo_i, hi_i)
+            p, dp = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), lo_i, hi_i)
             out[i] = min(max(p + dp * dlam, lo_i), hi_i)
 
 
 @njit(**_PLAIN)
-def final_rates_hosts(resp, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, hosts, lamhat, h_lam2, h_theta,
+def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, hosts, lamhat, h_lam2, h_theta,
                       h_dlam):
     """As :func:`final_rates`; pages on hosts whose cap binds use the host's multiplier and finish."""
     for i in range(out.shape[0]):
@@ -707,9 +776,9 @@ def final_rates_hosts(resp, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, hos
         if h >= 0 and lamhat[h] > lam:
             L, L2, th, dl = lamhat[h], h_lam2[h], h_theta[h], h_dlam[h]
         ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
-        p, dp = resp(ki, L, wi, ai, bi, lo_i, hi_i)
+        p, dp = _resp_t(tok, ki, L, wi, ai, bi, lo_i, hi_i)
         if th != 0.0:
-            p2, dp2 = resp(ki, L2, wi, ai, bi, lo_i, hi_i)
+            p2, dp2 = _resp_t(tok, ki, L2, wi, ai, bi, lo_i, hi_i)
             v = p + th * (p2 - p)
         else:
             v = p + dp * dl
@@ -717,7 +786,7 @@ def final_rates_hosts(resp, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, hos
 
 
 @njit(**_LOOP)
-def kkt_residual(marg, p, lam, k, w, a, b, lo, hi):
+def kkt_residual(tok, p, lam, k, w, a, b, lo, hi):
     """Largest relative violation of w f'(p_i) = λ inside the bounds (<= λ at lo, >= λ at hi).
 
     Branch-free (vectorised); the version with host multipliers is :func:`kkt_residual_hosts`.
@@ -725,7 +794,7 @@ def kkt_residual(marg, p, lam, k, w, a, b, lo, hi):
     worst = 0.0
     for i in range(p.shape[0]):
         lo_i, hi_i, p_i = _get(lo, i), _get(hi, i), p[i]
-        m = min(marg(_get(k, i), p_i, _get(w, i), _get(a, i), _get(b, i)), 1e300)
+        m = min(_marg_t(tok, _get(k, i), p_i, _get(w, i), _get(a, i), _get(b, i)), 1e300)
         d = m - lam
         r_in = abs(d)
         r_lo = max(d, 0.0)
@@ -739,7 +808,7 @@ def kkt_residual(marg, p, lam, k, w, a, b, lo, hi):
 
 
 @njit(**_PLAIN)
-def kkt_residual_hosts(marg, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
+def kkt_residual_hosts(tok, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
     """As :func:`kkt_residual`, each page against its own multiplier max(λ, lamhat[host])."""
     worst = 0.0
     for i in range(p.shape[0]):
@@ -750,7 +819,7 @@ def kkt_residual_hosts(marg, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
         lo_i, hi_i = _get(lo, i), _get(hi, i)
         if hi_i <= lo_i or L == np.inf:
             continue
-        m = marg(_get(k, i), p[i], _get(w, i), _get(a, i), _get(b, i))
+        m = _marg_t(tok, _get(k, i), p[i], _get(w, i), _get(a, i), _get(b, i))
         if p[i] <= lo_i:
             r = max(0.0, m - L)
         elif p[i] >= hi_i:
@@ -766,12 +835,12 @@ def kkt_residual_hosts(marg, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
 
 
 @njit(**_LOOP)
-def objective_sum(val, p, k, w, a, b, offset):
+def objective_sum(tok, p, k, w, a, b, offset):
     """Σ w_i (f_i(p_i) + offset); pages with w_i = 0 contribute 0."""
     s = 0.0
     for i in range(p.shape[0]):
         wi = _get(w, i)
-        v = wi * (val(_get(k, i), p[i], _get(a, i), _get(b, i)) + offset)
+        v = wi * (_val_t(tok, _get(k, i), p[i], _get(a, i), _get(b, i)) + offset)
         s += v if wi != 0.0 else 0.0
     return s
 
@@ -780,27 +849,27 @@ def objective_sum(val, p, k, w, a, b, offset):
 # Element-wise arrays for the Objective methods
 # ---------------------------------------------------------------------------------------------------
 @njit(**_PLAIN)
-def values_array(val, p, a, b):
+def values_array(tok, p, a, b):
     """f(p_i) for every page (unweighted), shape (n,)."""
     out = np.empty(p.shape[0])
     for i in range(p.shape[0]):
-        out[i] = val(0, p[i], a[i], _get(b, i))
+        out[i] = _val_t(tok, 0, p[i], a[i], _get(b, i))
     return out
 
 
 @njit(**_PLAIN)
-def marginals_array(marg, p, a, b):
+def marginals_array(tok, p, a, b):
     """f'(p_i) for every page (unweighted), shape (n,)."""
     out = np.empty(p.shape[0])
     for i in range(p.shape[0]):
-        out[i] = marg(0, p[i], 1.0, a[i], _get(b, i))
+        out[i] = _marg_t(tok, 0, p[i], 1.0, a[i], _get(b, i))
     return out
 
 
 @njit(**_PLAIN)
-def responses_array(resp, lam, a, b):
+def responses_array(tok, lam, a, b):
     """The p >= 0 with f'(p) = λ_i (0 when f'(0) <= λ_i), shape (n,)."""
     out = np.empty(lam.shape[0])
     for i in range(lam.shape[0]):
-        out[i], _ = resp(0, lam[i], 1.0, a[i], _get(b, i), 0.0, np.inf)
+        out[i], _ = _resp_t(tok, 0, lam[i], 1.0, a[i], _get(b, i), 0.0, np.inf)
     return out

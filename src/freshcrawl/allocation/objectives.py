@@ -85,7 +85,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define value(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return (K.values_array(K.FUNCS[self._kind][3], p_arr, a, b) + self._offset).reshape(shape)
+        return (K.values_array(K.TOKENS[self._kind], p_arr, a, b) + self._offset).reshape(shape)
 
     def derivative(self, p: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """f'(p; Δ) = ∂f/∂p per page, in value per (visit per day); shape of the broadcast."""
@@ -93,7 +93,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define derivative(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return K.marginals_array(K.FUNCS[self._kind][2], p_arr, a, b).reshape(shape)
+        return K.marginals_array(K.TOKENS[self._kind], p_arr, a, b).reshape(shape)
 
     def inverse_marginal(self, lam_over_w: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """The rate p >= 0 with f'(p; Δ) = λ/w (0 when f'(0) <= λ/w), visits per day.
@@ -104,7 +104,7 @@ class Objective:
             raise NotImplementedError
         lam_arr, d_arr, shape = _pair(lam_over_w, delta)
         a, b = self._params(d_arr)
-        return K.responses_array(K.FUNCS[self._kind][1], lam_arr, a, b).reshape(shape)
+        return K.responses_array(K.TOKENS[self._kind], lam_arr, a, b).reshape(shape)
 
     # -- solver hooks ------------------------------------------------------------------------------
     def _params(self, delta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64] | float]:
@@ -389,7 +389,7 @@ class SyncCost(Objective):
         r = np.asarray(p, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             tau = 1.0 / r
-            return -self.cost_integral(tau) + self.cost_rate(tau) * r
+            return -self.cost_integral(tau) + self.cost_rate(tau) * tau
 
     def inverse_marginal(self, lam_over_w, delta=None):
         if self._kind is None:

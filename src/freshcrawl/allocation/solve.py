@@ -58,10 +58,10 @@ class _KernelProblem:
         self.n = n
         if np.ndim(kinds) == 0 or np.asarray(kinds).shape[0] == 1:
             self.k = int(np.asarray(kinds).reshape(-1)[0])
-            self.active_fn, self.resp, self.marg, self.val = K.FUNCS[self.k]
+            self.tok = K.TOKENS[self.k]
         else:
             self.k = np.ascontiguousarray(kinds, dtype=np.int8)
-            self.active_fn, self.resp, self.marg, self.val = K.FUNCS_ANY
+            self.tok = K.ANY_TOKEN
         self.w = _scalar_or_array(w)
         self.a = np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (n,)))
         self.b = _scalar_or_array(b)
@@ -77,49 +77,49 @@ class _KernelProblem:
 
     def global_sum(self, lam, hosts, lamhat):
         if hosts.shape[0] == 0:
-            return K.global_sum(self.resp, self.n, lam, *self._args())
-        return K.global_sum_hosts(self.resp, self.n, lam, *self._args(), hosts, lamhat)
+            return K.global_sum(self.tok, self.n, lam, *self._args())
+        return K.global_sum_hosts(self.tok, self.n, lam, *self._args(), hosts, lamhat)
 
     def group_sums(self, lam_g, active_g, hosts, idx=None):
         if idx is not None:
-            return K.group_sums_idx(self.resp, idx, lam_g, *self._args(), hosts)
-        return K.group_sums(self.resp, lam_g, active_g, *self._args(), hosts)
+            return K.group_sums_idx(self.tok, idx, lam_g, *self._args(), hosts)
+        return K.group_sums(self.tok, lam_g, active_g, *self._args(), hosts)
 
     def global_breakpoint(self, la, lb, lt, hosts, lamhat):
-        return K.global_breakpoint(self.active_fn, self.marg, self.n, la, lb, lt, *self._args(), hosts, lamhat)
+        return K.global_breakpoint(self.tok, self.n, la, lb, lt, *self._args(), hosts, lamhat)
 
     def host_sums(self, lam, hosts, n_hosts):
-        return K.host_sums_at(self.resp, self.n, lam, *self._args(), hosts, n_hosts)
+        return K.host_sums_at(self.tok, self.n, lam, *self._args(), hosts, n_hosts)
 
     def group_breakpoints(self, la_g, lb_g, lt_g, active_g, hosts):
-        return K.group_breakpoints(self.active_fn, self.marg, la_g, lb_g, lt_g, active_g, *self._args(), hosts)
+        return K.group_breakpoints(self.tok, la_g, lb_g, lt_g, active_g, *self._args(), hosts)
 
     def host_bounds(self, n_hosts, hosts):
         if hosts.shape[0] == 0:
-            return K.bounds_total(self.active_fn, self.n, *self._args())
-        return K.host_bounds(self.active_fn, self.n, n_hosts, *self._args(), hosts)
+            return K.bounds_total(self.tok, self.n, *self._args())
+        return K.host_bounds(self.tok, self.n, n_hosts, *self._args(), hosts)
 
     def mean_marginal(self, p_g, hosts, n_groups):
-        return K.mean_marginal(self.marg, self.n, p_g, *self._args(), hosts, n_groups)
+        return K.mean_marginal(self.tok, self.n, p_g, *self._args(), hosts, n_groups)
 
     def final(self, out, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam):
         if hosts.shape[0] == 0:
-            K.final_rates(self.resp, out, lam, lam2, theta, dlam, *self._args())
+            K.final_rates(self.tok, out, lam, lam2, theta, dlam, *self._args())
         else:
-            K.final_rates_hosts(self.resp, out, lam, lam2, theta, dlam, *self._args(), hosts, lamhat, h_lam2,
+            K.final_rates_hosts(self.tok, out, lam, lam2, theta, dlam, *self._args(), hosts, lamhat, h_lam2,
                                 h_theta, h_dlam)
 
     def kkt(self, p, lam, hosts, lamhat):
         if hosts.shape[0] == 0:
-            return K.kkt_residual(self.marg, p, lam, *self._args())
-        return K.kkt_residual_hosts(self.marg, p, lam, *self._args(), hosts, lamhat)
+            return K.kkt_residual(self.tok, p, lam, *self._args())
+        return K.kkt_residual_hosts(self.tok, p, lam, *self._args(), hosts, lamhat)
 
     def objective(self, p):
-        return K.objective_sum(self.val, p, self.k, self.w, self.a, self.b, self.offset)
+        return K.objective_sum(self.tok, p, self.k, self.w, self.a, self.b, self.offset)
 
     def active(self):
         out = np.empty(self.n, dtype=np.bool_)
-        K.active_mask(self.active_fn, out, self.k, self.w, self.a, self.b)
+        K.active_mask(self.tok, out, self.k, self.w, self.a, self.b)
         return out
 
     def take(self, idx):
@@ -735,7 +735,8 @@ def allocate(
     if caps.shape[0] and hosts_arr.shape[0]:
         h_all = np.where(hosts_arr >= 0, hosts_arr, caps.shape[0])
         sums = np.bincount(h_all, weights=p, minlength=caps.shape[0] + 1)[: caps.shape[0]]
-        over = np.where(np.isfinite(caps), (sums - caps) / np.maximum(caps, np.finfo(float).tiny), 0.0)
+        fin = np.isfinite(caps)
+        over = (sums[fin] - caps[fin]) / np.maximum(caps[fin], np.finfo(float).tiny)
         kkt = max(kkt, float(np.max(over, initial=0.0)))
     value = prob.objective(p)
     status = Status.CONVERGED if converged else Status.MAX_ITER

@@ -317,7 +317,7 @@ def test_bad_inputs_name_the_argument_and_the_first_page():
         allocate([1.0, 1.0], 1.0, weights=[-1.0, 1.0])
     with pytest.raises(ValueError, match=r"weights must be finite; 1 of 2 entries are not, first at index 1"):
         allocate([1.0, 1.0], 1.0, weights=[1.0, np.inf])
-    with pytest.raises(ValueError, match=r"budget must be finite and > 0 visits/day; got nan"):
+    with pytest.raises(ValueError, match=r"budget must not be NaN"):
         allocate([1.0], float("nan"))
     with pytest.raises(ValueError, match=r"budget must be finite and > 0 visits/day; got -1"):
         allocate([1.0], -1)
@@ -325,7 +325,7 @@ def test_bad_inputs_name_the_argument_and_the_first_page():
         allocate([1.0, 1.0], 1.0, p_min=[0.0, 2.0], p_max=1.0)
     with pytest.raises(ValueError, match=r"p_max must not be NaN visits/day"):
         allocate([1.0, 1.0], 1.0, p_max=[1.0, np.nan])
-    with pytest.raises(ValueError, match=r"hosts must be in \[-1, 0\]; 1 of 2 pages are not, first at index 1 \(3\)"):
+    with pytest.raises(ValueError, match=r"hosts must be in \[-1, 0\] \(index into host_caps, -1 for none\); 1 of 2 pages are not, first at index 1 \(3\)"):
         allocate([1.0, 1.0], 1.0, hosts=[0, 3], host_caps=[1.0])
     with pytest.raises(ValueError, match=r"host_caps must not be NaN"):
         allocate([1.0, 1.0], 1.0, hosts=[0, 0], host_caps=[np.nan])

@@ -88,3 +88,16 @@ def test_expected_shape_of_the_figures(family):
     j_ams = np.interp(t, ams.rounds, ams.ratio_mean)
     j_psgd = np.interp(t, psgd.rounds, psgd.ratio_mean)
     assert j_ams < j_psgd
+
+
+def test_simulate_runs_asyncmirrorsync_on_a_shipped_history(data_dir):
+    result = CliRunner().invoke(main, [
+        "simulate", "--trace", str(data_dir / "ota-pga-versions"), "--budget", "20/day", "--days", "60",
+        "--policy", "asyncmirrorsync,oracle,uniform", "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    rows = {r["policy"]: r for r in json.loads(result.stdout)["policies"]}
+    ams = rows["asyncmirrorsync"]
+    assert 0.0 < ams["freshness"] <= 1.0
+    # the plan spends the budget: 20/day for 60 days, within one period's worth
+    assert 1200 - 20 <= ams["visits"] <= 1200

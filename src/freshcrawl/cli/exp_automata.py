@@ -23,7 +23,12 @@ __all__ = ["automata"]
 )
 @click.option("--quick", is_flag=True, help="Small smoke run (64 pages, short horizons, one run per curve).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout instead of a table.")
-@click.option("--runs", type=click.IntRange(min=1), default=None, help="Independent runs per curve (default 5, 1 with --quick).")
+@click.option(
+    "--runs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Independent runs per curve (default 5, 1 with --quick).",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=2008, show_default=True, help="Master random seed.")
 def automata(out: Path, quick: bool, as_json: bool, runs: int | None, seed: int) -> None:
     """Learning automata for web polling (seed 004): H-TRAA against Uniform, Proportional, Estimator, Optimal.
@@ -67,7 +72,7 @@ def automata(out: Path, quick: bool, as_json: bool, runs: int | None, seed: int)
         click.echo(json.dumps({k: result.summary[k] for k in keys}, indent=2))
         return
     table = Table(title="Expected detected changes per poll at the end of the horizon")
-    for col in ("alpha", "beta", "perturbations", "H-TRAA", "optimal", "proportional", "estimator", "uniform"):
+    for col in ("α", "β", "perturb.", "H-TRAA", "optimal", "proport.", "estim.", "uniform"):
         table.add_column(col, justify="right")
     for env in result.summary["environments"]:
         p = env["policies"]

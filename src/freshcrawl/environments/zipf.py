@@ -189,7 +189,9 @@ def _check_x_u(x, update_prob):
         raise ValueError(f"x and update_prob must be 1-d arrays of the same shape; got {x.shape} and {u.shape}")
     if not np.all(np.isfinite(x)) or np.any(x < 0):
         i = int(np.flatnonzero(~(np.isfinite(x) & (x >= 0)))[0])
-        raise ValueError(f"x must be finite and >= 0 polls per time step; first offender at index {i} ({x[i].item()!r})")
+        raise ValueError(
+            f"x must be finite and >= 0 polls per time step; first offender at index {i} ({x[i].item()!r})"
+        )
     if not np.all((u >= 0) & (u <= 1)):
         i = int(np.flatnonzero(~((u >= 0) & (u <= 1)))[0])
         raise ValueError(f"update_prob must be in [0, 1] per time step; first offender at index {i} ({u[i].item()!r})")

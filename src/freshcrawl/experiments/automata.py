@@ -114,7 +114,8 @@ class AutomataConfig:
         )
 
     def __post_init__(self) -> None:
-        for name in ("n_pages", "horizon", "n_runs", "switch_horizon", "scaling_horizon", "n_checkpoints", "speed_polls"):
+        ints = ("n_pages", "horizon", "n_runs", "switch_horizon", "scaling_horizon", "n_checkpoints", "speed_polls")
+        for name in ints:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1; got {v!r}")
@@ -176,7 +177,8 @@ def measure_polls_per_second(n_pages: int, n_polls: int = 2_000_000, *, seed: in
 
 def _tasks(cfg: AutomataConfig) -> int:
     static = len(STATIC_ENVIRONMENTS) * (len(cfg.perturbations) + 1) * cfg.n_runs
-    return static + len(MODES) * cfg.n_runs + len(cfg.switch_every) * 2 * cfg.n_runs + len(cfg.scaling_exponents) * cfg.n_runs + 2
+    others = len(MODES) + 2 * len(cfg.switch_every) + len(cfg.scaling_exponents)
+    return static + others * cfg.n_runs + 2
 
 
 def run_automata_experiments(
@@ -308,7 +310,9 @@ def _run_all(cfg: AutomataConfig, seeds: np.random.SeedSequence, tick):
             return ZipfEnvironment(n, 0.9, 1.5, switch_every=r, rng=np.random.default_rng(ss))
 
         ht, hists = _mean_run(env_r, learner(n), cfg.switch_horizon, scp, cfg.n_runs, seeds, tick, f"H-TRAA r={r}")
-        est, _ = _mean_run(env_r, None, cfg.switch_horizon, scp, cfg.n_runs, seeds, tick, f"estimator r={r}", estimator=True)
+        est, _ = _mean_run(
+            env_r, None, cfg.switch_horizon, scp, cfg.n_runs, seeds, tick, f"estimator r={r}", estimator=True
+        )
         ref_curves = {name: np.zeros(scp.size) for name in ("optimal", "uniform", "proportional")}
         for h in hists:
             for j in range(scp.size):
@@ -333,7 +337,10 @@ def _run_all(cfg: AutomataConfig, seeds: np.random.SeedSequence, tick):
         hit = np.flatnonzero(rel >= 0.9)
         conv[str(m)] = int(sc[hit[0]]) if hit.size else None
         frames["scaling"].append(
-            pd.DataFrame({"n_pages": m, "polls": sc, "value": v, "optimal": refs["optimal"], "uniform": refs["uniform"], "gap_closed": rel})
+            pd.DataFrame(
+                {"n_pages": m, "polls": sc, "value": v, "optimal": refs["optimal"], "uniform": refs["uniform"],
+                 "gap_closed": rel}
+            )  # fmt: skip
         )
 
     tick("speed 512 pages", 0)
@@ -342,7 +349,10 @@ def _run_all(cfg: AutomataConfig, seeds: np.random.SeedSequence, tick):
     tick("speed 32768 pages", 0)
     pps["32768"] = measure_polls_per_second(32768, cfg.speed_polls)
     tick("", 1)
-    cfg_dict = {k: (list(v) if isinstance(v, tuple) else v) for k, v in ((f, getattr(cfg, f)) for f in cfg.__dataclass_fields__)}
+    cfg_dict = {}
+    for name in cfg.__dataclass_fields__:
+        v = getattr(cfg, name)
+        cfg_dict[name] = list(v) if isinstance(v, tuple) else v
     summary = {
         "environments": envs_summary,
         "polls_per_second": pps,
@@ -360,7 +370,14 @@ def _write(tmp: Path, cfg: AutomataConfig, summary: dict, frames: dict[str, pd.D
     import matplotlib.pyplot as plt
 
     files = []
-    for key, name in [("modes", "fig5_update_modes"), ("static", "fig6_8_static"), ("switching", "fig9_10_switching"), ("scaling", "fig11_12_scaling")]:
+    tables = [
+        ("modes", "fig5_update_modes"),
+        ("static", "fig6_8_static"),
+        ("switching", "fig9_10_switching"),
+        ("scaling", "fig11_12_scaling"),
+    ]
+    ylabel = "expected detected changes per poll"
+    for key, name in tables:
         p = tmp / f"{name}.csv"
         frames[key].to_csv(p, index=False)
         files.append(p)
@@ -376,7 +393,7 @@ def _write(tmp: Path, cfg: AutomataConfig, summary: dict, frames: dict[str, pd.D
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for pol, g in df.groupby("policy", sort=False):
         ax.plot(g["polls"], g["value"], ls="--" if not pol.startswith("htraa") else "-", label=pol)
-    ax.set(xlabel="polls", ylabel="expected detected changes per poll", title=f"Fig. 5: update modes, (0.9, 1.5), {cfg.n_pages} pages")
+    ax.set(xlabel="polls", ylabel=ylabel, title=f"Fig. 5: update modes, (0.9, 1.5), {cfg.n_pages} pages")
     ax.legend()
     save(fig, "fig5_update_modes.png")
 
@@ -389,7 +406,7 @@ def _write(tmp: Path, cfg: AutomataConfig, summary: dict, frames: dict[str, pd.D
             ax.plot(g["polls"], g["value"], ls="--" if pol != "estimator" else ":", label=pol)
         for k, g in g0[g0.policy == "htraa"].groupby("perturbations"):
             ax.plot(g["polls"], g["value"], label=f"H-TRAA, {k} perturbations")
-        ax.set(xlabel="polls", ylabel="expected detected changes per poll", title=f"Fig. {fig_no}: ({alpha}, {beta}), {cfg.n_pages} pages")
+        ax.set(xlabel="polls", ylabel=ylabel, title=f"Fig. {fig_no}: ({alpha}, {beta}), {cfg.n_pages} pages")
         ax.legend(fontsize=8)
         save(fig, f"fig{fig_no}_alpha{alpha}_beta{beta}.png")
 
@@ -399,7 +416,7 @@ def _write(tmp: Path, cfg: AutomataConfig, summary: dict, frames: dict[str, pd.D
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for pol, g in g0.groupby("policy", sort=False):
             ax.plot(g["polls"], g["value"], ls="-" if pol in ("htraa", "estimator") else "--", label=pol)
-        ax.set(xlabel="polls", ylabel="expected detected changes per poll", title=f"Fig. {fig_no}: switching every {r} polls, (0.9, 1.5)")
+        ax.set(xlabel="polls", ylabel=ylabel, title=f"Fig. {fig_no}: switching every {r} polls, (0.9, 1.5)")
         ax.legend(fontsize=8)
         save(fig, f"fig{fig_no}_switching_r{r}.png")
 
@@ -407,7 +424,9 @@ def _write(tmp: Path, cfg: AutomataConfig, summary: dict, frames: dict[str, pd.D
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for m, g in sc.groupby("n_pages"):
         axes[0].plot(g["polls"], g["gap_closed"], label=f"{m} pages")
-    axes[0].set(xlabel="polls", ylabel="share of the uniform-to-optimal gap closed", title="Fig. 11-12: H-TRAA, (0.9, 1.5)")
+    axes[0].set(
+        xlabel="polls", ylabel="share of the uniform-to-optimal gap closed", title="Figs. 11-12: H-TRAA, (0.9, 1.5)"
+    )
     axes[0].set_xscale("symlog", linthresh=1000)
     axes[0].legend(fontsize=7, ncol=2)
     conv = {int(k): v for k, v in summary["convergence_polls"].items() if v is not None}

@@ -242,7 +242,9 @@ class HTRAA:
         bad = (mats < 0) | (mats >= self.n_leaves)
         if np.any(bad):
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"materials must be in 0..{self.n_leaves - 1}; first offender at index {i} ({mats[i].item()!r})")
+            raise ValueError(
+                f"materials must be in 0..{self.n_leaves - 1}; first offender at index {i} ({mats[i].item()!r})"
+            )
         if vals.dtype != np.bool_:
             if vals.size and not np.all((vals == 0) | (vals == 1)):
                 i = int(np.flatnonzero((vals != 0) & (vals != 1))[0])

@@ -142,7 +142,9 @@ def estimate_update_prob(changes, polls, period: float) -> NDArray[np.float64]:
     m = check_array("polls", polls, low=0.0, shape=k.shape)
     if np.any(k > m):
         i = int(np.flatnonzero(k > m)[0])
-        raise ValueError(f"changes must not exceed polls; first offender at index {i} ({k[i].item()!r} > {m[i].item()!r})")
+        raise ValueError(
+            f"changes must not exceed polls; first offender at index {i} ({k[i].item()!r} > {m[i].item()!r})"
+        )
     T = check_positive("period", period, unit="time steps between polls of a page")
     return _estimate(k, m, T)
 

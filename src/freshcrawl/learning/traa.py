@@ -231,7 +231,9 @@ class TRAA:
         if v.dtype != np.bool_:
             if not np.all((v == 0) | (v == 1)):
                 i = int(np.flatnonzero((v != 0) & (v != 1))[0])
-                raise ValueError(f"values must be 0/1 unit volume values; first offender at index {i} ({v[i].item()!r})")
+                raise ValueError(
+                    f"values must be 0/1 unit volume values; first offender at index {i} ({v[i].item()!r})"
+                )
             v = v.astype(np.bool_)
         seed = -1 if self._seeded else self._seed
         self._seeded = True

@@ -4,10 +4,10 @@ The hierarchy learns the *shares* of the crawl budget directly from "changed / n
 the budget B sets the polls per unit time, so the paper's time step maps to ``1/B`` days on the runner's
 clock (capacity 1 poll per step). Each plan asks the hierarchy's per-node EDF scheduler for the next
 ``B · replan_every`` polls and returns them as an explicit :class:`~freshcrawl.policies.base.VisitPlan`,
-evenly spaced over the planning period. Polls that the scheduler routes to a padding leaf (n not a power of
-two) or to a page that is not alive are fed back at once as zero-value materials (nothing there can
-change) and replaced by the next poll, up to ``64 m + 4 n_leaves`` picks for m visits. ``observe`` feeds every visit's ``changed`` flag to the
-automata on that page's path, in time order.
+evenly spaced over the planning period. Polls that the scheduler routes to a padding leaf (n not a power
+of two) or to a page that is not alive are fed back at once as zero-value materials (nothing there can
+change) and replaced by the next poll, up to ``64 m + 4 n_leaves`` picks for m visits. ``observe``
+feeds every visit's ``changed`` flag to the automata on that page's path, in time order.
 """
 
 from __future__ import annotations

@@ -169,7 +169,8 @@ def edf_schedule(
         raise ValueError(f"n_polls must be an int >= 0; got {n_polls!r}")
     if n_polls and not x.sum() > 0:
         raise ValueError(f"rates must have a positive sum to dispatch polls; got sum {float(x.sum())!r}")
-    if isinstance(start, bool) or not isinstance(start, (int, float, np.integer, np.floating)) or not math.isfinite(start):
+    is_real = isinstance(start, (int, float, np.integer, np.floating)) and not isinstance(start, bool)
+    if not is_real or not math.isfinite(start):
         raise ValueError(f"start must be a finite time; got {start!r}")
     start = float(start)
     if deadlines is None:

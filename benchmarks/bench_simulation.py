@@ -7,7 +7,8 @@ Cases:
 * replay of one year of a history at 10,000 visits/day (uniform: engine alone; learned: with the
   default estimator and the periodic-freshness allocation every day);
 * synthetic Poisson pages, 10^6 pages x 100 visits each (budget 10^6/day over 100 days, re-planned
-  every day), Δ lognormal around 0.5 changes/day.
+  every day), Δ lognormal around 0.5 changes/day (uniform: engine alone; learned with the
+  O(1)-per-visit ``sa-interval`` estimator).
 """
 
 from __future__ import annotations
@@ -35,13 +36,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tldr", help="prefix of the tldr change history (PREFIX.changes.csv.gz, PREFIX.pages.csv)")
     ap.add_argument("--pages", type=int, default=1_000_000, help="synthetic pages (default 10^6)")
-    ap.add_argument("--policies", default="uniform,learned", help="comma-separated policies")
+    ap.add_argument("--policies", default="uniform,learned", help="policies of the replay case")
+    ap.add_argument("--synthetic-policies", default="uniform,learned:sa-interval",
+                    help="policies of the synthetic case")
     args = ap.parse_args()
     policies = args.policies.split(",")
+    synthetic_policies = args.synthetic_policies.split(",")
     rows = []
     # warm-up: compile the numba kernels (cached on disk after the first run)
     warm = PoissonEnvironment(np.ones(10), start=0.0, end=3.0)
-    for pol in policies:
+    for pol in set(policies) | set(synthetic_policies):
         simulate(make_policy(pol, PolicyOptions()), warm, 10.0, rng=0)
     if args.tldr:
         t = time.perf_counter()
@@ -54,7 +58,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     delta = np.exp(rng.normal(np.log(0.5), 1.0, n))
     env = PoissonEnvironment(delta, start=0.0, end=100.0)
-    for pol in policies:
+    for pol in synthetic_policies:
         timed(f"synthetic Poisson, {n:,} pages x 100 visits", pol, env, float(n), rows)
     print()
     print("| case | policy | visits | seconds | million visits/s | freshness |")

@@ -90,8 +90,8 @@ class ReplayEnvironment(SimulatedEnvironment):
             ptr[i] = lo + np.searchsorted(self._ctimes[lo:hi], ref[i], side="right")
         self._ptr = ptr
         has = ptr < self._offsets[1:]
-        self._nxt = np.where(has, self._ctimes[np.minimum(ptr, max(self._ctimes.size - 1, 0))]
-                             if self._ctimes.size else np.inf, np.inf)
+        self._nxt = np.full(self.n_pages, np.inf)
+        self._nxt[has] = self._ctimes[ptr[has]]
 
     def alive_time(self) -> NDArray[np.float64]:
         """Days each page is alive inside the window, shape (n_pages,)."""

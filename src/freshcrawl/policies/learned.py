@@ -63,6 +63,9 @@ def split_rounds(pages: NDArray[np.intp]) -> list[NDArray[np.intp]]:
     """
     if pages.size == 0:
         return []
+    counts = np.bincount(pages)
+    if counts.max() == 1:  # every page once: a single round, no sort needed
+        return [np.arange(pages.size)]
     order = np.argsort(pages, kind="stable")
     ps = pages[order]
     start = np.ones(ps.shape[0], dtype=bool)

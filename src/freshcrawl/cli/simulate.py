@@ -65,8 +65,9 @@ def _fmt_date(days: float) -> str:
 @click.option("--policy", "policy_text", default="all", show_default=True,
               help="Comma-separated policies (learned:<estimator>, oracle, uniform, proportional, nutch, "
                    "stormcrawler, heritrix, ...) or 'all'. Oracle and uniform are always run.")
-@click.option("--objective", default="freshness-periodic", show_default=True,
-              help="Allocation objective of learned and oracle.")
+@click.option("--objective", default=None,
+              help="Allocation objective of learned and oracle; default freshness-periodic, or "
+                   "freshness-poisson with --visits poisson.")
 @click.option("--visits", type=click.Choice(["periodic", "poisson"]), default="periodic", show_default=True,
               help="How visit rates become visit times.")
 @click.option("--replan-every", type=float, default=1.0, show_default=True, help="Days between re-plans (P).")
@@ -102,6 +103,8 @@ def simulate(trace, budget, start, days, policy_text, objective, visits, replan_
         raise click.BadParameter(f"must be finite and > 0 days; got {replan_every!r}", param_hint="--replan-every")
     if days is not None and not (math.isfinite(days) and days > 0):
         raise click.BadParameter(f"must be finite and > 0 days; got {days!r}", param_hint="--days")
+    if objective is None:
+        objective = "freshness-poisson" if visits == "poisson" else "freshness-periodic"
     specs = _policy_specs(policy_text)
     options = PolicyOptions(objective=objective, replan_every=replan_every)
     try:

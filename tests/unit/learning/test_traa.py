@@ -162,3 +162,23 @@ def test_same_seed_same_trajectory():
     a.update_many(mats, vals)
     b.update_many(mats, vals)
     assert a.state_ == b.state_
+
+
+@given(
+    st.integers(2, 30),
+    st.sampled_from(["reward-inaction", "inaction-penalty", "reward-penalty"]),
+    st.lists(st.tuples(st.integers(1, 2), st.booleans()), max_size=300),
+    st.integers(0, 2**31 - 1),
+)
+def test_state_stays_in_one_to_n(n, mode, feedback, seed):
+    a = TRAA(n_states=n, mode=mode, rng=seed)
+    for material, value in feedback:
+        a.update(material, value)
+        assert 1 <= a.state_ <= n
+    share = a.allocation()
+    assert share.sum() == pytest.approx(1.0) and 0 < share[0] < 1
+
+
+def test_discretization_exponent():
+    a = TRAA(n_states=9, lam=2.0, state0=3)
+    np.testing.assert_allclose(a.allocation(), [0.09, 0.91])

@@ -226,8 +226,10 @@ class LearnedPolicy:
             self.estimator_.update(pages[sel], obs.changed[sel], obs.tau[sel], obs.p[sel])
 
     def estimated_delta(self) -> NDArray[np.float64]:
-        """Current Δ̂, changes per day, shape (n_pages,)."""
-        return np.array(self.estimator_.delta_, dtype=np.float64)
+        """Current Δ̂, changes per day, shape (n_pages,); NaN for a page without observation yet."""
+        delta = np.array(self.estimator_.delta_, dtype=np.float64)
+        delta[np.asarray(self.estimator_.n_visits_) == 0] = np.nan
+        return delta
 
 
 class OraclePolicy:

@@ -60,7 +60,8 @@ class SimulationResult:
     visits_t : ndarray of int, shape (n_periods,)
         Visits per period.
     estimated_delta : ndarray of float, shape (n_pages,) or None
-        The policy's final Δ̂, changes per day (None if it does not estimate).
+        The policy's final Δ̂, changes per day (None if it does not estimate; NaN for pages it has
+        not observed).
     true_delta : ndarray of float, shape (n_pages,)
         The environment's true rates over the window, changes per day.
     """

@@ -110,7 +110,7 @@ def plot_delta(results: Sequence[SimulationResult], path: Path, *, title: str = 
     fig, ax = plt.subplots(figsize=(5.5, 5.5))
     lo, hi = np.inf, 0.0
     for r in est:
-        ok = (r.true_delta > 0) & (r.estimated_delta > 0)
+        ok = (r.true_delta > 0) & np.isfinite(r.estimated_delta) & (r.estimated_delta > 0)
         if ok.any():
             ax.scatter(r.true_delta[ok], r.estimated_delta[ok], s=8, alpha=0.6, label=r.policy)
             lo = min(lo, r.true_delta[ok].min(), r.estimated_delta[ok].min())

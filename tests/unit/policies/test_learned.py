@@ -130,3 +130,12 @@ def test_learned_beats_uniform_and_approaches_the_oracle_on_poisson_pages():
     se = diff.std(ddof=1) / 2
     assert diff.mean() > 5 * se
     assert runs["learned"].mean() > 0.9 * runs["oracle"].mean()
+
+
+def test_estimates_are_nan_for_pages_never_observed():
+    pol = make_policy("learned")
+    pol.reset(context(3))
+    pol.observe(Observations(pages=np.array([1]), time=np.array([1.0]), changed=np.array([False]),
+                             tau=np.array([1.0]), p=np.array([1.0])))
+    est = pol.estimated_delta()
+    assert np.isnan(est[0]) and np.isnan(est[2]) and np.isfinite(est[1]) and est[1] >= 0

@@ -332,6 +332,14 @@ def sam_interval_batch(pages, changed, tau, p, n_vis, delta, prev, eta, beta, om
 # --------------------------------------------------------------------------------------------------
 
 
+@njit(cache=True, inline="always")
+def _mid(lo, hi):
+    """Bisection point: geometric while the bracket spans more than a factor 4, arithmetic after."""
+    if lo > 0.0 and hi > 4.0 * lo:
+        return math.sqrt(lo) * math.sqrt(hi)
+    return 0.5 * (lo + hi)
+
+
 @njit(cache=True, error_model="numpy")
 def mle_root(tau_c, w_c, t0, tau_mean, x0):
     """Root of sum_b w_b tau_b / (e^{D tau_b} - 1) = t0 for D > 0 (eq. (15)).
@@ -353,8 +361,8 @@ def mle_root(tau_c, w_c, t0, tau_mean, x0):
     # u/(e^u-1) lies in [1 - u/2, 1], so the root lies in [n_c/(t0 + t1/2), n_c/t0].
     lo = n_c / (t0 + 0.5 * t1)
     hi = n_c / t0
-    x = x0 if (x0 > lo and x0 < hi) else math.sqrt(lo) * math.sqrt(hi)
-    for _ in range(200):
+    x = x0 if (x0 > lo and x0 < hi) else _mid(lo, hi)
+    for _ in range(400):
         f = -t0
         df = 0.0
         for b in range(tau_c.shape[0]):
@@ -379,9 +387,9 @@ def mle_root(tau_c, w_c, t0, tau_mean, x0):
             hi = x
         if f == 0.0:
             return x
-        x_new = x - f / df if df < 0.0 else 0.5 * (lo + hi)
+        x_new = x - f / df if df < 0.0 else _mid(lo, hi)
         if not (x_new > lo and x_new < hi):
-            x_new = 0.5 * (lo + hi)
+            x_new = _mid(lo, hi)
         if abs(x_new - x) <= 1e-13 * x or (hi - lo) <= 1e-13 * hi:
             return x_new
         x = x_new
@@ -414,8 +422,8 @@ def mm_root(tau, w, n0, x0):
     hi = r / tmin
     if hi <= lo:
         return lo
-    x = x0 if (x0 > lo and x0 < hi) else 0.5 * (lo + hi)
-    for _ in range(200):
+    x = x0 if (x0 > lo and x0 < hi) else _mid(lo, hi)
+    for _ in range(400):
         f = -n0
         df = 0.0
         for b in range(tau.shape[0]):
@@ -430,9 +438,9 @@ def mm_root(tau, w, n0, x0):
             hi = x
         if f == 0.0:
             return x
-        x_new = x - f / df if df < 0.0 else 0.5 * (lo + hi)
+        x_new = x - f / df if df < 0.0 else _mid(lo, hi)
         if not (x_new > lo and x_new < hi):
-            x_new = 0.5 * (lo + hi)
+            x_new = _mid(lo, hi)
         if abs(x_new - x) <= 1e-13 * x or (hi - lo) <= 1e-13 * hi:
             return x_new
         x = x_new

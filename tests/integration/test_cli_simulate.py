@@ -107,3 +107,15 @@ def test_any_history_in_the_format_works(tmp_path):
     res = run(["simulate", "--trace", trace, "--budget", "1/day", "--days", "2", "--json", "--policy", "uniform"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["policies"][0]["visits"] <= 2 + 2
+
+
+def test_policy_all_runs_every_registered_policy():
+    from freshcrawl.policies import policy_names
+    from freshcrawl.policies.learned import DEFAULT_ESTIMATOR
+
+    res = run(["simulate", "--trace", TRACE, "--budget", "20/day", "--start", "2024-01-01", "--days", "10",
+               "--policy", "all", "--json"])
+    assert res.exit_code == 0, res.output
+    names = [p["policy"] for p in json.loads(res.stdout)["policies"]]
+    expected = [f"learned:{DEFAULT_ESTIMATOR}" if n == "learned" else n for n in policy_names()]
+    assert names == expected

@@ -87,8 +87,9 @@ def _write_atomic(df: pd.DataFrame, out: Path) -> None:
     default="mle",
     show_default=True,
     help="Estimator. naive, lln, sa, sam: seed 001's forms (they take p = the page's mean visit rate and "
-    "assume Poisson visits); mle, mm: exact solves; *-interval, *-binned: online forms that stay consistent "
-    "under periodic visits.",
+    "assume Poisson visits); naive-interval: changes seen per day (biased low); mle, mm: exact solves; "
+    "lln-interval, sa-interval, sam-interval, mle-binned, mm-binned: online forms that stay consistent under "
+    "periodic visits.",
 )
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write page,delta,... here (CSV; .gz compresses).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the table.")

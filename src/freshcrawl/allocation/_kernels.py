@@ -750,6 +750,38 @@ def group_breakpoints(tok, la_g, lb_g, lt_g, active_g, k, w, a, b, lo, hi, hosts
     return best, up, dn
 
 
+@njit(**_INL)
+def _jump(p, p2, theta):
+    """Rate across a jump of Σp between p = p(λb) and p2 = p(λa).
+
+    theta > 0: the fraction of the jump taken. theta < 0: the jump is infinite (pages with a constant
+    marginal value and no upper bound); each such page takes -theta, the others stay at p.
+    """
+    if theta > 0.0:
+        return p + theta * (p2 - p)
+    return p - theta if p2 == np.inf else p
+
+
+@njit(**_PLAIN)
+def count_infinite(tok, n, lam, k, w, a, b, lo, hi, hosts, lam_g, active_g):
+    """Pages whose rate is infinite at their multiplier; per host (active_g) or, last entry, the rest."""
+    n_groups = lam_g.shape[0]
+    out = np.zeros(n_groups + 1)
+    use_hosts = hosts.shape[0] > 0
+    for i in range(n):
+        g = n_groups
+        L = lam
+        if use_hosts:
+            h = hosts[i]
+            if h >= 0 and active_g[h]:
+                g = h
+                L = lam_g[h]
+        p, dp = _resp_t(tok, _get(k, i), L, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        if p == np.inf:
+            out[g] += 1.0
+    return out
+
+
 @njit(**_LOOP)
 def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
     """Rates p(λ) + p'(λ) dλ, or p(λ) + θ (p(λ2) - p(λ)) at a jump; clipped to the bounds."""
@@ -758,7 +790,7 @@ def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
             ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
             p, dp = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
             p2, dp2 = _resp_t(tok, ki, lam2, wi, ai, bi, lo_i, hi_i)
-            out[i] = min(max(p + theta * (p2 - p), lo_i), hi_i)
+            out[i] = min(max(_jump(p, p2, theta), lo_i), hi_i)
     else:
         for i in range(out.shape[0]):
             lo_i, hi_i = _get(lo, i), _get(hi, i)
@@ -779,7 +811,7 @@ def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, host
         p, dp = _resp_t(tok, ki, L, wi, ai, bi, lo_i, hi_i)
         if th != 0.0:
             p2, dp2 = _resp_t(tok, ki, L2, wi, ai, bi, lo_i, hi_i)
-            v = p + th * (p2 - p)
+            v = _jump(p, p2, th)
         else:
             v = p + dp * dl
         out[i] = min(max(v, lo_i), hi_i)

@@ -88,6 +88,9 @@ class _KernelProblem:
     def global_breakpoint(self, la, lb, lt, hosts, lamhat):
         return K.global_breakpoint(self.tok, self.n, la, lb, lt, *self._args(), hosts, lamhat)
 
+    def count_infinite(self, lam, hosts, lam_g, active_g):
+        return K.count_infinite(self.tok, self.n, lam, *self._args(), hosts, lam_g, active_g)
+
     def host_sums(self, lam, hosts, n_hosts):
         return K.host_sums_at(self.tok, self.n, lam, *self._args(), hosts, n_hosts)
 
@@ -276,12 +279,14 @@ class _NumpyProblem:
 class _Roots:
     """Outcome of a vectorised root-find: per group λ, and how to finish the rates."""
 
-    __slots__ = ("lam", "lam2", "theta", "dlam", "n_iter", "converged")
+    __slots__ = ("lam", "lam2", "theta", "dlam", "n_iter", "converged", "inf_jump", "gap")
 
     def __init__(self, G):
         self.lam = np.zeros(G)
         self.lam2 = np.zeros(G)
         self.theta = np.zeros(G)
+        self.inf_jump = np.zeros(G, dtype=bool)  # collapsed onto a jump to an infinite Σp
+        self.gap = np.zeros(G)  # target - S(λb) at such a jump
         self.dlam = np.zeros(G)
         self.n_iter = 0
         self.converged = np.zeros(G, dtype=bool)
@@ -309,6 +314,7 @@ def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None) -> _Roots:
     done = np.zeros(G, dtype=bool)
     prev = np.full(G, np.inf)
     slow = np.zeros(G, dtype=np.int64)
+    grow = np.full(G, 2.0 * np.sqrt(2.0))  # squared before use: first expansion by 8
     last_s = np.zeros(G)
     last_ds = np.zeros(G)
     last_lam = lam.copy()
@@ -344,7 +350,9 @@ def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None) -> _Roots:
                 out.lam[jump] = lb[jump]
                 out.lam2[jump] = la[jump]
                 gap = s_a[jump] - s_b[jump]
-                out.theta[jump] = np.where(gap > 0, (target[jump] - s_b[jump]) / gap, 0.0)
+                out.theta[jump] = np.where((gap > 0) & np.isfinite(gap), (target[jump] - s_b[jump]) / gap, 0.0)
+                out.inf_jump[jump] = ~np.isfinite(s_a[jump])
+                out.gap[jump] = target[jump] - s_b[jump]
                 out.converged[jump] = True
                 done |= jump
                 act &= ~jump
@@ -385,19 +393,23 @@ def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None) -> _Roots:
                 l_bis = np.where(lb - la <= 1e-3 * lb, 0.5 * (la + lb), mid)
                 ln = np.where(at_a, right, np.where(has, e_in, np.where(sing, l_sing, np.where(need, l_bis, ln))))
                 ln = np.where(need & ~((ln > la) & (ln < lb)), 0.5 * (la + lb), ln)
+            # no bracket yet: Newton, else expand by a factor that squares at each expansion
             only_a = act & (la > 0) & ~np.isfinite(lb)
-            ln = np.where(only_a & ~(ok & (ln > lam)), lam * 8.0, ln)
-            ln = np.where(only_a, np.minimum(ln, lam * 1e12), ln)
             only_b = act & ~(la > 0) & np.isfinite(lb)
-            ln = np.where(only_b & ~(ok & (ln < lam)), lam / 8.0, ln)
-            ln = np.where(only_b, np.maximum(ln, lam * 1e-12), ln)
+            expand_a = only_a & ~(ok & (ln > lam))
+            expand_b = only_b & ~(ok & (ln < lam))
+            grow = np.where(expand_a | expand_b, np.minimum(grow * grow, 1e30), 8.0)
+            ln = np.where(expand_a, lam * grow, np.where(expand_b, lam / grow, ln))
+            ln = np.where(only_a, np.minimum(ln, lam * 1e30), ln)
+            ln = np.where(only_b, np.maximum(ln, lam * 1e-30), ln)
             lam = np.where(act, ln, lam)
     left_g = ~done
-    if left_g.any():
-        out.lam[left_g] = last_lam[left_g]
-        err = last_s[left_g] - target[left_g]
-        out.dlam[left_g] = np.where(last_ds[left_g] < 0, -err / last_ds[left_g], 0.0)
-    out.dlam = np.where(np.isfinite(out.dlam), out.dlam, 0.0)
+    with np.errstate(all="ignore"):
+        if left_g.any():
+            out.lam[left_g] = last_lam[left_g]
+            err = last_s[left_g] - target[left_g]
+            out.dlam[left_g] = np.where(last_ds[left_g] < 0, -err / last_ds[left_g], 0.0)
+        out.dlam = np.where(np.isfinite(out.dlam), out.dlam, 0.0)
     return out
 
 
@@ -462,6 +474,9 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         converged &= bool(roots.converged.all())
         lam, dlam = float(roots.lam[0]), float(roots.dlam[0])
         lam2, theta = float(roots.lam2[0]), float(roots.theta[0])
+        if roots.inf_jump[0]:
+            count = prob.count_infinite(lam2, hosts, lamhat, np.zeros(n_hosts, dtype=np.bool_))[-1]
+            theta = -float(roots.gap[0]) / max(count, 1.0)
         bind = np.zeros(n_hosts, dtype=bool)
         if use_hosts:
             # hosts whose cap binds at λ (at the lower end of a jump, when the root sits on one)
@@ -473,12 +488,19 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         lamhat[idx] = roots.lam
         h_lam2[idx] = roots.lam2
         h_theta[idx] = roots.theta
+        if roots.inf_jump.any():
+            act = np.zeros(n_hosts, dtype=np.bool_)
+            act[idx] = True
+            lam_g = np.zeros(n_hosts)
+            lam_g[idx] = roots.lam2
+            count = prob.count_infinite(0.0, hosts, lam_g, act)[:n_hosts][idx]
+            h_theta[idx] = np.where(roots.inf_jump, -roots.gap / np.maximum(count, 1.0), roots.theta)
         h_dlam[idx] = roots.dlam
         n_iter += roots.n_iter
         converged &= bool(roots.converged.all())
     prob.final(p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
     if budget > s0_total:
-        _spread_leftover(prob, p, budget, hosts, caps, tol, max_iter)
+        _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter)
     # the multipliers of the returned rates include the final first-order correction
     lam_out = lam + dlam
     lamhat_out = np.where(np.isfinite(lamhat) & (lamhat > lam), lamhat + h_dlam, lamhat)
@@ -495,12 +517,24 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
     act_all = np.zeros(n_hosts, dtype=np.bool_)
     act_all[idx] = True
     pages = np.flatnonzero(act_all[np.maximum(hosts, 0)] & (hosts >= 0))
-    lam_all = np.full(n_hosts, max(lam, np.finfo(float).tiny))
-    s, ds = prob.group_sums(lam_all, act_all, hosts, pages)
-    with np.errstate(all="ignore"):
-        lam0 = lam_all[idx] * np.exp(np.log(s[idx] / caps[idx]) * s[idx] / (-lam_all[idx] * ds[idx]))
-    lam0 = np.where(np.isfinite(lam0) & (lam0 > lam_all[idx]), lam0, 2.0 * lam_all[idx])
     counts = np.bincount(hosts[pages], minlength=n_hosts).astype(np.float64)
+    lam_all = np.zeros(n_hosts)
+    if lam > 0:
+        # one log-log Newton step from λ, where the cap is exceeded
+        lam_all[:] = lam
+        s, ds = prob.group_sums(lam_all, act_all, hosts, pages)
+        with np.errstate(all="ignore"):
+            lam0 = lam * np.exp(np.log(s[idx] / caps[idx]) * s[idx] / (-lam * ds[idx]))
+        ok = np.isfinite(lam0) & (lam0 > lam)
+    else:
+        lam0 = np.zeros(idx.size)
+        ok = np.zeros(idx.size, dtype=bool)
+    if not ok.all():
+        # the marginal value at the even split of the cap over the host's pages
+        p_g = np.zeros(n_hosts + 1)
+        p_g[:n_hosts] = caps / np.maximum(counts, 1.0)
+        guess = prob.mean_marginal(p_g, hosts, n_hosts + 1)[:n_hosts][idx]
+        lam0 = np.where(ok, lam0, np.maximum(guess, 2.0 * lam))
     state = {"pages": pages}
 
     def eval_hosts(lam_v, act):
@@ -549,18 +583,24 @@ def _initial_lambda(prob, budget, tol):
     return prob.mean_marginal(np.array([budget / n]), _EMPTY_HOSTS, 1)
 
 
-def _spread_leftover(prob, p, budget, hosts, caps, tol, max_iter):
-    """λ = 0: spread what the valued pages cannot take evenly over the zero-value pages (max Σ log p)."""
+def _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter):
+    """λ = 0: spread what the valued pages cannot take evenly over the zero-value pages (max Σ log p).
+
+    Hosts whose cap already binds on their valued pages (``bind``) keep their zero-value pages at p_min.
+    """
     zero = ~prob.active()
     idx = np.flatnonzero(zero)
     lo_z, hi_z = prob.take(idx)
+    lo_arr = np.broadcast_to(np.asarray(lo_z, dtype=np.float64), (idx.size,))
     n_hosts = caps.shape[0]
-    used = budget - float(np.sum(p)) + float(np.sum(p[idx]))
+    valued = ~zero
+    used = max(budget - float(np.sum(p[valued])), float(np.sum(lo_arr)))
     if n_hosts and hosts.shape[0]:
         h_all = np.where(hosts >= 0, hosts, n_hosts)
-        room = np.bincount(h_all, weights=p, minlength=n_hosts + 1)[:n_hosts]
-        room -= np.bincount(h_all[idx], weights=p[idx], minlength=n_hosts + 1)[:n_hosts]
-        caps_z = np.where(np.isfinite(caps), np.maximum(caps - room, 0.0), np.inf)
+        taken = np.bincount(h_all[valued], weights=p[valued], minlength=n_hosts + 1)[:n_hosts]
+        low_z = np.bincount(h_all[idx], weights=lo_arr, minlength=n_hosts + 1)[:n_hosts]
+        caps_z = np.where(np.isfinite(caps), np.maximum(caps - taken, low_z), np.inf)
+        caps_z = np.where(bind, low_z, caps_z)
         hosts_z = np.ascontiguousarray(hosts[idx])
     else:
         caps_z = caps

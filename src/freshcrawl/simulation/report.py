@@ -57,7 +57,27 @@ def results_table(results: Sequence[SimulationResult]) -> pd.DataFrame:
 
 
 def timeseries_table(results: Sequence[SimulationResult]) -> pd.DataFrame:
-    """Per policy and planning period: start and end (days), freshness, age (days), H, visits."""
+    """Per policy and planning period: the period and its metrics.
+
+    Parameters
+    ----------
+    results : sequence of SimulationResult
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``policy``, ``t_start`` and ``t_end`` (days), ``freshness`` (fraction), ``age_days``,
+        ``harmonic_staleness``, ``visits``; one row per policy and period.
+
+    Examples
+    --------
+    >>> from freshcrawl.environments import PoissonEnvironment
+    >>> from freshcrawl.policies.baselines import make_uniform
+    >>> from freshcrawl.simulation import simulate
+    >>> res = simulate(make_uniform(None, None), PoissonEnvironment([1.0], end=3.0), 2.0, rng=0)
+    >>> timeseries_table([res])[["t_start", "t_end", "visits"]].values.tolist()
+    [[0.0, 1.0, 2.0], [1.0, 2.0, 2.0], [2.0, 3.0, 2.0]]
+    """
     parts = [
         pd.DataFrame(
             {
@@ -76,7 +96,20 @@ def timeseries_table(results: Sequence[SimulationResult]) -> pd.DataFrame:
 
 
 def plot_freshness(results: Sequence[SimulationResult], path: Path, *, title: str = "") -> None:
-    """PNG of each policy's freshness per period (7-period moving average) against time in days."""
+    """Write a PNG of each policy's freshness per period against time.
+
+    Parameters
+    ----------
+    results : sequence of SimulationResult
+    path : Path
+        PNG file to write.
+    title : str, optional
+        Plot title.
+
+    Notes
+    -----
+    x: days since the window start; y: freshness per period, 7-period centred moving average.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,7 +131,23 @@ def plot_freshness(results: Sequence[SimulationResult], path: Path, *, title: st
 
 
 def plot_delta(results: Sequence[SimulationResult], path: Path, *, title: str = "") -> bool:
-    """PNG, log-log, of each estimating policy's final Δ̂ against the true Δ; False if none estimates."""
+    """Write a log-log PNG of each estimating policy's final Δ̂ against the true Δ (changes/day).
+
+    Pages with Δ = 0, Δ̂ = 0 or no estimate (NaN) cannot be drawn on log axes and are left out.
+
+    Parameters
+    ----------
+    results : sequence of SimulationResult
+    path : Path
+        PNG file to write.
+    title : str, optional
+        Plot title.
+
+    Returns
+    -------
+    bool
+        False, and nothing written, when no result carries estimates.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -133,7 +182,18 @@ def plot_delta(results: Sequence[SimulationResult], path: Path, *, title: str = 
 def write_report(results: Sequence[SimulationResult], out_dir: Path, *, title: str = "") -> list[Path]:
     """Write ``results.csv``, ``timeseries.csv``, ``freshness.png`` and ``delta.png`` into ``out_dir``.
 
-    Returns the paths written.
+    Parameters
+    ----------
+    results : sequence of SimulationResult
+    out_dir : Path
+        Folder, created if missing.
+    title : str, optional
+        Title of the plots.
+
+    Returns
+    -------
+    list of Path
+        The files written (``delta.png`` only when a policy estimates Δ).
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -36,7 +36,7 @@ def read_pages(path: Path) -> pd.DataFrame:
         If a column is missing or a value cannot be read; the message names the column and the row.
     """
     try:
-        df = pd.read_csv(path, dtype={"page": str, "host": str}, keep_default_na=False, na_values=[])
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError as err:
         raise ValueError(f"{path}: empty file; expected a CSV with columns page,delta") from err
     for col in ("page", "delta"):
@@ -46,7 +46,7 @@ def read_pages(path: Path) -> pd.DataFrame:
         raise ValueError(f"{path}: no pages")
     for col in ("delta", "weight"):
         if col in df.columns:
-            values = pd.to_numeric(df[col], errors="coerce")
+            values = pd.to_numeric(df[col].str.strip(), errors="coerce")
             bad = values.isna().to_numpy() | ~np.isfinite(values.to_numpy(dtype=float)) | (values.to_numpy() < 0)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])

@@ -211,3 +211,17 @@ def test_visits_planned_past_the_window_end_are_dropped():
                    replan_every=0.7)
     res = simulate(pol, env, 10.0, rng=0)
     assert res.visits == 5  # 0.1, 0.65, 0.8, 1.35, 1.5 (and not 2.05)
+
+
+@settings(max_examples=25)
+@given(st.integers(1, 5), st.floats(0.5, 10.0), st.integers(0, 2**31 - 1))
+def test_bursty_visit_plans_are_held_to_the_budget_by_the_bucket(n, budget, seed):
+    # a plan that asks for twice its share, all in a burst at the end of each period
+    def burst(now, alive, ctx):
+        m = int(np.ceil(2 * budget)) + n
+        r = np.random.default_rng(int(now * 1000) + seed)
+        times = np.sort(now + 0.9 + 0.1 * r.random(m) * 0.999)
+        return VisitPlan(pages=r.integers(0, n, m), times=times)
+
+    t = visit_times(burst, n, budget, 6.0, "periodic", seed)
+    assert max_window_excess(t, budget) <= n + 1e-9

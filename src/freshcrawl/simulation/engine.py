@@ -226,7 +226,7 @@ def simulate(
             t1 = env.end
         alive = env.alive_between(t0, t1)
         plan = policy.plan(t0, alive.copy())
-        # visits grouped by page (gp, gt); tpos lists them in time order (ties by page)
+        # visits grouped by page (gp, gt), in time order within a page; gt[tpos] is in time order
         if isinstance(plan, RatePlan):
             rates = _rates_from_plan(plan, policy.name, alive, budget)
             lo = np.maximum(env.born, t0)

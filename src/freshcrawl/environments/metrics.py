@@ -108,7 +108,7 @@ def advance_kernel(pages, times, checkpoint, died, mode, delta, rng, offsets, ct
     timeline is cut at its visits and at the checkpoint; on each piece [a, e) the changes before e are
     passed once (with a visit at e, the changes at e too: a visit sees a change made at its own time),
     and the integrals of freshness, age and H(n) over the piece are added to ``acc``. One loop with the
-    piece logic written once: helper calls taking the state arrays would cost reference counting on
+    piece logic written once: calling a small function with the state arrays would cost reference counting on
     every piece.
     """
     m = pages.shape[0]

@@ -28,17 +28,33 @@ def timed(label, policy, env, budget, rows, **kw):
     t = time.perf_counter()
     res = simulate(make_policy(policy, PolicyOptions()), env, budget, rng=0, **kw)
     dt = time.perf_counter() - t
-    rows.append((label, policy, f"{res.visits:,}", f"{dt:.1f}", f"{res.visits / dt / 1e6:.2f}", f"{res.freshness:.4f}"))
+    rows.append(
+        (
+            label,
+            policy,
+            f"{res.visits:,}",
+            f"{dt:.1f}",
+            f"{res.visits / dt / 1e6:.2f}",
+            f"{res.freshness:.4f}",
+        )
+    )
     print(f"  {label} {policy}: {dt:.1f} s", flush=True)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tldr", help="prefix of the tldr change history (PREFIX.changes.csv.gz, PREFIX.pages.csv)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--tldr", help="prefix of the tldr change history (PREFIX.changes.csv.gz, PREFIX.pages.csv)"
+    )
     ap.add_argument("--pages", type=int, default=1_000_000, help="synthetic pages (default 10^6)")
     ap.add_argument("--policies", default="uniform,learned", help="policies of the replay case")
-    ap.add_argument("--synthetic-policies", default="uniform,learned:sa-interval",
-                    help="policies of the synthetic case")
+    ap.add_argument(
+        "--synthetic-policies",
+        default="uniform,learned:sa-interval",
+        help="policies of the synthetic case",
+    )
     args = ap.parse_args()
     policies = args.policies.split(",")
     synthetic_policies = args.synthetic_policies.split(",")
@@ -53,7 +69,13 @@ def main() -> None:
         print(f"  read {args.tldr}: {time.perf_counter() - t:.1f} s", flush=True)
         env = ReplayEnvironment(history, history.last - 365.0, history.last)
         for pol in policies:
-            timed(f"tldr ({history.n_pages:,} pages), 1 year, B = 10,000/day", pol, env, 10_000.0, rows)
+            timed(
+                f"tldr ({history.n_pages:,} pages), 1 year, B = 10,000/day",
+                pol,
+                env,
+                10_000.0,
+                rows,
+            )
     n = args.pages
     rng = np.random.default_rng(0)
     delta = np.exp(rng.normal(np.log(0.5), 1.0, n))

@@ -20,7 +20,16 @@ def run(args):
 
 
 def test_json_lists_every_policy_with_ratios(data_dir):
-    res = run([*BASE, "--trace", str(data_dir / "ota-pga-versions"), "--policy", "learned:mle-binned,nutch", "--json"])
+    res = run(
+        [
+            *BASE,
+            "--trace",
+            str(data_dir / "ota-pga-versions"),
+            "--policy",
+            "learned:mle-binned,nutch",
+            "--json",
+        ]
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     names = [p["policy"] for p in out["policies"]]
@@ -28,8 +37,15 @@ def test_json_lists_every_policy_with_ratios(data_dir):
     by = {p["policy"]: p for p in out["policies"]}
     assert by["oracle"]["ratio_to_oracle"] == 1.0 and by["uniform"]["ratio_to_uniform"] == 1.0
     for p in out["policies"]:
-        assert set(p) == {"policy", "freshness", "age_days", "harmonic_staleness", "visits", "ratio_to_oracle",
-                          "ratio_to_uniform"}
+        assert set(p) == {
+            "policy",
+            "freshness",
+            "age_days",
+            "harmonic_staleness",
+            "visits",
+            "ratio_to_oracle",
+            "ratio_to_uniform",
+        }
         assert 0.0 <= p["freshness"] <= 1.0 and p["age_days"] >= 0 and p["harmonic_staleness"] >= 0
         # 30 days at 20/day, at most one extra visit per page (133 pages)
         assert p["visits"] <= 20 * 30 + 133
@@ -42,7 +58,10 @@ def test_same_seed_same_output_and_files(tmp_path):
     assert a.exit_code == 0 and a.stdout == b.stdout
     files = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert files == ["delta.png", "freshness.png", "results.csv", "timeseries.csv"] or files == [
-        "freshness.png", "results.csv", "timeseries.csv"]
+        "freshness.png",
+        "results.csv",
+        "timeseries.csv",
+    ]
     results = pd.read_csv(tmp_path / "a" / "results.csv")
     assert results["policy"].tolist() == ["heritrix", "oracle", "uniform"]
     ts = pd.read_csv(tmp_path / "a" / "timeseries.csv")
@@ -96,15 +115,31 @@ def test_bad_input_clear_error_and_no_output(tmp_path, args, match):
 def test_bad_history_names_the_line(tmp_path, changes, match):
     trace = write_trace(tmp_path, changes)
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, ["simulate", "--trace", trace, "--budget", "1/day", "--out", str(out)])
+    res = CliRunner().invoke(
+        main, ["simulate", "--trace", trace, "--budget", "1/day", "--out", str(out)]
+    )
     assert res.exit_code != 0 and match in res.output
     assert not out.exists()
 
 
 def test_any_history_in_the_format_works(tmp_path):
-    trace = write_trace(tmp_path, "page,time\na,86400\na,172800\n",
-                        "page,born,died,n_changes\na,0,,2\nb,0,,0\n")
-    res = run(["simulate", "--trace", trace, "--budget", "1/day", "--days", "2", "--json", "--policy", "uniform"])
+    trace = write_trace(
+        tmp_path, "page,time\na,86400\na,172800\n", "page,born,died,n_changes\na,0,,2\nb,0,,0\n"
+    )
+    res = run(
+        [
+            "simulate",
+            "--trace",
+            trace,
+            "--budget",
+            "1/day",
+            "--days",
+            "2",
+            "--json",
+            "--policy",
+            "uniform",
+        ]
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["policies"][0]["visits"] <= 2 + 2
 
@@ -113,8 +148,22 @@ def test_policy_all_runs_every_registered_policy():
     from freshcrawl.policies import policy_names
     from freshcrawl.policies.learned import DEFAULT_ESTIMATOR
 
-    res = run(["simulate", "--trace", TRACE, "--budget", "20/day", "--start", "2024-01-01", "--days", "10",
-               "--policy", "all", "--json"])
+    res = run(
+        [
+            "simulate",
+            "--trace",
+            TRACE,
+            "--budget",
+            "20/day",
+            "--start",
+            "2024-01-01",
+            "--days",
+            "10",
+            "--policy",
+            "all",
+            "--json",
+        ]
+    )
     assert res.exit_code == 0, res.output
     names = [p["policy"] for p in json.loads(res.stdout)["policies"]]
     expected = [f"learned:{DEFAULT_ESTIMATOR}" if n == "learned" else n for n in policy_names()]
@@ -125,8 +174,18 @@ def test_policy_all_runs_every_registered_policy():
 @pytest.mark.parametrize("budget", ["5/day", "20/day"])
 def test_learned_close_to_the_oracle_on_the_whole_ota_history(budget):
     # the goal stated for the shipped histories: learned within 10% of the oracle, ahead of uniform
-    res = run(["simulate", "--trace", TRACE, "--budget", budget, "--policy", "learned,nutch,stormcrawler,heritrix",
-               "--json"])
+    res = run(
+        [
+            "simulate",
+            "--trace",
+            TRACE,
+            "--budget",
+            budget,
+            "--policy",
+            "learned,nutch,stormcrawler,heritrix",
+            "--json",
+        ]
+    )
     assert res.exit_code == 0, res.output
     by = {p["policy"]: p for p in json.loads(res.stdout)["policies"]}
     learned = next(v for k, v in by.items() if k.startswith("learned:"))

@@ -10,7 +10,9 @@ from freshcrawl.environments import ReplayEnvironment
 from freshcrawl.traces.history import ChangeHistory
 
 START, END = 0.0, 10.0
-times_st = st.lists(st.floats(-3.0, 13.0, allow_nan=False).map(lambda x: round(x, 2)), max_size=8, unique=True)
+times_st = st.lists(
+    st.floats(-3.0, 13.0, allow_nan=False).map(lambda x: round(x, 2)), max_size=8, unique=True
+)
 
 
 @st.composite
@@ -19,7 +21,11 @@ def pages(draw):
     died = draw(st.one_of(st.just(np.inf), st.floats(born + 0.01, 14.0).map(lambda x: round(x, 2))))
     changes = sorted(t for t in draw(times_st) if born < t)
     lo, hi = max(born, START), min(died, END)
-    visits = sorted(draw(st.lists(st.floats(lo, hi).filter(lambda t: lo <= t < hi), max_size=6))) if lo < hi else []
+    visits = (
+        sorted(draw(st.lists(st.floats(lo, hi).filter(lambda t: lo <= t < hi), max_size=6)))
+        if lo < hi
+        else []
+    )
     return born, died, changes, visits
 
 
@@ -73,7 +79,9 @@ def test_integrals_match_brute_force_and_split_exactly(page_list, checkpoints):
         done = k
         parts.append(env.checkpoint(c))
     ref = np.sum([reference(*p) for p in page_list], axis=0)
-    got = np.array([sum(getattr(p, f) for p in parts) for f in ("fresh", "age", "harmonic", "alive")])
+    got = np.array(
+        [sum(getattr(p, f) for p in parts) for f in ("fresh", "age", "harmonic", "alive")]
+    )
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
     assert 0.0 <= got[0] <= got[3] + 1e-12  # fresh time never exceeds alive time
     assert got[1] >= 0.0 and got[2] >= 0.0

@@ -26,8 +26,10 @@ def _parse_start(text: str) -> float:
     try:
         ts = pd.Timestamp(text)
     except (ValueError, TypeError) as err:
-        raise click.BadParameter(f"must be an ISO date such as 2024-01-31 or unix seconds; got {text!r}",
-                                 param_hint="--start") from err
+        raise click.BadParameter(
+            f"must be an ISO date such as 2024-01-31 or unix seconds; got {text!r}",
+            param_hint="--start",
+        ) from err
     if ts is pd.NaT:
         raise click.BadParameter(f"must be a date; got {text!r}", param_hint="--start")
     if ts.tzinfo is None:
@@ -56,26 +58,72 @@ def _fmt_date(days: float) -> str:
 
 
 @click.command("simulate")
-@click.option("--trace", "trace", required=True, metavar="PREFIX",
-              help="Change history: reads PREFIX.changes.csv.gz and PREFIX.pages.csv.")
-@click.option("--budget", required=True, metavar="RATE", help="Crawl budget B, e.g. 50/day, 2/hour.")
-@click.option("--start", default=None, metavar="DATE",
-              help="Window start (ISO date, UTC, or unix seconds); default the start of the history.")
-@click.option("--days", type=float, default=None, help="Window length in days; default up to the end of the history.")
-@click.option("--policy", "policy_text", default="all", show_default=True,
-              help="Comma-separated policies (learned:<estimator>, oracle, uniform, proportional, nutch, "
-                   "stormcrawler, heritrix, ...) or 'all'. Oracle and uniform are always run.")
-@click.option("--objective", default=None,
-              help="Allocation objective of learned and oracle; default freshness-periodic, or "
-                   "freshness-poisson with --visits poisson.")
-@click.option("--visits", type=click.Choice(["periodic", "poisson"]), default="periodic", show_default=True,
-              help="How visit rates become visit times.")
-@click.option("--replan-every", type=float, default=1.0, show_default=True, help="Days between re-plans (P).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed; the same seed gives the same result.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write results.csv, timeseries.csv and PNG plots into this folder.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
-def simulate(trace, budget, start, days, policy_text, objective, visits, replan_every, seed, out_dir, as_json):
+@click.option(
+    "--trace",
+    "trace",
+    required=True,
+    metavar="PREFIX",
+    help="Change history: reads PREFIX.changes.csv.gz and PREFIX.pages.csv.",
+)
+@click.option(
+    "--budget", required=True, metavar="RATE", help="Crawl budget B, e.g. 50/day, 2/hour."
+)
+@click.option(
+    "--start",
+    default=None,
+    metavar="DATE",
+    help="Window start (ISO date, UTC, or unix seconds); default the start of the history.",
+)
+@click.option(
+    "--days",
+    type=float,
+    default=None,
+    help="Window length in days; default up to the end of the history.",
+)
+@click.option(
+    "--policy",
+    "policy_text",
+    default="all",
+    show_default=True,
+    help="Comma-separated policies (learned:<estimator>, oracle, uniform, proportional, nutch, "
+    "stormcrawler, heritrix, ...) or 'all'. Oracle and uniform are always run.",
+)
+@click.option(
+    "--objective",
+    default=None,
+    help="Allocation objective of learned and oracle; default freshness-periodic, or "
+    "freshness-poisson with --visits poisson.",
+)
+@click.option(
+    "--visits",
+    type=click.Choice(["periodic", "poisson"]),
+    default="periodic",
+    show_default=True,
+    help="How visit rates become visit times.",
+)
+@click.option(
+    "--replan-every", type=float, default=1.0, show_default=True, help="Days between re-plans (P)."
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Random seed; the same seed gives the same result.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write results.csv, timeseries.csv and PNG plots into this folder.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table."
+)
+def simulate(
+    trace, budget, start, days, policy_text, objective, visits, replan_every, seed, out_dir, as_json
+):
     """Replay a change history and compare recrawl policies under the same visit budget.
 
     Prints, per policy: freshness (time- and page-averaged fraction of fresh pages), mean age (days),
@@ -89,7 +137,8 @@ def simulate(trace, budget, start, days, policy_text, objective, visits, replan_
     from freshcrawl.environments import ReplayEnvironment
     from freshcrawl.errors import FreshcrawlError, UnknownNameError
     from freshcrawl.policies import PolicyOptions, make_policy
-    from freshcrawl.simulation import results_table, simulate as run_simulation, write_report
+    from freshcrawl.simulation import results_table, write_report
+    from freshcrawl.simulation import simulate as run_simulation
     from freshcrawl.traces.history import read_history
     from freshcrawl.units import parse_rate
 
@@ -98,9 +147,13 @@ def simulate(trace, budget, start, days, policy_text, objective, visits, replan_
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--budget") from err
     if not rate > 0 or not math.isfinite(rate):
-        raise click.BadParameter(f"must be > 0 visits per day; got {budget!r}", param_hint="--budget")
+        raise click.BadParameter(
+            f"must be > 0 visits per day; got {budget!r}", param_hint="--budget"
+        )
     if not (math.isfinite(replan_every) and replan_every > 0):
-        raise click.BadParameter(f"must be finite and > 0 days; got {replan_every!r}", param_hint="--replan-every")
+        raise click.BadParameter(
+            f"must be finite and > 0 days; got {replan_every!r}", param_hint="--replan-every"
+        )
     if days is not None and not (math.isfinite(days) and days > 0):
         raise click.BadParameter(f"must be finite and > 0 days; got {days!r}", param_hint="--days")
     if objective is None:
@@ -116,8 +169,10 @@ def simulate(trace, budget, start, days, policy_text, objective, visits, replan_
     except ImportError:
         OBJECTIVES = None
     if OBJECTIVES is not None and objective not in OBJECTIVES:
-        raise click.BadParameter(f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}",
-                                 param_hint="--objective")
+        raise click.BadParameter(
+            f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}",
+            param_hint="--objective",
+        )
 
     try:
         history = read_history(trace)
@@ -137,8 +192,14 @@ def simulate(trace, budget, start, days, policy_text, objective, visits, replan_
 
     err_console = Console(stderr=True)
     results = []
-    with Progress(TextColumn("{task.description:<24}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-                  TimeElapsedColumn(), console=err_console, transient=as_json) as progress:
+    with Progress(
+        TextColumn("{task.description:<24}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f}%"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=as_json,
+    ) as progress:
         for k, policy in enumerate(policies):
             task = progress.add_task(policy.name, total=t1 - t0)
 
@@ -146,8 +207,16 @@ def simulate(trace, budget, start, days, policy_text, objective, visits, replan_
                 progress.update(task, completed=t - t0)
 
             try:
-                results.append(run_simulation(policy, env, rate, visits=visits, rng=np.random.default_rng([seed, k]),
-                                              on_period=advance))
+                results.append(
+                    run_simulation(
+                        policy,
+                        env,
+                        rate,
+                        visits=visits,
+                        rng=np.random.default_rng([seed, k]),
+                        on_period=advance,
+                    )
+                )
             except (FreshcrawlError, ValueError, TypeError) as err:
                 raise click.ClickException(f"policy {policy.name!r} failed: {err}") from err
 
@@ -165,16 +234,43 @@ def simulate(trace, budget, start, days, policy_text, objective, visits, replan_
 
     if as_json:
         records = table.drop(columns=["changes_detected"]).to_dict(orient="records")
-        click.echo(json.dumps({"policies": [{k: (None if isinstance(v, float) and math.isnan(v) else v)
-                                             for k, v in r.items()} for r in records]}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "policies": [
+                        {
+                            k: (None if isinstance(v, float) and math.isnan(v) else v)
+                            for k, v in r.items()
+                        }
+                        for r in records
+                    ]
+                },
+                indent=2,
+            )
+        )
         return
-    out = Table(title=f"{Path(trace).name}: {_fmt_date(t0)} .. {_fmt_date(t1)} ({t1 - t0:.0f} days), "
-                      f"{history.n_pages} pages, budget {rate:g}/day, {visits} visits")
-    for col, justify in [("policy", "left"), ("freshness", "right"), ("age (days)", "right"),
-                         ("harmonic staleness", "right"), ("visits", "right"),
-                         ("÷ oracle", "right"), ("÷ uniform", "right")]:
+    out = Table(
+        title=f"{Path(trace).name}: {_fmt_date(t0)} .. {_fmt_date(t1)} ({t1 - t0:.0f} days), "
+        f"{history.n_pages} pages, budget {rate:g}/day, {visits} visits"
+    )
+    for col, justify in [
+        ("policy", "left"),
+        ("freshness", "right"),
+        ("age (days)", "right"),
+        ("harmonic staleness", "right"),
+        ("visits", "right"),
+        ("÷ oracle", "right"),
+        ("÷ uniform", "right"),
+    ]:
         out.add_column(col, justify=justify)
     for r in table.itertuples(index=False):
-        out.add_row(r.policy, f"{r.freshness:.4f}", f"{r.age_days:.3f}", f"{r.harmonic_staleness:.4f}",
-                    f"{r.visits:,}", f"{r.ratio_to_oracle:.3f}", f"{r.ratio_to_uniform:.3f}")
+        out.add_row(
+            r.policy,
+            f"{r.freshness:.4f}",
+            f"{r.age_days:.3f}",
+            f"{r.harmonic_staleness:.4f}",
+            f"{r.visits:,}",
+            f"{r.ratio_to_oracle:.3f}",
+            f"{r.ratio_to_uniform:.3f}",
+        )
     Console(width=120).print(out)

@@ -99,7 +99,9 @@ class SimulatedEnvironment:
         """Pages alive at some time of ``[t0, t1)`` (bool, shape (n_pages,))."""
         return (self.born < t1) & (self.died > t0)
 
-    def visit(self, pages: ArrayLike, times: ArrayLike, *, grouped: bool = False) -> NDArray[np.bool_]:
+    def visit(
+        self, pages: ArrayLike, times: ArrayLike, *, grouped: bool = False
+    ) -> NDArray[np.bool_]:
         """Visit ``pages`` at ``times`` and say which changed since their previous visit.
 
         Parameters
@@ -148,7 +150,9 @@ class SimulatedEnvironment:
                     f"visits must have {what}; visit {k} (page {pages[k]}, {times[k]!r}) comes after "
                     f"(page {pages[k - 1]}, {times[k - 1]!r})"
                 )
-            t_lo, t_hi = (float(times.min()), float(times.max())) if grouped else (times[0], times[-1])
+            t_lo, t_hi = (
+                (float(times.min()), float(times.max())) if grouped else (times[0], times[-1])
+            )
             if t_lo < self._last_time or t_hi > self.end:
                 raise ValueError(
                     f"times must lie in [{self._last_time}, {self.end}] days (not before the last visit or "
@@ -167,9 +171,27 @@ class SimulatedEnvironment:
         return changed
 
     def _advance(self, pages, times, checkpoint, changed) -> None:
-        advance_kernel(pages, times, checkpoint, self.died, self._mode, self._delta, self._rng,
-                       self._offsets, self._ctimes, self._ptr, self._nxt, self._n_unseen, self._h_unseen,
-                       self._first_unseen, self._cursor, self._synced, self.weights, self._acc, changed)
+        advance_kernel(
+            pages,
+            times,
+            checkpoint,
+            self.died,
+            self._mode,
+            self._delta,
+            self._rng,
+            self._offsets,
+            self._ctimes,
+            self._ptr,
+            self._nxt,
+            self._n_unseen,
+            self._h_unseen,
+            self._first_unseen,
+            self._cursor,
+            self._synced,
+            self.weights,
+            self._acc,
+            changed,
+        )
 
     def checkpoint(self, t: float) -> Integrals:
         """Integrate every page up to ``t`` (days) and return the integrals since the last checkpoint.
@@ -181,7 +203,9 @@ class SimulatedEnvironment:
         """
         if not (self._last_time <= t <= self.end):
             raise ValueError(f"t must be in [{self._last_time}, {self.end}] days; got {t!r}")
-        self._advance(np.empty(0, dtype=np.intp), np.empty(0), float(t), np.empty(0, dtype=np.bool_))
+        self._advance(
+            np.empty(0, dtype=np.intp), np.empty(0), float(t), np.empty(0, dtype=np.bool_)
+        )
         self._last_time = float(t)
         out = Integrals.from_array(self._acc)
         self._acc[:] = 0.0

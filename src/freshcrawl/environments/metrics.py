@@ -100,16 +100,35 @@ def _exponential(rng, scale):
 
 
 @njit(cache=True)
-def advance_kernel(pages, times, checkpoint, died, mode, delta, rng, offsets, ctimes, ptr, nxt, n_unseen,
-                   h_unseen, first_unseen, cursor, synced, w, acc, changed):
+def advance_kernel(
+    pages,
+    times,
+    checkpoint,
+    died,
+    mode,
+    delta,
+    rng,
+    offsets,
+    ctimes,
+    ptr,
+    nxt,
+    n_unseen,
+    h_unseen,
+    first_unseen,
+    cursor,
+    synced,
+    w,
+    acc,
+    changed,
+):
     """Answer visits, then (if ``checkpoint`` is finite) integrate every page up to it.
 
     Visits are answered in the order given, which must be time order within each page. Each page's
     timeline is cut at its visits and at the checkpoint; on each piece [a, e) the changes before e are
     passed once (with a visit at e, the changes at e too: a visit sees a change made at its own time),
-    and the integrals of freshness, age and H(n) over the piece are added to ``acc``. One loop with the
-    piece logic written once: calling a small function with the state arrays would cost reference counting on
-    every piece.
+    and the integrals of freshness, age and H(n) over the piece are added to ``acc``. One loop with
+    the piece logic written once: calling a small function with the state arrays would cost
+    reference counting on every piece.
     """
     m = pages.shape[0]
     n_pages = cursor.shape[0]

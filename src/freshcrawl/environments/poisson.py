@@ -66,7 +66,10 @@ class PoissonEnvironment(SimulatedEnvironment):
         self.start = float(start)
         if not np.isfinite(self.start):
             raise ValueError(f"start must be finite days; got {start!r}")
-        self.end = check_positive("end - start", float(end) - self.start, unit="days", allow_inf=True) + self.start
+        self.end = (
+            check_positive("end - start", float(end) - self.start, unit="days", allow_inf=True)
+            + self.start
+        )
         self.born = np.full(self.n_pages, -np.inf)
         self.died = np.full(self.n_pages, np.inf)
         self._offsets = np.zeros(1, dtype=np.int64)
@@ -76,7 +79,9 @@ class PoissonEnvironment(SimulatedEnvironment):
     def _initial_state(self, rng: np.random.Generator) -> None:
         self._ptr = np.zeros(self.n_pages, dtype=np.int64)
         with np.errstate(divide="ignore"):
-            scale = np.where(self.delta > 0, 1.0 / np.where(self.delta > 0, self.delta, 1.0), np.inf)
+            scale = np.where(
+                self.delta > 0, 1.0 / np.where(self.delta > 0, self.delta, 1.0), np.inf
+            )
         self._nxt = self.start + rng.exponential(1.0, self.n_pages) * scale
 
     def true_delta(self) -> NDArray[np.float64]:

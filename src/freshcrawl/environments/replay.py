@@ -61,7 +61,9 @@ class ReplayEnvironment(SimulatedEnvironment):
         if not (np.isfinite(start) and np.isfinite(end)):
             raise ValueError(f"the window must be finite days; got start={start!r}, end={end!r}")
         if not start < end:
-            raise ValueError(f"the window must have start < end (days); got start={start!r}, end={end!r}")
+            raise ValueError(
+                f"the window must have start < end (days); got start={start!r}, end={end!r}"
+            )
         if start < history.first or end > history.last:
             raise ValueError(
                 f"the window [{start:.3f}, {end:.3f}] (days since the epoch) must lie inside the data "

@@ -18,16 +18,16 @@ from freshcrawl.errors import UnknownNameError
 from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan
 
 __all__ = [
-    "UniformPolicy",
-    "AdaptiveIntervalPolicy",
-    "make_uniform",
-    "make_proportional",
-    "make_nutch",
-    "make_stormcrawler",
-    "make_heritrix",
+    "HERITRIX",
     "NUTCH",
     "STORMCRAWLER",
-    "HERITRIX",
+    "AdaptiveIntervalPolicy",
+    "UniformPolicy",
+    "make_heritrix",
+    "make_nutch",
+    "make_proportional",
+    "make_stormcrawler",
+    "make_uniform",
 ]
 
 _HOUR = 1.0 / 24.0
@@ -36,19 +36,29 @@ _MINUTE = _HOUR / 60.0
 #: Apache Nutch AdaptiveFetchSchedule, shipped defaults (nutch-default.xml):
 #: db.fetch.interval.default = 2592000 s (30 d), db.fetch.schedule.adaptive.dec_rate = 0.2,
 #: inc_rate = 0.4, min_interval = 60 s, max_interval = 31536000 s (365 d).
-NUTCH = dict(initial=30.0, changed_mul=1.0 - 0.2, changed_min=0.0, unchanged_mul=1.0 + 0.4,
-             i_min=60.0 / 86400.0, i_max=365.0)
+NUTCH = dict(
+    initial=30.0,
+    changed_mul=1.0 - 0.2,
+    changed_min=0.0,
+    unchanged_mul=1.0 + 0.4,
+    i_min=60.0 / 86400.0,
+    i_max=365.0,
+)
 #: StormCrawler AdaptiveScheduler, shipped defaults: interval 1 d, changed -> (1 - 0.5) I + 0.5 I_min,
 #: unchanged -> min(1.5 I, I_max), I in [1 h, 14 d].
-STORMCRAWLER = dict(initial=1.0, changed_mul=0.5, changed_min=0.5, unchanged_mul=1.5,
-                    i_min=_HOUR, i_max=14.0)
+STORMCRAWLER = dict(
+    initial=1.0, changed_mul=0.5, changed_min=0.5, unchanged_mul=1.5, i_min=_HOUR, i_max=14.0
+)
 #: Heritrix WaitEvaluator, shipped defaults: initial wait 1 d, changed -> wait / 1.5,
 #: unchanged -> wait * 1.5, wait in [1 h, 4 weeks].
-HERITRIX = dict(initial=1.0, changed_mul=1.0 / 1.5, changed_min=0.0, unchanged_mul=1.5,
-                i_min=_HOUR, i_max=28.0)
+HERITRIX = dict(
+    initial=1.0, changed_mul=1.0 / 1.5, changed_min=0.0, unchanged_mul=1.5, i_min=_HOUR, i_max=28.0
+)
 
 
-def _scale_to_budget(weights: NDArray[np.float64], alive: NDArray[np.bool_], budget: float) -> NDArray[np.float64]:
+def _scale_to_budget(
+    weights: NDArray[np.float64], alive: NDArray[np.bool_], budget: float
+) -> NDArray[np.float64]:
     """Rates proportional to ``weights`` on alive pages, summing to ``budget`` (uniform if all zero)."""
     rates = np.where(alive, weights, 0.0)
     total = rates.sum()
@@ -95,11 +105,13 @@ class UniformPolicy:
 
     def estimated_delta(self) -> None:
         """Uniform does not estimate Δ."""
-        return None
+        return
 
 
 @njit(cache=True)
-def _update_intervals(interval, pages, changed, changed_mul, changed_min, unchanged_mul, i_min, i_max):
+def _update_intervals(
+    interval, pages, changed, changed_mul, changed_min, unchanged_mul, i_min, i_max
+):
     for k in range(pages.shape[0]):
         i = pages[k]
         v = interval[i]
@@ -190,13 +202,20 @@ class AdaptiveIntervalPolicy:
     def observe(self, obs: Observations) -> None:
         """Stretch or shrink the interval of each visited page, visit by visit in time order."""
         if len(obs):
-            _update_intervals(self.interval_, np.asarray(obs.pages, dtype=np.intp),
-                              np.asarray(obs.changed, dtype=np.bool_), self.changed_mul,
-                              self.changed_min, self.unchanged_mul, self.i_min, self.i_max)
+            _update_intervals(
+                self.interval_,
+                np.asarray(obs.pages, dtype=np.intp),
+                np.asarray(obs.changed, dtype=np.bool_),
+                self.changed_mul,
+                self.changed_min,
+                self.unchanged_mul,
+                self.i_min,
+                self.i_max,
+            )
 
     def estimated_delta(self) -> None:
         """These schedules keep intervals, not change-rate estimates."""
-        return None
+        return
 
 
 def _no_arg(name: str, arg: str | None) -> None:

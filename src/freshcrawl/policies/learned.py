@@ -152,22 +152,28 @@ class LearnedPolicy:
         from freshcrawl.estimators import ESTIMATOR_NAMES
 
         if estimator not in ESTIMATOR_NAMES:
-            raise UnknownNameError(f"unknown estimator {estimator!r}; known: {', '.join(ESTIMATOR_NAMES)}")
+            raise UnknownNameError(
+                f"unknown estimator {estimator!r}; known: {', '.join(ESTIMATOR_NAMES)}"
+            )
         if rule not in ("allocate", "proportional"):
             raise UnknownNameError(f"rule must be 'allocate' or 'proportional'; got {rule!r}")
         self.estimator = estimator
         self.objective = objective
         self.replan_every = check_positive("replan_every", replan_every, unit="days")
         self.default_rate = (
-            None if default_rate is None else check_positive("default_rate", default_rate, unit="visits per day")
+            None
+            if default_rate is None
+            else check_positive("default_rate", default_rate, unit="visits per day")
         )
         self.explore = check_interval("explore", explore, low=0.0, high=1.0, closed="left")
         self.prior_visits = float(prior_visits)
         if not (np.isfinite(self.prior_visits) and self.prior_visits >= 0):
             raise ValueError(f"prior_visits must be finite and >= 0 visits; got {prior_visits!r}")
         self.rule = rule
-        self.name = f"learned:{estimator}" if rule == "allocate" else (
-            "proportional" if estimator == DEFAULT_ESTIMATOR else f"proportional:{estimator}"
+        self.name = (
+            f"learned:{estimator}"
+            if rule == "allocate"
+            else ("proportional" if estimator == DEFAULT_ESTIMATOR else f"proportional:{estimator}")
         )
 
     def reset(self, context: PolicyContext) -> None:
@@ -195,7 +201,13 @@ class LearnedPolicy:
                     # a plan is redone every period: an allocation stopped at its iteration limit
                     # (still spending the whole budget) is good enough; it is counted, not reported
                     warnings.simplefilter("ignore", ConvergenceWarning)
-                    res = allocate(delta, rest, weights=ctx.weights[seen], objective=self.objective, p_min=floor)
+                    res = allocate(
+                        delta,
+                        rest,
+                        weights=ctx.weights[seen],
+                        objective=self.objective,
+                        p_min=floor,
+                    )
                 self.n_unconverged_ += int(not res.success)
                 rates[seen] = res.p
             else:
@@ -257,7 +269,11 @@ class OraclePolicy:
     needs_truth = True
 
     def __init__(
-        self, *, objective: str = "freshness-periodic", replan_every: float = 1.0, default_rate: float | None = None
+        self,
+        *,
+        objective: str = "freshness-periodic",
+        replan_every: float = 1.0,
+        default_rate: float | None = None,
     ) -> None:
         self.objective = objective
         self.replan_every = check_positive("replan_every", replan_every, unit="days")
@@ -288,7 +304,12 @@ class OraclePolicy:
 
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
-                    res = allocate(ctx.true_delta[seen], rest, weights=ctx.weights[seen], objective=self.objective)
+                    res = allocate(
+                        ctx.true_delta[seen],
+                        rest,
+                        weights=ctx.weights[seen],
+                        objective=self.objective,
+                    )
                 self.n_unconverged_ += int(not res.success)
                 rates[seen] = res.p
             self._key = key
@@ -302,7 +323,7 @@ class OraclePolicy:
 
     def estimated_delta(self) -> None:
         """The oracle does not estimate."""
-        return None
+        return
 
 
 def _options(options: PolicyOptions | None) -> PolicyOptions:
@@ -344,4 +365,6 @@ def make_oracle(arg: str | None, options: PolicyOptions | None) -> OraclePolicy:
     if arg:
         raise UnknownNameError(f"policy 'oracle' takes no ':' argument; got oracle:{arg}")
     opts = _options(options)
-    return OraclePolicy(objective=opts.objective, replan_every=opts.replan_every, default_rate=opts.default_rate)
+    return OraclePolicy(
+        objective=opts.objective, replan_every=opts.replan_every, default_rate=opts.default_rate
+    )

@@ -11,9 +11,9 @@ from freshcrawl.simulation.engine import VISIT_PROCESSES, SimulationResult, simu
 from freshcrawl.simulation.report import results_table, timeseries_table, write_report
 
 __all__ = [
+    "VISIT_PROCESSES",
     "SimulationResult",
     "TokenBucket",
-    "VISIT_PROCESSES",
     "periodic_visits",
     "poisson_visits",
     "results_table",

@@ -91,8 +91,10 @@ def periodic_visits(
     [0.5, 1.0]
     """
     return _periodic_fill(
-        np.ascontiguousarray(rates, dtype=np.float64), phase,
-        np.ascontiguousarray(lo, dtype=np.float64), np.ascontiguousarray(hi, dtype=np.float64),
+        np.ascontiguousarray(rates, dtype=np.float64),
+        phase,
+        np.ascontiguousarray(lo, dtype=np.float64),
+        np.ascontiguousarray(hi, dtype=np.float64),
     )
 
 
@@ -145,8 +147,12 @@ def poisson_visits(
     """
     length = np.maximum(hi - lo, 0.0)
     counts = rng.poisson(rates * length).astype(np.int64)
-    return _poisson_fill(counts, np.ascontiguousarray(lo, dtype=np.float64),
-                         np.ascontiguousarray(hi, dtype=np.float64), rng)
+    return _poisson_fill(
+        counts,
+        np.ascontiguousarray(lo, dtype=np.float64),
+        np.ascontiguousarray(hi, dtype=np.float64),
+        rng,
+    )
 
 
 @njit(cache=True)
@@ -201,7 +207,11 @@ class TokenBucket:
         """Which of the visits at ``times`` (days, sorted, not before the last call's) may go ahead."""
         admit = np.empty(times.shape[0], dtype=np.bool_)
         self.tokens_, self.last_ = _bucket_admit(
-            np.ascontiguousarray(times, dtype=np.float64), self.tokens_, self.last_, self.capacity,
-            self.rate, admit,
+            np.ascontiguousarray(times, dtype=np.float64),
+            self.tokens_,
+            self.last_,
+            self.capacity,
+            self.rate,
+            admit,
         )
         return admit

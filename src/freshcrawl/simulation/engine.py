@@ -24,7 +24,7 @@ from freshcrawl.environments.metrics import Integrals
 from freshcrawl.policies.base import Observations, Policy, PolicyContext, RatePlan, VisitPlan
 from freshcrawl.simulation.dispatch import TokenBucket, periodic_visits, poisson_visits
 
-__all__ = ["SimulationResult", "simulate", "VISIT_PROCESSES"]
+__all__ = ["VISIT_PROCESSES", "SimulationResult", "simulate"]
 
 VISIT_PROCESSES = ("periodic", "poisson")
 
@@ -86,10 +86,14 @@ class SimulationResult:
     true_delta: NDArray[np.float64]
 
 
-def _rates_from_plan(plan: RatePlan, name: str, alive: NDArray[np.bool_], budget: float) -> NDArray[np.float64]:
+def _rates_from_plan(
+    plan: RatePlan, name: str, alive: NDArray[np.bool_], budget: float
+) -> NDArray[np.float64]:
     rates = np.array(plan.rates, dtype=np.float64, copy=True)
     if rates.shape != alive.shape:
-        raise ValueError(f"policy {name!r} returned rates of shape {rates.shape}; expected {alive.shape}")
+        raise ValueError(
+            f"policy {name!r} returned rates of shape {rates.shape}; expected {alive.shape}"
+        )
     bad = ~np.isfinite(rates) | (rates < 0)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
@@ -116,7 +120,9 @@ def _visits_from_plan(
         if pages.min() < 0 or pages.max() >= env.n_pages:
             raise ValueError(f"policy {name!r} returned pages outside 0..{env.n_pages - 1}")
         if not np.all(np.isfinite(times)) or times.min() < t0 or times.max() >= period_end:
-            raise ValueError(f"policy {name!r} returned visit times outside [{t0}, {period_end}) days")
+            raise ValueError(
+                f"policy {name!r} returned visit times outside [{t0}, {period_end}) days"
+            )
         if np.any(np.diff(times) < 0):
             raise ValueError(f"policy {name!r} returned visit times that are not sorted")
         alive = (times >= env.born[pages]) & (times < env.died[pages]) & (times < t1)
@@ -193,7 +199,9 @@ def simulate(
     if visits not in VISIT_PROCESSES:
         raise ValueError(f"visits must be one of {', '.join(VISIT_PROCESSES)}; got {visits!r}")
     if not (np.isfinite(env.start) and np.isfinite(env.end)):
-        raise ValueError(f"the environment's window must be finite days; got [{env.start}, {env.end}]")
+        raise ValueError(
+            f"the environment's window must be finite days; got [{env.start}, {env.end}]"
+        )
     period = check_positive("policy.replan_every", policy.replan_every, unit="days")
     rng = check_rng(rng)
     env_rng, policy_rng, dispatch_rng = rng.spawn(3)
@@ -243,7 +251,9 @@ def simulate(
             gp, gt = pages[gorder], times[gorder]
             tpos = _inverse(gorder)
         else:
-            raise TypeError(f"policy {policy.name!r} must return a RatePlan or a VisitPlan; got {type(plan).__name__}")
+            raise TypeError(
+                f"policy {policy.name!r} must return a RatePlan or a VisitPlan; got {type(plan).__name__}"
+            )
 
         admit_t = bucket.admit(gt[tpos])
         if not admit_t.all():
@@ -271,7 +281,9 @@ def simulate(
         sel = tpos[is_obs[tpos]]  # observations, in time order
         tau = gt[sel] - prev[sel]
         p_obs = rates[gp[sel]] if rates is not None else 1.0 / tau
-        policy.observe(Observations(pages=gp[sel], time=gt[sel], changed=changed[sel], tau=tau, p=p_obs))
+        policy.observe(
+            Observations(pages=gp[sel], time=gt[sel], changed=changed[sel], tau=tau, p=p_obs)
+        )
         rows.append((t0, t1, env.checkpoint(t1)))
         clock.wait_until(t1)
         if on_period is not None:

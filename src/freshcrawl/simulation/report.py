@@ -10,7 +10,7 @@ import pandas as pd
 
 from freshcrawl.simulation.engine import SimulationResult
 
-__all__ = ["results_table", "timeseries_table", "plot_freshness", "plot_delta", "write_report"]
+__all__ = ["plot_delta", "plot_freshness", "results_table", "timeseries_table", "write_report"]
 
 RESULT_COLUMNS = [
     "policy",
@@ -179,7 +179,9 @@ def plot_delta(results: Sequence[SimulationResult], path: Path, *, title: str = 
     return True
 
 
-def write_report(results: Sequence[SimulationResult], out_dir: Path, *, title: str = "") -> list[Path]:
+def write_report(
+    results: Sequence[SimulationResult], out_dir: Path, *, title: str = ""
+) -> list[Path]:
     """Write ``results.csv``, ``timeseries.csv``, ``freshness.png`` and ``delta.png`` into ``out_dir``.
 
     Parameters

@@ -82,7 +82,9 @@ def _read_csv(path: Path, columns: list[str]) -> pd.DataFrame:
     return frame
 
 
-def _integers(path: Path, frame: pd.DataFrame, column: str, *, allow_empty: bool = False) -> NDArray:
+def _integers(
+    path: Path, frame: pd.DataFrame, column: str, *, allow_empty: bool = False
+) -> NDArray:
     text = frame[column]
     empty = (text.str.strip() == "").to_numpy()
     values = pd.to_numeric(text.where(~empty, "0"), errors="coerce").to_numpy(dtype=np.float64)
@@ -164,7 +166,9 @@ def read_history(prefix: str | Path) -> ChangeHistory:
     missing = idx < 0
     if missing.any():
         k = int(np.flatnonzero(missing)[0])
-        raise TraceFormatError(f"{changes_path}: line {k + 2}: page {cpages[k]!r} is not in {pages_path.name}")
+        raise TraceFormatError(
+            f"{changes_path}: line {k + 2}: page {cpages[k]!r} is not in {pages_path.name}"
+        )
 
     counts = np.bincount(idx, minlength=names.size)
     wrong = counts != n_listed
@@ -183,7 +187,9 @@ def read_history(prefix: str | Path) -> ChangeHistory:
     died = died_s / SECONDS_PER_DAY
     finite_died = died[np.isfinite(died)]
     first = float(min(born.min(initial=np.inf), times.min(initial=np.inf)))
-    last = float(max(born.max(initial=-np.inf), times.max(initial=-np.inf), finite_died.max(initial=-np.inf)))
+    last = float(
+        max(born.max(initial=-np.inf), times.max(initial=-np.inf), finite_died.max(initial=-np.inf))
+    )
     if names.size == 0:
         raise TraceFormatError(f"{pages_path}: no pages")
     return ChangeHistory(

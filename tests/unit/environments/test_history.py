@@ -23,7 +23,9 @@ GOOD_PAGES = "page,born,died,n_changes\nb,100,,2\na,50,400,1\n"
 GOOD_CHANGES = "page,time\na,200\nb,150\nb,300\n"
 
 
-@pytest.mark.parametrize(("name", "pages", "changes"), [("ota-pga-versions", 133, 4394), ("peps", 739, 14194)])
+@pytest.mark.parametrize(
+    ("name", "pages", "changes"), [("ota-pga-versions", 133, 4394), ("peps", 739, 14194)]
+)
 def test_shipped_histories(data_dir, name, pages, changes):
     h = read_history(data_dir / name)
     assert (h.n_pages, h.n_changes) == (pages, changes)
@@ -39,13 +41,19 @@ def test_small_history_in_page_order_of_pages_csv(tmp_path):
     np.testing.assert_allclose(h.page_times(0) * SECONDS_PER_DAY, [150, 300])
     np.testing.assert_allclose(h.page_times(1) * SECONDS_PER_DAY, [200])
     assert h.died[0] == np.inf and h.died[1] * SECONDS_PER_DAY == pytest.approx(400)
-    assert h.first * SECONDS_PER_DAY == pytest.approx(50) and h.last * SECONDS_PER_DAY == pytest.approx(400)
+    assert h.first * SECONDS_PER_DAY == pytest.approx(
+        50
+    ) and h.last * SECONDS_PER_DAY == pytest.approx(400)
 
 
 @pytest.mark.parametrize(
     ("changes", "pages", "match"),
     [
-        ("page,time\na,200\nb,300\nb,150\n", GOOD_PAGES, r"changes.csv.gz: line 4: rows must be sorted"),
+        (
+            "page,time\na,200\nb,300\nb,150\n",
+            GOOD_PAGES,
+            r"changes.csv.gz: line 4: rows must be sorted",
+        ),
         ("page,time\nb,150\nb,300\na,200\n", GOOD_PAGES, r"line 4: rows must be sorted"),
         ("page,time\na,200\nb,150\nb,150\n", GOOD_PAGES, r"line 4: rows must be sorted"),
         ("page,time\na,200\nb,xyz\nb,300\n", GOOD_PAGES, r"line 3: time must be an integer"),
@@ -54,10 +62,26 @@ def test_small_history_in_page_order_of_pages_csv(tmp_path):
         ("page,time\na,200\nb,150,7\nb,300\n", GOOD_PAGES, r"malformed CSV.*line 3"),
         ("page,when\na,200\n", GOOD_PAGES, r"line 1: header must be page,time"),
         ("page,time\na,200\nb,150\nc,300\n", GOOD_PAGES, r"line 4: page 'c' is not in"),
-        (GOOD_CHANGES, "page,born,died,n_changes\nb,100,,2\na,50,400,3\n", r"pages.csv: line 3: n_changes"),
-        (GOOD_CHANGES, "page,born,died,n_changes\nb,100,,2\na,500,400,1\n", r"line 3: died must be >= born"),
-        (GOOD_CHANGES, "page,born,died,n_changes\nb,100,,2\nb,50,400,1\n", r"line 3: page 'b' listed twice"),
-        (GOOD_CHANGES, "page,born,died,n_changes\nb,nan,,2\na,50,400,1\n", r"line 2: born must be an integer"),
+        (
+            GOOD_CHANGES,
+            "page,born,died,n_changes\nb,100,,2\na,50,400,3\n",
+            r"pages.csv: line 3: n_changes",
+        ),
+        (
+            GOOD_CHANGES,
+            "page,born,died,n_changes\nb,100,,2\na,500,400,1\n",
+            r"line 3: died must be >= born",
+        ),
+        (
+            GOOD_CHANGES,
+            "page,born,died,n_changes\nb,100,,2\nb,50,400,1\n",
+            r"line 3: page 'b' listed twice",
+        ),
+        (
+            GOOD_CHANGES,
+            "page,born,died,n_changes\nb,nan,,2\na,50,400,1\n",
+            r"line 2: born must be an integer",
+        ),
     ],
 )
 def test_malformed_histories_name_the_line(tmp_path, changes, pages, match):

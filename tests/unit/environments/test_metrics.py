@@ -9,7 +9,9 @@ from freshcrawl.environments import ReplayEnvironment
 from freshcrawl.traces.history import ChangeHistory
 
 
-def history(changes: list[list[float]], born=None, died=None, first=-100.0, last=100.0) -> ChangeHistory:
+def history(
+    changes: list[list[float]], born=None, died=None, first=-100.0, last=100.0
+) -> ChangeHistory:
     n = len(changes)
     offsets = np.zeros(n + 1, dtype=np.intp)
     offsets[1:] = np.cumsum([len(c) for c in changes])
@@ -94,13 +96,19 @@ def test_weights_average_over_pages():
 
 
 def test_checkpoints_split_the_integrals_exactly():
-    h = history([[0.5, 1.5, 2.2, 7.0], [3.0], [0.1, 0.2, 0.3]], born=[-1.0, 1.0, -1.0], died=[np.inf, 9.0, 5.0])
+    h = history(
+        [[0.5, 1.5, 2.2, 7.0], [3.0], [0.1, 0.2, 0.3]],
+        born=[-1.0, 1.0, -1.0],
+        died=[np.inf, 9.0, 5.0],
+    )
     pages, times = [0, 2, 1, 0, 0, 1], [1.0, 1.2, 2.0, 2.5, 6.0, 8.0]
     (whole,), c1 = run(h, 0.0, 10.0, pages, times)
     parts, c2 = run(h, 0.0, 10.0, pages, times, checkpoints=(1.1, 2.5, 2.6, 7.0))
     assert c1 == c2
     for field in ("fresh", "age", "harmonic", "alive"):
-        assert sum(getattr(p, field) for p in parts) == pytest.approx(getattr(whole, field), rel=1e-12)
+        assert sum(getattr(p, field) for p in parts) == pytest.approx(
+            getattr(whole, field), rel=1e-12
+        )
     assert sum(p.visits for p in parts) == whole.visits == 6
 
 
@@ -139,8 +147,10 @@ def test_visit_before_reset_is_rejected():
         env.visit([0], [1.0])
 
 
-@pytest.mark.parametrize(("start", "end", "match"), [(5.0, 5.0, "start < end"), (-200.0, 5.0, "inside the data"),
-                                                     (0.0, 101.0, "inside the data")])
+@pytest.mark.parametrize(
+    ("start", "end", "match"),
+    [(5.0, 5.0, "start < end"), (-200.0, 5.0, "inside the data"), (0.0, 101.0, "inside the data")],
+)
 def test_window_must_lie_inside_the_data(start, end, match):
     with pytest.raises(ValueError, match=match):
         ReplayEnvironment(history([[1.0]]), start, end)

@@ -20,8 +20,13 @@ DAYS = 200.0
 
 def replicate(delta: float, p: float, visits: str):
     env = PoissonEnvironment(np.full(N_PAGES, delta), start=0.0, end=DAYS)
-    runs = [simulate(make_uniform(None, None), env, p * N_PAGES, visits=visits, rng=s) for s in range(R)]
-    return {k: np.array([getattr(r, k) for r in runs]) for k in ("freshness", "age_days", "harmonic_staleness")}
+    runs = [
+        simulate(make_uniform(None, None), env, p * N_PAGES, visits=visits, rng=s) for s in range(R)
+    ]
+    return {
+        k: np.array([getattr(r, k) for r in runs])
+        for k in ("freshness", "age_days", "harmonic_staleness")
+    }
 
 
 def close(samples: np.ndarray, expected: float) -> None:
@@ -51,7 +56,12 @@ def test_poisson_visits_match_p_over_p_plus_delta(delta, p):
 def test_static_pages_stay_fresh():
     env = PoissonEnvironment(np.zeros(3), start=0.0, end=10.0)
     res = simulate(make_uniform(None, None), env, 3.0, rng=0)
-    assert (res.freshness, res.age_days, res.harmonic_staleness, res.changes_detected) == (1.0, 0.0, 0.0, 0.0)
+    assert (res.freshness, res.age_days, res.harmonic_staleness, res.changes_detected) == (
+        1.0,
+        0.0,
+        0.0,
+        0.0,
+    )
 
 
 @pytest.mark.parametrize(

@@ -14,13 +14,22 @@ HOUR = 1 / 24
 
 
 def context(n, budget=10.0):
-    return PolicyContext(n_pages=n, budget=budget, start=0.0, weights=np.ones(n), rng=np.random.default_rng(0))
+    return PolicyContext(
+        n_pages=n, budget=budget, start=0.0, weights=np.ones(n), rng=np.random.default_rng(0)
+    )
 
 
 def observe(policy, pages, changed):
     pages = np.asarray(pages)
-    policy.observe(Observations(pages=pages, time=np.arange(pages.size, dtype=float) + 1, changed=np.asarray(changed),
-                                tau=np.ones(pages.size), p=np.ones(pages.size)))
+    policy.observe(
+        Observations(
+            pages=pages,
+            time=np.arange(pages.size, dtype=float) + 1,
+            changed=np.asarray(changed),
+            tau=np.ones(pages.size),
+            p=np.ones(pages.size),
+        )
+    )
 
 
 def test_uniform_splits_the_budget_over_alive_pages():
@@ -47,7 +56,9 @@ def test_one_update_from_the_shipped_start(name, start, changed, unchanged):
     np.testing.assert_allclose(pol.interval_, [changed, unchanged])
 
 
-@pytest.mark.parametrize(("name", "params"), [("nutch", NUTCH), ("stormcrawler", STORMCRAWLER), ("heritrix", HERITRIX)])
+@pytest.mark.parametrize(
+    ("name", "params"), [("nutch", NUTCH), ("stormcrawler", STORMCRAWLER), ("heritrix", HERITRIX)]
+)
 def test_intervals_stay_within_the_shipped_bounds(name, params):
     pol = make_policy(name)
     pol.reset(context(2))
@@ -59,7 +70,9 @@ def test_intervals_stay_within_the_shipped_bounds(name, params):
 def test_shipped_bounds_are_those_of_the_crawlers():
     assert (NUTCH["i_min"] * 86400, NUTCH["i_max"]) == pytest.approx((60.0, 365.0))
     assert (STORMCRAWLER["i_min"], STORMCRAWLER["i_max"]) == pytest.approx((HOUR, 14.0))
-    assert (HERITRIX["i_min"], HERITRIX["i_max"], HERITRIX["initial"]) == pytest.approx((HOUR, 28.0, 1.0))
+    assert (HERITRIX["i_min"], HERITRIX["i_max"], HERITRIX["initial"]) == pytest.approx(
+        (HOUR, 28.0, 1.0)
+    )
 
 
 def test_repeated_observations_of_one_page_apply_in_order():
@@ -93,8 +106,11 @@ def test_replan_period_comes_from_the_options():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [(dict(i_min=2.0, i_max=1.0), "i_max must be >= i_min"), (dict(initial=0.0), "initial must be finite and > 0"),
-     (dict(changed_min=-1.0), "changed_min must be finite and >= 0")],
+    [
+        (dict(i_min=2.0, i_max=1.0), "i_max must be >= i_min"),
+        (dict(initial=0.0), "initial must be finite and > 0"),
+        (dict(changed_min=-1.0), "changed_min must be finite and >= 0"),
+    ],
 )
 def test_bad_schedule_parameters(kwargs, match):
     params = dict(NUTCH) | kwargs

@@ -17,8 +17,14 @@ from freshcrawl.simulation import simulate
 
 
 def context(n, budget=10.0, true_delta=None):
-    return PolicyContext(n_pages=n, budget=budget, start=0.0, weights=np.ones(n), rng=np.random.default_rng(0),
-                         true_delta=true_delta)
+    return PolicyContext(
+        n_pages=n,
+        budget=budget,
+        start=0.0,
+        weights=np.ones(n),
+        rng=np.random.default_rng(0),
+        true_delta=true_delta,
+    )
 
 
 @given(st.lists(st.integers(0, 5), max_size=40))
@@ -49,8 +55,15 @@ def test_unobserved_pages_get_the_default_rate_and_the_rest_is_allocated():
     pol.reset(context(4, budget=10.0))
     alive = np.array([True, True, True, False])
     np.testing.assert_allclose(pol.plan(0.0, alive).rates, [1.0, 1.0, 1.0, 0.0])
-    pol.observe(Observations(pages=np.array([0, 1]), time=np.array([1.0, 1.0]), changed=np.array([True, False]),
-                             tau=np.array([1.0, 1.0]), p=np.array([1.0, 1.0])))
+    pol.observe(
+        Observations(
+            pages=np.array([0, 1]),
+            time=np.array([1.0, 1.0]),
+            changed=np.array([True, False]),
+            tau=np.array([1.0, 1.0]),
+            p=np.array([1.0, 1.0]),
+        )
+    )
     rates = pol.plan(1.0, alive).rates
     assert rates[2] == 1.0 and rates[3] == 0.0
     assert rates[:2].sum() == pytest.approx(9.0)
@@ -61,14 +74,23 @@ def test_unobserved_pages_get_the_default_rate_and_the_rest_is_allocated():
 def test_default_rate_is_budget_over_alive_pages():
     pol = make_policy("learned")
     pol.reset(context(5, budget=10.0))
-    np.testing.assert_allclose(pol.plan(0.0, np.array([1, 1, 1, 1, 0], bool)).rates, [2.5] * 4 + [0.0])
+    np.testing.assert_allclose(
+        pol.plan(0.0, np.array([1, 1, 1, 1, 0], bool)).rates, [2.5] * 4 + [0.0]
+    )
 
 
 def test_shrinkage_towards_the_mean_of_observed_pages():
     pol = LearnedPolicy("naive-interval", prior_visits=2.0)
     pol.reset(context(3))
-    pol.observe(Observations(pages=np.array([0, 1]), time=np.array([1.0, 1.0]), changed=np.array([True, False]),
-                             tau=np.array([1.0, 1.0]), p=np.array([1.0, 1.0])))
+    pol.observe(
+        Observations(
+            pages=np.array([0, 1]),
+            time=np.array([1.0, 1.0]),
+            changed=np.array([True, False]),
+            tau=np.array([1.0, 1.0]),
+            p=np.array([1.0, 1.0]),
+        )
+    )
     raw = pol.estimated_delta()
     mean = raw[:2].mean()
     np.testing.assert_allclose(pol.planning_delta()[:2], (raw[:2] + 2 * mean) / 3)
@@ -78,16 +100,28 @@ def test_proportional_rates_follow_the_estimates():
     pol = make_policy("proportional", PolicyOptions(extra={"explore": 0.0}))
     pol.reset(context(2, budget=4.0))
     alive = np.ones(2, bool)
-    pol.observe(Observations(pages=np.array([0, 1]), time=np.array([1.0, 1.0]), changed=np.array([True, False]),
-                             tau=np.array([1.0, 1.0]), p=np.array([1.0, 1.0])))
+    pol.observe(
+        Observations(
+            pages=np.array([0, 1]),
+            time=np.array([1.0, 1.0]),
+            changed=np.array([True, False]),
+            tau=np.array([1.0, 1.0]),
+            p=np.array([1.0, 1.0]),
+        )
+    )
     d = pol.planning_delta()
     np.testing.assert_allclose(pol.plan(1.0, alive).rates, 4.0 * d / d.sum())
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [(dict(explore=1.0), "explore must be in"),
-                                               (dict(replan_every=0.0), "replan_every must be finite and > 0"),
-                                               (dict(prior_visits=-1.0), "prior_visits must be finite and >= 0"),
-                                               (dict(rule="best"), "rule must be")])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(explore=1.0), "explore must be in"),
+        (dict(replan_every=0.0), "replan_every must be finite and > 0"),
+        (dict(prior_visits=-1.0), "prior_visits must be finite and >= 0"),
+        (dict(rule="best"), "rule must be"),
+    ],
+)
 def test_bad_learned_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LearnedPolicy(**kwargs)
@@ -124,8 +158,10 @@ def test_learned_beats_uniform_and_approaches_the_oracle_on_poisson_pages():
     rng = np.random.default_rng(12)
     delta = np.exp(rng.normal(np.log(0.3), 1.2, 200))
     env = PoissonEnvironment(delta, start=0.0, end=150.0)
-    runs = {name: np.array([simulate(make_policy(name), env, 100.0, rng=s).freshness for s in range(4)])
-            for name in ("uniform", "learned", "oracle")}
+    runs = {
+        name: np.array([simulate(make_policy(name), env, 100.0, rng=s).freshness for s in range(4)])
+        for name in ("uniform", "learned", "oracle")
+    }
     diff = runs["learned"] - runs["uniform"]
     se = diff.std(ddof=1) / 2
     assert diff.mean() > 5 * se
@@ -135,7 +171,14 @@ def test_learned_beats_uniform_and_approaches_the_oracle_on_poisson_pages():
 def test_estimates_are_nan_for_pages_never_observed():
     pol = make_policy("learned")
     pol.reset(context(3))
-    pol.observe(Observations(pages=np.array([1]), time=np.array([1.0]), changed=np.array([False]),
-                             tau=np.array([1.0]), p=np.array([1.0])))
+    pol.observe(
+        Observations(
+            pages=np.array([1]),
+            time=np.array([1.0]),
+            changed=np.array([False]),
+            tau=np.array([1.0]),
+            p=np.array([1.0]),
+        )
+    )
     est = pol.estimated_delta()
     assert np.isnan(est[0]) and np.isnan(est[2]) and np.isfinite(est[1]) and est[1] >= 0

@@ -88,7 +88,12 @@ def test_no_window_holds_more_than_budget_plus_one_per_page(n, budget, seed, vis
 def test_periodic_dispatch_never_needs_the_bucket():
     env = PoissonEnvironment(np.ones(5), start=0.0, end=30.0)
     rng = np.random.default_rng(1)
-    res = simulate(Recorder(lambda now, alive, ctx: rng.dirichlet(np.ones(5)) * 10.0, replan_every=0.7), env, 10.0, rng=3)
+    res = simulate(
+        Recorder(lambda now, alive, ctx: rng.dirichlet(np.ones(5)) * 10.0, replan_every=0.7),
+        env,
+        10.0,
+        rng=3,
+    )
     assert res.dropped == 0
     assert abs(res.visits - 300) <= 5  # B * days, up to one per page
 
@@ -115,14 +120,25 @@ def test_periodic_visits_keep_the_phase_across_rate_changes():
 
 def test_observations_tau_p_and_first_visit_after_birth():
     # page 0 alive from before the window, page 1 born at 2.5
-    h = ChangeHistory(pages=np.array(["a", "b"], dtype=object), born=np.array([-1.0, 2.5]),
-                      died=np.array([np.inf, np.inf]), offsets=np.array([0, 1, 2]),
-                      times=np.array([0.5, 3.0]), first=-1.0, last=10.0)
+    h = ChangeHistory(
+        pages=np.array(["a", "b"], dtype=object),
+        born=np.array([-1.0, 2.5]),
+        died=np.array([np.inf, np.inf]),
+        offsets=np.array([0, 1, 2]),
+        times=np.array([0.5, 3.0]),
+        first=-1.0,
+        last=10.0,
+    )
     env = ReplayEnvironment(h, 0.0, 6.0)
     pol = Recorder(lambda now, alive, ctx: np.where(alive, 1.0, 0.0))
     simulate(pol, env, 2.0, rng=0)
-    obs = {k: np.concatenate([getattr(o, k) for o in pol.obs]) for k in ("pages", "time", "changed", "tau", "p")}
-    assert np.all(np.diff(obs["time"]) >= 0)  # sorted within each call, and periods follow each other
+    obs = {
+        k: np.concatenate([getattr(o, k) for o in pol.obs])
+        for k in ("pages", "time", "changed", "tau", "p")
+    }
+    assert np.all(
+        np.diff(obs["time"]) >= 0
+    )  # sorted within each call, and periods follow each other
     t0 = obs["time"][obs["pages"] == 0]
     # page 0 synchronised at 0: its first observation has tau = its first visit time
     assert obs["tau"][obs["pages"] == 0][0] == pytest.approx(t0[0])
@@ -145,7 +161,11 @@ def test_same_seed_same_result():
     b = simulate(make_heritrix(None, None), env, 20.0, rng=7, visits="poisson")
     c = simulate(make_heritrix(None, None), env, 20.0, rng=8, visits="poisson")
     assert (a.freshness, a.age_days, a.harmonic_staleness, a.visits) == (
-        b.freshness, b.age_days, b.harmonic_staleness, b.visits)
+        b.freshness,
+        b.age_days,
+        b.harmonic_staleness,
+        b.visits,
+    )
     np.testing.assert_array_equal(a.freshness_t, b.freshness_t)
     assert a.freshness != c.freshness
 
@@ -182,9 +202,14 @@ def test_malformed_plans_are_rejected(plan, match):
         simulate(Recorder(lambda now, alive, ctx: plan), env, 1.0, rng=0)
 
 
-@pytest.mark.parametrize(("budget", "visits", "match"), [(0.0, "periodic", "budget must be finite and > 0"),
-                                                         (np.inf, "periodic", "budget"),
-                                                         (1.0, "weekly", "visits must be one of")])
+@pytest.mark.parametrize(
+    ("budget", "visits", "match"),
+    [
+        (0.0, "periodic", "budget must be finite and > 0"),
+        (np.inf, "periodic", "budget"),
+        (1.0, "weekly", "visits must be one of"),
+    ],
+)
 def test_bad_arguments(budget, visits, match):
     env = PoissonEnvironment(np.ones(2), start=0.0, end=2.0)
     with pytest.raises(ValueError, match=match):
@@ -207,8 +232,12 @@ def test_time_series_covers_the_window():
 def test_visits_planned_past_the_window_end_are_dropped():
     # the last period is cut short by the window end; a plan for the full period is accepted
     env = PoissonEnvironment(np.zeros(1), start=0.0, end=2.0)
-    pol = Recorder(lambda now, alive, ctx: VisitPlan(pages=np.array([0, 0]), times=now + np.array([0.1, 0.65])),
-                   replan_every=0.7)
+    pol = Recorder(
+        lambda now, alive, ctx: VisitPlan(
+            pages=np.array([0, 0]), times=now + np.array([0.1, 0.65])
+        ),
+        replan_every=0.7,
+    )
     res = simulate(pol, env, 10.0, rng=0)
     assert res.visits == 5  # 0.1, 0.65, 0.8, 1.35, 1.5 (and not 2.05)
 

@@ -10,13 +10,17 @@
     Rates proportional to Δ̂ (the Proportional policy of seed 004 on estimated rates, i.e. its Estimator
     policy).
 
-Pages without an observation yet (never visited twice: a page's first visit after its birth compares
-with nothing) are visited at the default rate, ``PolicyOptions.default_rate`` or ``B / n_alive`` when
+Pages without an observation yet (a page's first visit after its birth compares with nothing, so a
+page born in the window needs two visits) are visited at the default rate, ``PolicyOptions.default_rate`` or ``B / n_alive`` when
 that is None, so that every page is looked at and the learned policy starts as uniform. Observed pages
 share the rest of the budget. A learning policy must keep looking at pages it believes static (Δ̂ = 0
 after a few unchanged visits, or hopeless pages the allocation leaves at 0): each observed page gets at
 least ``explore * B_rest / n_observed`` visits per day (``explore`` = 0.05 by default, set with
-``PolicyOptions.extra["explore"]``), so at most 5% of the budget goes to exploration.
+``PolicyOptions.extra["explore"]``), so at most 5% of the budget goes to exploration. And an estimate
+from one or two visits is not trusted alone: the allocation gets ``(k Δ̂ + k0 m) / (k + k0)``, k the
+page's observations, m the mean Δ̂ over observed pages, k0 = 2 pseudo-visits
+(``PolicyOptions.extra["prior_visits"]``). Without these two guards a page seen unchanged once has
+Δ̂ = 0 and is never visited again.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions,
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "DEFAULT_EXPLORE",
+    "DEFAULT_PRIOR_VISITS",
     "LearnedPolicy",
     "OraclePolicy",
     "make_learned",
@@ -111,6 +116,9 @@ class LearnedPolicy:
     explore : float, default=DEFAULT_EXPLORE
         Fraction in [0, 1) of the budget left after unobserved pages spread as a floor rate over
         observed pages.
+    prior_visits : float, default=DEFAULT_PRIOR_VISITS
+        Pseudo-visits k0 >= 0 of the shrinkage of Δ̂ towards the mean over observed pages (see
+        :meth:`planning_delta`); 0 turns it off.
     rule : {"allocate", "proportional"}, default="allocate"
         Optimal allocation of the objective, or rates proportional to Δ̂ (seed 004's Proportional).
 
@@ -128,7 +136,8 @@ class LearnedPolicy:
     UnknownNameError
         If the estimator, the objective or the rule is unknown.
     ValueError
-        If ``replan_every`` or ``default_rate`` is not > 0 or ``explore`` is outside [0, 1).
+        If ``replan_every`` or ``default_rate`` is not > 0, ``explore`` is outside [0, 1) or
+        ``prior_visits`` is negative.
 
     References
     ----------
@@ -345,6 +354,7 @@ def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolic
         replan_every=opts.replan_every,
         default_rate=opts.default_rate,
         explore=opts.extra.get("explore", DEFAULT_EXPLORE),
+        prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
     )
 
 
@@ -356,6 +366,7 @@ def make_learned_proportional(arg: str | None, options: PolicyOptions | None) ->
         replan_every=opts.replan_every,
         default_rate=opts.default_rate,
         explore=opts.extra.get("explore", DEFAULT_EXPLORE),
+        prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
         rule="proportional",
     )
 

@@ -182,3 +182,8 @@ def test_estimates_are_nan_for_pages_never_observed():
     )
     est = pol.estimated_delta()
     assert np.isnan(est[0]) and np.isnan(est[2]) and np.isfinite(est[1]) and est[1] >= 0
+
+
+def test_options_extra_reach_the_policy():
+    pol = make_policy("learned:sa", PolicyOptions(extra={"explore": 0.2, "prior_visits": 0.0}, replan_every=2.0))
+    assert (pol.estimator, pol.explore, pol.prior_visits, pol.replan_every) == ("sa", 0.2, 0.0, 2.0)

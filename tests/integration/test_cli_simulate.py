@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -193,3 +194,12 @@ def test_learned_close_to_the_oracle_on_the_whole_ota_history(budget):
     assert learned["ratio_to_uniform"] >= 1.0
     for crawler in ("nutch", "stormcrawler", "heritrix"):
         assert learned["freshness"] >= by[crawler]["freshness"]
+
+
+def test_poisson_visits_and_replan_period():
+    res = run([*BASE, "--policy", "learned", "--visits", "poisson", "--replan-every", "2.5", "--json"])
+    assert res.exit_code == 0, res.output
+    out = {p["policy"]: p for p in json.loads(res.stdout)["policies"]}
+    assert set(out) == {"learned:mle-binned", "oracle", "uniform"}
+    # Poisson visits spend the budget on average: 600 expected, Poisson sd about 25
+    assert abs(out["uniform"]["visits"] - 600) < 5 * np.sqrt(600)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 
 import pytest
@@ -14,9 +15,24 @@ from freshcrawl.units import parse_rate
 from ..conftest import REPO
 
 
-def test_all_names_exist():
-    for name in freshcrawl.__all__:
-        assert hasattr(freshcrawl, name), name
+@pytest.mark.parametrize(
+    "module_name",
+    [
+        "freshcrawl",
+        "freshcrawl.estimators",
+        "freshcrawl.allocation",
+        "freshcrawl.learning",
+        "freshcrawl.policies",
+        "freshcrawl.environments",
+        "freshcrawl.simulation",
+    ],
+)
+def test_all_names_exist(module_name):
+    module = importlib.import_module(module_name)
+    assert module.__all__, module_name
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == []
+    assert len(set(module.__all__)) == len(module.__all__)
 
 
 def test_ci_runs_the_readme_test_command():

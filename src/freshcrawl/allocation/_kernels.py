@@ -798,10 +798,22 @@ def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
             out[i] = min(max(p + dp * dlam, lo_i), hi_i)
 
 
-@njit(**_PLAIN)
+@njit(**_LOOP)
 def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, hosts, lamhat, h_lam2, h_theta,
                       h_dlam):
     """As :func:`final_rates`; pages on hosts whose cap binds use the host's multiplier and finish."""
+    if theta == 0.0 and not np.any(h_theta != 0.0):
+        # no jumps: branch-free (vectorised) first-order finish
+        for i in range(out.shape[0]):
+            h = hosts[i]
+            hh = max(h, 0)
+            bind = (h >= 0) & (lamhat[hh] > lam)
+            L = lamhat[hh] if bind else lam
+            dl = h_dlam[hh] if bind else dlam
+            lo_i, hi_i = _get(lo, i), _get(hi, i)
+            p, dp = _resp_t(tok, _get(k, i), L, _get(w, i), _get(a, i), _get(b, i), lo_i, hi_i)
+            out[i] = min(max(p + dp * dl, lo_i), hi_i)
+        return
     for i in range(out.shape[0]):
         L, L2, th, dl = lam, lam2, theta, dlam
         h = hosts[i]
@@ -815,6 +827,34 @@ def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, host
         else:
             v = p + dp * dl
         out[i] = min(max(v, lo_i), hi_i)
+
+
+@njit(**_PLAIN)
+def pages_of_hosts(hosts, selected):
+    """Indices of the pages whose host is selected (selected: bool per host)."""
+    count = 0
+    for i in range(hosts.shape[0]):
+        h = hosts[i]
+        if h >= 0 and selected[h]:
+            count += 1
+    out = np.empty(count, dtype=np.int64)
+    j = 0
+    for i in range(hosts.shape[0]):
+        h = hosts[i]
+        if h >= 0 and selected[h]:
+            out[j] = i
+            j += 1
+    return out
+
+
+@njit(**_LOOP)
+def sum_by_host(p, hosts, n_hosts):
+    """Σ p over the pages of each host; entry n_hosts: pages without a host."""
+    out = np.zeros(n_hosts + 1)
+    for i in range(p.shape[0]):
+        h = hosts[i]
+        out[h if h >= 0 else n_hosts] += p[i]
+    return out
 
 
 @njit(**_LOOP)
@@ -839,30 +879,28 @@ def kkt_residual(tok, p, lam, k, w, a, b, lo, hi):
     return worst / lam if lam > 0.0 else worst
 
 
-@njit(**_PLAIN)
+@njit(**_LOOP)
 def kkt_residual_hosts(tok, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
-    """As :func:`kkt_residual`, each page against its own multiplier max(λ, lamhat[host])."""
+    """As :func:`kkt_residual`, each page against its own multiplier max(λ, lamhat[host]) (branch-free)."""
     worst = 0.0
     for i in range(p.shape[0]):
-        L = lam
         h = hosts[i]
-        if h >= 0 and lamhat[h] > lam:
-            L = lamhat[h]
-        lo_i, hi_i = _get(lo, i), _get(hi, i)
-        if hi_i <= lo_i or L == np.inf:
-            continue
-        m = _marg_t(tok, _get(k, i), p[i], _get(w, i), _get(a, i), _get(b, i))
-        if p[i] <= lo_i:
-            r = max(0.0, m - L)
-        elif p[i] >= hi_i:
-            r = max(0.0, L - m)
-        else:
-            r = abs(m - L)
-        if r > 0.0:
-            if L > 0.0:
-                r = r / L
-            if r > worst:
-                worst = r
+        hh = max(h, 0)
+        bind = (h >= 0) & (lamhat[hh] > lam)
+        L = lamhat[hh] if bind else lam
+        lo_i, hi_i, p_i = _get(lo, i), _get(hi, i), p[i]
+        m = min(_marg_t(tok, _get(k, i), p_i, _get(w, i), _get(a, i), _get(b, i)), 1e300)
+        Lf = min(L, 1e300)
+        d = m - Lf
+        r_in = abs(d)
+        r_lo = max(d, 0.0)
+        r_hi = max(-d, 0.0)
+        at_lo = np.float64(p_i <= lo_i)
+        at_hi = np.float64(p_i >= hi_i) * (1.0 - at_lo)
+        free = np.float64((hi_i > lo_i) & (L < np.inf))
+        r = free * (at_lo * r_lo + at_hi * r_hi + (1.0 - at_lo - at_hi) * r_in)
+        r = r / Lf if Lf > 0.0 else r
+        worst = max(worst, r)
     return worst
 
 

@@ -516,7 +516,7 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
     n_hosts = caps.shape[0]
     act_all = np.zeros(n_hosts, dtype=np.bool_)
     act_all[idx] = True
-    pages = np.flatnonzero(act_all[np.maximum(hosts, 0)] & (hosts >= 0))
+    pages = K.pages_of_hosts(hosts, act_all)
     counts = np.bincount(hosts[pages], minlength=n_hosts).astype(np.float64)
     lam_all = np.zeros(n_hosts)
     if lam > 0:
@@ -773,8 +773,7 @@ def allocate(
     used = float(np.sum(p))
     kkt = max(kkt, abs(used - budget) / budget)
     if caps.shape[0] and hosts_arr.shape[0]:
-        h_all = np.where(hosts_arr >= 0, hosts_arr, caps.shape[0])
-        sums = np.bincount(h_all, weights=p, minlength=caps.shape[0] + 1)[: caps.shape[0]]
+        sums = K.sum_by_host(p, hosts_arr, caps.shape[0])[: caps.shape[0]]
         fin = np.isfinite(caps)
         over = (sums[fin] - caps[fin]) / np.maximum(caps[fin], np.finfo(float).tiny)
         kkt = max(kkt, float(np.max(over, initial=0.0)))

@@ -1,0 +1,159 @@
+"""Speed and exactness of the allocation solver on one core: prints markdown tables.
+
+Run as ``python benchmarks/bench_allocation.py [--max-n 1e7] [--repeats 2]``. Not a pass/fail gate.
+
+Instances: Δ ~ lognormal(0, 1.5) changes/day, w ~ 0.1 + Pareto(1.5), B = N/2 visits/day; with host caps,
+pages are spread uniformly over 10^4 hosts, each capped at 1.1 B times its share of the pages (from a
+few hundred to most of the caps bind, depending on N).
+Targets (issue): 10^7 pages < 1 s (closed forms), < 5 s (Lambert-W forms), host caps < 2x.
+
+Also: the same N = 10^3 instance solved by scipy.optimize (SLSQP) for time and objective, and the
+LambdaCrawl comparison at 10^6 pages (harmonic objective, 0% and 4% of pages observed completely).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+import tracemalloc
+
+import numpy as np
+from scipy.optimize import minimize
+
+from freshcrawl.allocation import allocate, get_objective
+
+OBJECTIVES = ["freshness-poisson", "harmonic", "freshness-periodic", "detection"]
+SCIPY_OBJECTIVES = ["freshness-poisson", "freshness-periodic"]  # SLSQP needs minutes per solve at N = 10^3
+N_HOSTS = 10_000
+
+
+def instance(n, seed=0):
+    rng = np.random.default_rng(seed)
+    delta = rng.lognormal(0.0, 1.5, n)
+    w = 0.1 + rng.pareto(1.5, n)
+    hosts = rng.integers(0, N_HOSTS, n)
+    return delta, w, hosts
+
+
+def host_caps(hosts, budget):
+    """1.1 B times each host's share of the pages, visits/day."""
+    return 1.1 * budget * np.bincount(hosts, minlength=N_HOSTS) / hosts.size
+
+
+def timed(fn, repeats):
+    best, out = np.inf, None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def warm_up():
+    """Compile (or load from the cache) every kernel the timed runs use."""
+    d, w, h = instance(20_000, seed=1)
+    caps = host_caps(h, 10_000.0)
+    for name in OBJECTIVES:
+        allocate(d, 10_000.0, weights=w, objective=name)
+        allocate(d, 10_000.0, weights=w, objective=name, hosts=h, host_caps=caps)
+    complete = np.zeros(d.size, dtype=bool)
+    complete[::25] = True
+    allocate(d, 10_000.0, weights=w, objective="harmonic", observed_completely=complete)
+
+
+def scaling_table(sizes, repeats):
+    rows = []
+    for n in sizes:
+        delta, w, hosts = instance(n)
+        budget = 0.5 * n
+        caps = host_caps(hosts, budget)
+        for name in OBJECTIVES:
+            t_plain, r_plain = timed(lambda: allocate(delta, budget, weights=w, objective=name), repeats)
+            t_caps, r_caps = timed(
+                lambda: allocate(delta, budget, weights=w, objective=name, hosts=hosts, host_caps=caps), repeats
+            )
+            n_bind = int(np.sum(r_caps.host_lam > r_caps.lam))
+            rows.append((n, name, t_plain, r_plain.n_iter, r_plain.kkt_residual, t_caps, r_caps.n_iter,
+                         r_caps.kkt_residual, n_bind, t_caps / t_plain))
+        del delta, w, hosts
+    print("| N | objective | time (s) | passes | KKT residual | time with 10^4 caps (s) | passes | KKT residual "
+          "| caps binding | caps / plain |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, name, t, it, kkt, tc, itc, kktc, nb, ratio in rows:
+        print(f"| {n:.0e} | {name} | {t:.3f} | {it} | {kkt:.1e} | {tc:.3f} | {itc} | {kktc:.1e} | {nb} | {ratio:.2f} |")
+
+
+def scipy_table():
+    n = 1000
+    delta, w, _ = instance(n, seed=3)
+    budget = 0.5 * n
+    print()
+    print("| N = 10^3 | freshcrawl (s) | scipy SLSQP (s) | time ratio | objective: freshcrawl - scipy "
+          "| scipy: Σp - B | max abs rate difference |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name in SCIPY_OBJECTIVES:
+        obj = get_objective(name)
+        lo = 1e-6 if name == "harmonic" else 0.0  # keeps SLSQP's line search away from log(0)
+        t_ours, res = timed(lambda: allocate(delta, budget, weights=w, objective=name, p_min=lo), 3)
+
+        def run_scipy():
+            return minimize(
+                lambda p: -np.sum(w * obj.value(p, delta)),
+                np.full(n, budget / n),
+                jac=lambda p: -w * obj.derivative(p, delta),
+                bounds=[(lo, None)] * n,
+                constraints=[{"type": "eq", "fun": lambda p: p.sum() - budget, "jac": lambda p: np.ones(n)}],
+                method="SLSQP",
+                options={"ftol": 1e-12, "maxiter": 1000},
+            )
+
+        t_scipy, ref = timed(run_scipy, 1)
+        print(f"| {name} | {t_ours:.4f} | {t_scipy:.1f} | {t_scipy / t_ours:.0f}x | {res.objective + ref.fun:.1e} "
+              f"| {ref.x.sum() - budget:.1e} | {np.max(np.abs(res.p - ref.x)):.1e} |")
+
+
+def lambdacrawl_table(repeats):
+    n = 1_000_000
+    delta, w, _ = instance(n, seed=5)
+    budget = 0.5 * n
+    rng = np.random.default_rng(6)
+    print()
+    print("| LambdaCrawl problem, 10^6 pages | freshcrawl (s) | passes | KKT residual | budget used - B "
+          "| published implementation (s) | speed-up |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for frac, published in [(0.0, 23.0), (0.04, 220.0)]:
+        complete = rng.random(n) < frac if frac else None
+        t, res = timed(
+            lambda: allocate(delta, budget, weights=w, objective="harmonic", observed_completely=complete), repeats
+        )
+        label = "all observed at visits only" if not frac else f"{frac:.0%} observed completely"
+        print(f"| {label} | {t:.3f} | {res.n_iter} | {res.kkt_residual:.1e} | {res.p.sum() - budget:.1e} "
+              f"| {published:.0f} | {published / t:.0f}x |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-n", type=float, default=1e7)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    warm_up()
+    sizes = [int(10**k) for k in range(4, 8) if 10**k <= args.max_n]
+    scaling_table(sizes, args.repeats)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    n = sizes[-1]
+    delta, w, hosts = instance(n)
+    tracemalloc.start()
+    allocate(delta, 0.5 * n, weights=w, objective="harmonic", hosts=hosts, host_caps=host_caps(hosts, 0.5 * n))
+    solve_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"\nPeak RSS of the process after the scaling runs: {peak:.0f} MiB (its inputs at N = {n:.0e}: Δ, w "
+          f"float64 and host int64, {n * 24 / 2**20:.0f} MiB). Arrays allocated by one solve at N = {n:.0e} "
+          f"(harmonic, host caps; tracemalloc peak): {solve_peak / 2**20:.0f} MiB = "
+          f"{solve_peak / (8 * n):.2f} arrays of N float64, the returned rates included.")
+    scipy_table()
+    lambdacrawl_table(args.repeats)
+
+
+if __name__ == "__main__":
+    main()

@@ -535,23 +535,6 @@ def global_sum(tok, n, lam, k, w, a, b, lo, hi):
 
 
 @njit(**_LOOP)
-def global_sum_hosts(tok, n, lam, k, w, a, b, lo, hi, hosts, lamhat):
-    """As :func:`global_sum`, leaving out pages on hosts whose cap binds at λ (lamhat[h] > λ).
-
-    Written without branches on the host (a masked sum), so that it vectorises.
-    """
-    s = 0.0
-    ds = 0.0
-    for i in range(n):
-        h = hosts[i]
-        keep = np.float64((h < 0) | (lamhat[max(h, 0)] <= lam))
-        p, dp = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
-        s += min(p, 1e308) * keep
-        ds += dp * keep
-    return s, ds
-
-
-@njit(**_LOOP)
 def group_sums(tok, lam_g, active_g, k, w, a, b, lo, hi, hosts):
     """Per host h with active_g[h]: Σ_{i∈h} p_i(lam_g[h]) and its derivative (branch-free)."""
     n_groups = lam_g.shape[0]
@@ -725,22 +708,23 @@ def global_breakpoint(tok, n, la, lb, lt, k, w, a, b, lo, hi, hosts, lamhat):
 
 
 @njit(**_PLAIN)
-def group_breakpoints(tok, la_g, lb_g, lt_g, active_g, k, w, a, b, lo, hi, hosts):
-    """Per host: as :func:`global_breakpoint`, over the host's pages."""
+def group_breakpoints(tok, idx, la_g, lb_g, lt_g, active_g, k, w, a, b, lo, hi, hosts):
+    """Per host: as :func:`global_breakpoint`, over the listed pages idx of the active hosts."""
     best = np.full(la_g.shape[0], np.nan)
     up = np.full(la_g.shape[0], np.inf)
     dn = np.zeros(la_g.shape[0])
-    for i in range(hosts.shape[0]):
+    for j in range(idx.shape[0]):
+        i = idx[j]
         h = hosts[i]
         if h < 0 or not active_g[h]:
             continue
         ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
         if hi_i <= lo_i or not _active_t(tok, ki, wi, ai, bi):
             continue
-        for j in range(2):
-            if j == 1 and not hi_i < np.inf:
+        for m in range(2):
+            if m == 1 and not hi_i < np.inf:
                 break
-            e = _marg_t(tok, ki, lo_i if j == 0 else hi_i, wi, ai, bi)
+            e = _marg_t(tok, ki, lo_i if m == 0 else hi_i, wi, ai, bi)
             if _closer(e, la_g[h], lb_g[h], lt_g[h], best[h]):
                 best[h] = e
             if e >= lb_g[h] and e < up[h]:

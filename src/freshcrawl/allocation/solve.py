@@ -3,16 +3,16 @@
 Method
 ------
 At the optimum every page sits at ``p_i(λ_i) = clip(g_i(λ_i), p_min_i, p_max_i)``, with ``g_i`` the
-inverse of its marginal value ``w_i f_i'`` and ``λ_i = max(λ, λ̂_h)`` for a page on host h, where
-``λ̂_h`` solves ``Σ_{i∈h} p_i(λ̂_h) = c_h`` (the host's cap binds exactly when ``λ̂_h > λ``; Kolobov,
-Lubetzky, Peres, Horvitz, SIGIR 2019). Each ``λ̂_h`` does not depend on λ, so all capped hosts are
-solved first (one vectorised root-find whose every iteration is one pass over the pages), then λ
-(one root-find, one pass per iteration). Both are safeguarded Newton iterations on
-``log Σ p(λ) = log target`` in ``log λ`` with a bracket, so a pure power law ``Σ p ∝ λ^-α`` is solved in
-one step. The last pass applies the first-order correction ``p_i += p_i'(λ) δλ`` that makes the budget
-exact; when the bracket collapses onto a jump of ``Σ p(λ)`` (pages with a constant marginal value),
-the rates are interpolated between both sides of the jump instead. The KKT residual of the result is
-computed and reported.
+inverse of its marginal value ``w_i f_i'`` and ``λ_i = max(λ, λ_h)`` for a page on host h, where ``λ_h``
+solves ``Σ_{i∈h} p_i(λ_h) = c_h``: the host's cap binds exactly when ``λ_h > λ`` (Kolobov, Lubetzky,
+Peres, Horvitz, SIGIR 2019). The budget equation ``Σ_h min(c_h, S_h(λ)) + S_free(λ) = B`` needs only the
+per-host sums at λ, one pass per iteration, so λ is found first; then ``λ_h`` is solved for the hosts
+whose cap binds at λ, one pass over their pages per iteration. Both root-finds are safeguarded Newton
+iterations on ``log Σ p = log target`` in ``log λ`` inside a bracket (a pure power law ``Σ p ∝ λ^-α`` is
+solved in one step), with breakpoint-aware fallbacks (see :func:`_newton`). The last pass applies the
+first-order correction ``p_i += p_i'(λ) δλ`` that makes the budget exact; when the bracket collapses onto
+a jump of ``Σ p(λ)`` (pages with a constant marginal value) the rates are interpolated across the jump
+instead. The KKT residual of the result is computed and reported.
 
 Pages whose marginal value is 0 at every rate (``w_i = 0``, ``Δ_i = 0``) sit at their lower bound as
 long as the other pages can absorb the budget (λ > 0). When they cannot (finite ``p_max`` and caps),
@@ -22,7 +22,6 @@ caps allow (the maximiser of Σ log p over them): any split is optimal, this one
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -75,10 +74,8 @@ class _KernelProblem:
     def _args(self):
         return self.k, self.w, self.a, self.b, self.lo, self.hi
 
-    def global_sum(self, lam, hosts, lamhat):
-        if hosts.shape[0] == 0:
-            return K.global_sum(self.tok, self.n, lam, *self._args())
-        return K.global_sum_hosts(self.tok, self.n, lam, *self._args(), hosts, lamhat)
+    def global_sum(self, lam):
+        return K.global_sum(self.tok, self.n, lam, *self._args())
 
     def group_sums(self, lam_g, active_g, hosts, idx=None):
         if idx is not None:
@@ -94,8 +91,8 @@ class _KernelProblem:
     def host_sums(self, lam, hosts, n_hosts):
         return K.host_sums_at(self.tok, self.n, lam, *self._args(), hosts, n_hosts)
 
-    def group_breakpoints(self, la_g, lb_g, lt_g, active_g, hosts):
-        return K.group_breakpoints(self.tok, la_g, lb_g, lt_g, active_g, *self._args(), hosts)
+    def group_breakpoints(self, idx, la_g, lb_g, lt_g, active_g, hosts):
+        return K.group_breakpoints(self.tok, idx, la_g, lb_g, lt_g, active_g, *self._args(), hosts)
 
     def host_bounds(self, n_hosts, hosts):
         if hosts.shape[0] == 0:
@@ -164,28 +161,32 @@ class _NumpyProblem:
             p[act] = np.clip(g[act], self.lo[act], self.hi[act])
             return p
         # bisection on w f'(p) = λ inside [lo, hi]; f' is nonincreasing
-        a = self.lo.copy()
-        b = np.where(np.isfinite(self.hi), self.hi, np.maximum(self.lo, 1.0))
-        need = act & ~np.isfinite(self.hi)
-        for _ in range(2100):
-            if not need.any():
-                break
-            grow = need & (self.w * self._deriv(b) > lam_page)
-            b[grow] *= 2.0
-            need = grow
-        top = act & (self.w * self._deriv(b) >= lam_page)
-        p[top] = b[top]
-        low = act & (self.w * self._deriv(self.lo) <= lam_page)
-        run = act & ~top & ~low
-        for _ in range(2200):
-            if not run.any():
-                break
-            mid = np.where(b > 4.0 * a, np.where(a > 0, np.sqrt(a * b), 0.25 * b), 0.5 * (a + b))
-            up = self.w * self._deriv(mid) > lam_page
-            a = np.where(run & up, mid, a)
-            b = np.where(run & ~up, mid, b)
-            run &= (b - a) > 4e-16 * b
-        p[act & ~top & ~low] = (0.5 * (a + b))[act & ~top & ~low]
+        with np.errstate(all="ignore"):
+            a = self.lo.copy()
+            b = np.where(np.isfinite(self.hi), self.hi, np.maximum(self.lo, 1.0))
+            need = act & ~np.isfinite(self.hi)
+            for _ in range(2100):
+                if not need.any():
+                    break
+                grow = need & (self.w * self._deriv(b) > lam_page) & (b < 1e300)
+                b[grow] *= 2.0
+                need = grow
+            unbounded = act & ~np.isfinite(self.hi) & (b >= 1e300) & (self.w * self._deriv(b) > lam_page)
+            top = act & (self.w * self._deriv(b) >= lam_page)
+            p[top] = b[top]
+            p[unbounded] = np.inf  # the marginal value never falls to λ: the rate is unbounded
+            low = act & (self.w * self._deriv(self.lo) <= lam_page)
+            run = act & ~top & ~low
+            done_set = act & ~top & ~low
+            for _ in range(2200):
+                if not run.any():
+                    break
+                mid = np.where(b > 4.0 * a, np.where(a > 0, np.sqrt(a * b), 0.25 * b), 0.5 * (a + b))
+                up = self.w * self._deriv(mid) > lam_page
+                a = np.where(run & up, mid, a)
+                b = np.where(run & ~up, mid, b)
+                run &= (b - a) > 4e-16 * b
+            p[done_set] = (0.5 * (a + b))[done_set]
         return p
 
     def _page_lambda(self, lam, hosts, lamhat):
@@ -198,13 +199,13 @@ class _NumpyProblem:
         p = self.responses(lam_page)
         h = 1e-7
         p2 = self.responses(lam_page * (1.0 + h))
-        return p, (p2 - p) / (lam_page * h)
+        with np.errstate(all="ignore"):
+            dp = (p2 - p) / (lam_page * h)
+        return p, np.where(np.isfinite(dp), dp, 0.0)
 
-    def global_sum(self, lam, hosts, lamhat):
-        lp = self._page_lambda(lam, hosts, lamhat)
-        keep = lp <= lam
+    def global_sum(self, lam):
         p, dp = self._fd(np.full(self.n, lam))
-        return float(np.sum(p[keep])), float(np.sum(dp[keep]))
+        return float(np.sum(p)), float(np.sum(np.where(np.isfinite(dp), dp, 0.0)))
 
     def group_sums(self, lam_g, active_g, hosts, idx=None):
         sel = (hosts >= 0) & active_g[np.maximum(hosts, 0)]
@@ -215,6 +216,24 @@ class _NumpyProblem:
         h = np.maximum(hosts, 0)
         return (np.bincount(h, weights=p, minlength=lam_g.size),
                 np.bincount(h, weights=dp, minlength=lam_g.size))
+
+    def global_breakpoint(self, la, lb, lt, hosts, lamhat):
+        return np.nan, np.inf, 0.0  # no breakpoint search: plain bisection as fallback
+
+    def group_breakpoints(self, idx, la_g, lb_g, lt_g, active_g, hosts):
+        g = la_g.size
+        return np.full(g, np.nan), np.full(g, np.inf), np.zeros(g)
+
+    def count_infinite(self, lam, hosts, lam_g, active_g):
+        n_groups = lam_g.size
+        if hosts.shape[0]:
+            on = (hosts >= 0) & active_g[np.maximum(hosts, 0)]
+            lp = np.where(on, lam_g[np.maximum(hosts, 0)], lam)
+            g = np.where(on, hosts, n_groups)
+        else:
+            lp, g = np.full(self.n, lam), np.full(self.n, n_groups)
+        inf = self.responses(lp) == np.inf
+        return np.bincount(g[inf], minlength=n_groups + 1).astype(np.float64)
 
     def host_sums(self, lam, hosts, n_hosts):
         p, dp = self._fd(np.full(self.n, lam))
@@ -249,7 +268,9 @@ class _NumpyProblem:
         v = p + np.where(np.isfinite(dp), dp, 0.0) * dl
         if np.any(th != 0):
             p2 = self.responses(l2)
-            v = np.where(th != 0, p + th * (p2 - p), v)
+            with np.errstate(all="ignore"):
+                across = np.where(th > 0, p + th * (p2 - p), np.where(p2 == np.inf, p - th, p))
+            v = np.where(th != 0, across, v)
         out[:] = np.clip(v, self.lo, self.hi)
 
     def kkt(self, p, lam, hosts, lamhat):
@@ -456,7 +477,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
     else:
         def eval_global(lam_v, act):
             if not use_hosts:
-                s, ds = prob.global_sum(float(lam_v[0]), hosts, lamhat)
+                s, ds = prob.global_sum(float(lam_v[0]))
                 return np.array([s]), np.array([ds])
             s_h, ds_h = prob.host_sums(float(lam_v[0]), hosts, n_hosts)
             over = s_h[:n_hosts] > cap_eff
@@ -542,7 +563,7 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
         act_all[:] = False
         act_all[idx] = act
         n_act = float(np.sum(counts[idx[act]]))
-        if n_act < 0.5 * state["pages"].size:
+        if n_act < 0.8 * state["pages"].size:
             state["pages"] = state["pages"][act_all[hosts[state["pages"]]]]
         s, ds = prob.group_sums(lam_all, act_all, hosts, state["pages"])
         return s[idx], ds[idx]
@@ -553,7 +574,7 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
         lt_all = np.ones(n_hosts)
         a_all = np.zeros(n_hosts, dtype=np.bool_)
         la_all[idx], lb_all[idx], lt_all[idx], a_all[idx] = la, lb, lt, act
-        e_in, e_up, e_dn = prob.group_breakpoints(la_all, lb_all, lt_all, a_all, hosts)
+        e_in, e_up, e_dn = prob.group_breakpoints(state["pages"], la_all, lb_all, lt_all, a_all, hosts)
         return e_in[idx], e_up[idx], e_dn[idx]
 
     return _newton(eval_hosts, caps[idx], lam0, tol, max_iter, bp_hosts)
@@ -733,6 +754,8 @@ def allocate(
                 f"index {i} (p_min={np.broadcast_to(lo, (n,))[i]!r} > p_max={np.broadcast_to(hi, (n,))[i]!r})"
             )
     hosts_arr, caps = _check_hosts(hosts, host_caps, n)
+    if caps.shape[0] == 0:  # no host index in use: nothing to cap
+        hosts_arr = _EMPTY_HOSTS
 
     complete = None
     if observed_completely is not None:

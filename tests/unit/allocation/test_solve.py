@@ -348,3 +348,22 @@ def test_no_warnings_on_regular_input():
         warnings.simplefilter("error")
         allocate([0.0, 1.0, 2.0], 2.0, weights=[1.0, 0.0, 1.0], objective="freshness-periodic",
                  hosts=[0, 0, -1], host_caps=[np.inf])
+
+
+def test_constant_marginal_pages_share_what_is_left():
+    # detection-discrete with a change every step (q = 0): f = x, marginal w; the two such pages split the
+    # budget evenly (any split is optimal; the solver's is the even one)
+    res = allocate([0.0, 1.0, 1.0], 6.0, objective="detection-discrete")
+    np.testing.assert_allclose(res.p, [0.0, 3.0, 3.0], rtol=1e-12)
+
+    class Linear(Objective):
+        def value(self, p, delta):
+            return delta * p
+
+        def derivative(self, p, delta):
+            return delta + 0.0 * p
+
+    res = allocate([1.0, 2.0, 2.0], 3.0, objective=Linear())
+    np.testing.assert_allclose(res.p, [0.0, 1.5, 1.5], rtol=1e-12)
+    res = allocate([1.0, 2.0, 2.0], 3.0, objective=Linear(), p_max=1.0)
+    np.testing.assert_array_equal(res.p, [1.0, 1.0, 1.0])

@@ -6,7 +6,14 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from freshcrawl.estimators import ESTIMATOR_NAMES, make_batch_estimator, make_estimator, solve_mle, solve_mm
+from freshcrawl.estimators import (
+    ESTIMATOR_NAMES,
+    FORGETTING_NAMES,
+    make_batch_estimator,
+    make_estimator,
+    solve_mle,
+    solve_mm,
+)
 
 # any positive interval a float can hold, and visit rates far beyond any crawler's
 intervals = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False)
@@ -53,3 +60,34 @@ def test_offline_roots_are_finite_and_ordered_by_evidence(obs):
         assert (d == 0) == (not changed.any())
         # one more unchanged visit can only lower the estimate
         assert solve(np.append(changed, False), np.append(tau, tau.mean())) <= d * (1 + 1e-9)
+
+
+# half-lives from far below to far above any interval the strategies draw in ordinary units
+half_lives = st.floats(min_value=1e-6, max_value=1e12, allow_nan=False, allow_infinity=False)
+
+
+@given(visits=visits, name=st.sampled_from(FORGETTING_NAMES), half_life=half_lives)
+def test_forgetting_estimates_finite_and_nonnegative(visits, name, half_life):
+    est = make_estimator(name, half_life=half_life)
+    for changed, tau, p in visits:
+        est.update(changed, tau=tau, p=p)
+        assert np.isfinite(est.delta_) and est.delta_ >= 0.0
+        # the newest visit weighs 1, older ones less: 1 <= n_eff <= n_visits
+        assert 1.0 <= est.n_eff_ <= est.n_visits_ * (1 + 1e-12)
+    if visits and not any(c for c, _, _ in visits):
+        assert est.delta_ == 0.0
+
+
+@given(data=st.data(), name=st.sampled_from(FORGETTING_NAMES), half_life=half_lives, n_rounds=st.integers(1, 8))
+def test_forgetting_batch_estimates_finite_and_nonnegative(data, name, half_life, n_rounds):
+    n_pages = 4
+    est = make_batch_estimator(name, n_pages, half_life=half_life)
+    for _ in range(n_rounds):
+        pages = data.draw(st.lists(st.integers(0, n_pages - 1), unique=True, min_size=0, max_size=n_pages))
+        m = len(pages)
+        changed = data.draw(st.lists(st.booleans(), min_size=m, max_size=m))
+        tau = data.draw(st.lists(intervals, min_size=m, max_size=m))
+        est.update(np.array(pages, dtype=np.intp), np.array(changed, dtype=bool), np.array(tau))
+        d = est.delta_
+        assert np.all(np.isfinite(d)) and np.all(d >= 0)
+        assert np.all(est.n_eff_ <= est.n_visits_ * (1 + 1e-12))

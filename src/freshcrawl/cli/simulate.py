@@ -105,6 +105,15 @@ def _fmt_date(days: float) -> str:
     "--replan-every", type=float, default=1.0, show_default=True, help="Days between re-plans (P)."
 )
 @click.option(
+    "--estimator-half-life",
+    "half_life",
+    type=float,
+    default=None,
+    metavar="DAYS",
+    help="Exponential forgetting of the learned policies' estimator (mle-binned, mm-binned): a visit "
+    "d days old weighs 2^(-d/DAYS); 'inf' turns it off. Per policy: learned:mle-binned@90d.",
+)
+@click.option(
     "--seed",
     type=int,
     default=0,
@@ -122,7 +131,18 @@ def _fmt_date(days: float) -> str:
     "--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table."
 )
 def simulate(
-    trace, budget, start, days, policy_text, objective, visits, replan_every, seed, out_dir, as_json
+    trace,
+    budget,
+    start,
+    days,
+    policy_text,
+    objective,
+    visits,
+    replan_every,
+    half_life,
+    seed,
+    out_dir,
+    as_json,
 ):
     """Replay a change history and compare recrawl policies under the same visit budget.
 
@@ -154,15 +174,23 @@ def simulate(
         raise click.BadParameter(
             f"must be finite and > 0 days; got {replan_every!r}", param_hint="--replan-every"
         )
+    if half_life is not None and not half_life > 0:
+        raise click.BadParameter(
+            f"must be > 0 days (or inf for no forgetting); got {half_life!r}",
+            param_hint="--estimator-half-life",
+        )
     if days is not None and not (math.isfinite(days) and days > 0):
         raise click.BadParameter(f"must be finite and > 0 days; got {days!r}", param_hint="--days")
     if objective is None:
         objective = "freshness-poisson" if visits == "poisson" else "freshness-periodic"
     specs = _policy_specs(policy_text)
-    options = PolicyOptions(objective=objective, replan_every=replan_every)
+    extra = {}
+    if half_life is not None:
+        extra["half_life"] = None if math.isinf(half_life) else half_life
+    options = PolicyOptions(objective=objective, replan_every=replan_every, extra=extra)
     try:
         policies = [make_policy(s, options) for s in specs]
-    except UnknownNameError as err:
+    except (UnknownNameError, ValueError) as err:
         raise click.BadParameter(str(err), param_hint="--policy") from err
     try:
         from freshcrawl.allocation import OBJECTIVE_NAMES as OBJECTIVES

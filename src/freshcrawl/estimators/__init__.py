@@ -26,6 +26,11 @@ name                streaming / batch class          rule                       
 ``mle-binned``      MLEBinned / MLEBinnedBatch       eq. (15) on interval slots, O(1)   any
 ``mm-binned``       MomentMatchingBinned / ...Batch  MM on interval slots, O(1)         any
 ==================  ===============================  =================================  ===============
+
+Forgetting: ``mle-binned`` and ``mm-binned`` take ``half_life`` (days; default None, no forgetting). Each
+page's interval statistics then decay by 2^{-τ/half_life} before a visit τ days after the previous one is
+added, so the estimate follows a change rate that drifts or switches, from an effective sample of about
+half_life/(τ ln 2) visits (:data:`FORGETTING_NAMES`).
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ __all__ = [
     "ESTIMATORS",
     "ESTIMATOR_NAMES",
     "CONSISTENT_NAMES",
+    "FORGETTING_NAMES",
     "make_batch_estimator",
     "make_estimator",
 ]
@@ -108,6 +114,22 @@ ESTIMATOR_NAMES: tuple[str, ...] = tuple(ESTIMATORS)
 #: Names of the estimators that stay consistent when visits are periodic or re-planned.
 CONSISTENT_NAMES: tuple[str, ...] = ("lln-interval", "sa-interval", "sam-interval", "mle", "mm", "mle-binned", "mm-binned")
 
+#: Names of the estimators that accept ``half_life`` (exponential forgetting, days).
+FORGETTING_NAMES: tuple[str, ...] = ("mle-binned", "mm-binned")
+
+
+def _forgetting(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``half_life=None``; reject a ``half_life`` for an estimator that cannot forget."""
+    if "half_life" in params:
+        if params["half_life"] is None:
+            params = {k: v for k, v in params.items() if k != "half_life"}
+        elif name in ESTIMATORS and name not in FORGETTING_NAMES:
+            raise ValueError(
+                f"half_life (days of exponential forgetting) is supported by {', '.join(FORGETTING_NAMES)} "
+                f"only; got half_life={params['half_life']!r} for estimator {name!r}"
+            )
+    return params
+
 
 def _lookup(name: str) -> tuple[type, type]:
     try:
@@ -127,7 +149,8 @@ def make_batch_estimator(name: str, n_pages: int, **params: Any) -> BatchEstimat
         Number of pages, >= 1.
     **params
         Keyword parameters of the class (``delta0``, ``alpha``, ``eta``, ``beta``, ``omega``, ``n_bins``,
-        ``bin_ratio``).
+        ``bin_ratio``, ``half_life``). ``half_life=None`` is accepted by every estimator (no forgetting);
+        a number of days only by :data:`FORGETTING_NAMES`.
 
     Returns
     -------
@@ -139,7 +162,8 @@ def make_batch_estimator(name: str, n_pages: int, **params: Any) -> BatchEstimat
     UnknownNameError
         If ``name`` is not registered (the message lists the known names).
     TypeError, ValueError
-        If a parameter is not accepted by the class or out of range.
+        If a parameter is not accepted by the class or out of range (a ``half_life`` for an estimator
+        that cannot forget raises ValueError).
 
     Examples
     --------
@@ -147,8 +171,11 @@ def make_batch_estimator(name: str, n_pages: int, **params: Any) -> BatchEstimat
     >>> est.update([0, 2], [True, False], tau=[1.0, 1.0], p=[1.0, 1.0])
     >>> est.delta_.shape, est.n_visits_.tolist()
     ((3,), [1, 0, 1])
+    >>> make_batch_estimator("mle-binned", 3, half_life=90.0).half_life
+    90.0
     """
-    return _lookup(name)[1](n_pages, **params)
+    cls = _lookup(name)[1]
+    return cls(n_pages, **_forgetting(name, params))
 
 
 def make_estimator(name: str, **params: Any) -> StreamingEstimator:
@@ -166,4 +193,5 @@ def make_estimator(name: str, **params: Any) -> StreamingEstimator:
     >>> est.delta_
     1.0
     """
-    return _lookup(name)[0](**params)
+    cls = _lookup(name)[0]
+    return cls(**_forgetting(name, params))

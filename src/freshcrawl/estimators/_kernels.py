@@ -623,16 +623,27 @@ def bins_solve(st, x0, use_mm, scratch_t, scratch_w):
                 m = _two_points(st[s, 0], st[s, 2], st[s, 4], scratch_t, scratch_w, m)
             if st[s, 1] > 0.0:
                 m = _two_points(st[s, 1], st[s, 3], st[s, 5], scratch_t, scratch_w, m)
+        if n0 > 0.0 and n0 < 0.5:
+            # decayed weights (forgetting): the 1/2 pseudo-visit of mm_root also applies to a fraction of
+            # an unchanged visit; for integer counts this never fires, so n0 = 0 -> 1/2 stays continuous
+            n0 = 0.5
         return mm_root(scratch_t[:m], scratch_w[:m], n0, x0)
     t0 = 0.0
     n = 0.0
+    n0 = 0.0
     ts = 0.0
     for s in range(nb):
         t0 += st[s, 3]
+        n0 += st[s, 1]
         n += st[s, 0] + st[s, 1]
         ts += st[s, 2] + st[s, 3]
         if st[s, 0] > 0.0:
             m = _two_points(st[s, 0], st[s, 2], st[s, 4], scratch_t, scratch_w, m)
+    if n0 > 0.0 and n0 < 1.0:
+        # decayed weights (forgetting): top the unchanged evidence up to one visit of mean length, the
+        # pseudo-visit mle_root adds when there is none; integer counts never get here, and n0 -> 0
+        # meets mle_root's own rule continuously
+        t0 += (1.0 - n0) * (ts / n)
     return mle_root(scratch_t[:m], scratch_w[:m], t0, ts / n, x0)
 
 
@@ -657,3 +668,42 @@ def binned_solve(dirty_pages, st, n_vis, delta, use_mm):
         if n_vis[j] == 0:
             continue
         delta[j] = bins_solve(st[j], delta[j], use_mm, scratch_t, scratch_w)
+
+
+# --------------------------------------------------------------------------------------------------
+# exponential forgetting of the binned statistics (tracking a slowly varying Δ)
+# --------------------------------------------------------------------------------------------------
+
+#: A slot whose decayed weight falls below this many visits is emptied (and can take a new interval).
+FORGET_FLOOR = 1e-9
+
+
+@njit(cache=True, inline="always")
+def bins_decay(st, factor):
+    """Multiply a page's slot statistics (n_bins, 6) by ``factor``; empty slots lighter than FORGET_FLOOR."""
+    for s in range(st.shape[0]):
+        w = (st[s, 0] + st[s, 1]) * factor
+        if w < FORGET_FLOOR:
+            for q in range(6):
+                st[s, q] = 0.0
+        else:
+            for q in range(6):
+                st[s, q] *= factor
+
+
+@njit(cache=True)
+def binned_batch_forget(pages, changed, tau, n_vis, n_eff, key, st, log_width, decay_per_day):
+    """As ``binned_batch``, but first decay the page's statistics by e^{-decay_per_day * tau}.
+
+    ``decay_per_day`` = ln 2 / half_life. tau is the time since the page's previous visit, which is its
+    previous update, so every past visit j ends up weighted by 2^{-(t - t_j)/half_life}. ``n_eff`` (n_pages,)
+    holds the decayed number of visits (the effective sample size).
+    """
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            factor = math.exp(-decay_per_day * tau[r, i])
+            bins_decay(st[j], factor)
+            bins_insert(key[j], st[j], changed[r, i], tau[r, i], log_width)
+            n_vis[j] += 1
+            n_eff[j] = n_eff[j] * factor + 1.0

@@ -278,6 +278,20 @@ class MLEBatch(_ExactBatchBase):
     """
 
 
+def check_half_life(half_life: object) -> float | None:
+    """Return ``half_life`` (days) as float if None or finite and > 0; the memory of forgetting estimators."""
+    if half_life is None:
+        return None
+    if isinstance(half_life, bool) or not isinstance(half_life, (int, float, np.integer, np.floating)):
+        raise TypeError(
+            f"half_life must be a number of days > 0 or None; got {type(half_life).__name__} {half_life!r}"
+        )
+    v = float(half_life)
+    if not (v > 0.0 and math.isfinite(v)):
+        raise ValueError(f"half_life must be finite and > 0 days (or None for no forgetting); got {half_life!r}")
+    return v
+
+
 class _BinnedParams:
     def _set_bins(self, n_bins: int, bin_ratio: float) -> None:
         if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
@@ -294,18 +308,43 @@ class _BinnedBatchBase(_BatchBase, _BinnedParams):
     _needs_p = False
     _use_mm = False
 
-    def __init__(self, n_pages: int, *, n_bins: int = 16, bin_ratio: float = 1.1, delta0: float = 1.0) -> None:
+    def __init__(
+        self,
+        n_pages: int,
+        *,
+        n_bins: int = 16,
+        bin_ratio: float = 1.1,
+        delta0: float = 1.0,
+        half_life: float | None = None,
+    ) -> None:
         super().__init__(n_pages, delta0=delta0)
         self._set_bins(n_bins, bin_ratio)
+        self.half_life = check_half_life(half_life)
         self._key = np.zeros((self.n_pages, self.n_bins))
         self._st = np.zeros((self.n_pages, self.n_bins, 6))
         self._dirty = np.zeros(self.n_pages, dtype=np.bool_)
+        if self.half_life is not None:
+            self._n_eff = np.zeros(self.n_pages)
 
     def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
         """Add one visit of each page in ``pages`` (m,); ``tau`` (m,) days. O(n_bins) per visit."""
         pg, ch, ta, _ = self._checked(pages, changed, tau, p)
-        K.binned_batch(pg, ch, ta, self.n_visits_, self._key, self._st, self._log_width)
+        if self.half_life is None:
+            K.binned_batch(pg, ch, ta, self.n_visits_, self._key, self._st, self._log_width)
+        else:
+            K.binned_batch_forget(
+                pg, ch, ta, self.n_visits_, self._n_eff, self._key, self._st, self._log_width,
+                math.log(2.0) / self.half_life,
+            )
         self._dirty[pg] = True
+
+    @property
+    def n_eff_(self) -> NDArray[np.float64]:
+        """Effective number of visits per page, shape (n_pages,): Σ_j 2^{-(t - t_j)/half_life} over the
+        page's visits j, t its last visit (``n_visits_`` as floats without forgetting)."""
+        if self.half_life is None:
+            return self.n_visits_.astype(np.float64)
+        return self._n_eff
 
     @property
     def delta_(self) -> NDArray[np.float64]:
@@ -334,18 +373,34 @@ class MLEBinnedBatch(_BinnedBatchBase):
         slot is taken and none matches, the two closest slots are merged.
     delta0 : float, default=1.0
         Estimate before the first visit, changes per day.
+    half_life : float or None, default=None
+        Exponential forgetting, in days: before a visit is added, the page's statistics are multiplied by
+        2^{-τ/half_life} (τ the days since its previous visit, i.e. its previous update), so a visit made
+        d days before the page's latest one weighs 2^{-d/half_life}. None keeps every visit at weight 1
+        (the plain MLE of eq. (15)).
 
     Attributes
     ----------
     delta_ : ndarray of float64, shape (n_pages,)
     n_visits_ : ndarray of int64, shape (n_pages,)
+    n_eff_ : ndarray of float64, shape (n_pages,)
+        Effective number of visits (sum of the weights); equals ``n_visits_`` without forgetting.
 
     Raises
     ------
     ValueError
-        Invalid parameters; in ``update``, a page listed twice.
+        Invalid parameters (``half_life`` not finite and > 0); in ``update``, a page listed twice.
     InvalidObservation
         In ``update``: as :class:`MLEBatch`.
+
+    Notes
+    -----
+    With forgetting, eq. (15) is solved on the weighted counts. Under periodic visits every τ days a page
+    keeps about 1/(1 − 2^{-τ/half_life}) ≈ half_life/(τ ln 2) effective visits, so its estimate tracks
+    a rate that changed a few half-lives ago, at the price of the variance of that smaller sample. When
+    less than one (weighted) unchanged visit remains, the unchanged evidence is topped up to one visit of
+    mean length, the pseudo-visit the degenerate all-changed case already uses; with integer weights this
+    is exactly the rule of the module docstring.
 
     Examples
     --------
@@ -353,6 +408,10 @@ class MLEBinnedBatch(_BinnedBatchBase):
     >>> est.update([0], [1], tau=[1.0]); est.update([0], [0], tau=[1.0])
     >>> est.delta_.round(6).tolist()
     [0.693147]
+    >>> est = MLEBinnedBatch(1, half_life=1.0)   # the first visit weighs 1/2 by the second
+    >>> est.update([0], [1], tau=[1.0]); est.update([0], [0], tau=[1.0])
+    >>> est.n_eff_.tolist(), round(float(est.delta_[0]), 6)      # 1/2 / (e^Δ - 1) = 1
+    ([1.5], 0.405465)
     """
 
 
@@ -367,12 +426,16 @@ class MLEBinned(_StreamBase, _BinnedParams):
         Width of a slot, as a ratio of intervals.
     delta0 : float, default=1.0
         Estimate before the first visit, changes per day.
+    half_life : float or None, default=None
+        Exponential forgetting in days, as in :class:`MLEBinnedBatch`; None: no forgetting.
 
     Attributes
     ----------
     delta_ : float
         Current estimate, changes per day (degenerate histories as in the module docstring).
     n_visits_ : int
+    n_eff_ : float
+        Effective number of visits (equals ``n_visits_`` without forgetting).
 
     Raises
     ------
@@ -402,11 +465,21 @@ class MLEBinned(_StreamBase, _BinnedParams):
 
     _use_mm = False
 
-    def __init__(self, *, n_bins: int = 16, bin_ratio: float = 1.1, delta0: float = 1.0) -> None:
+    def __init__(
+        self, *, n_bins: int = 16, bin_ratio: float = 1.1, delta0: float = 1.0, half_life: float | None = None
+    ) -> None:
         super().__init__(delta0=delta0)
         self._set_bins(n_bins, bin_ratio)
-        self._batch = (MLEBinnedBatch if not self._use_mm else _mm_binned_batch())(1, n_bins=n_bins, bin_ratio=bin_ratio, delta0=delta0)
+        self.half_life = check_half_life(half_life)
+        self._batch = (MLEBinnedBatch if not self._use_mm else _mm_binned_batch())(
+            1, n_bins=n_bins, bin_ratio=bin_ratio, delta0=delta0, half_life=half_life
+        )
         self._pg = np.zeros(1, dtype=np.intp)
+
+    @property
+    def n_eff_(self) -> float:
+        """Effective number of visits (the decayed count with forgetting, else ``n_visits_``)."""
+        return float(self._batch.n_eff_[0])
 
     def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
         """Add one visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
@@ -417,7 +490,13 @@ class MLEBinned(_StreamBase, _BinnedParams):
         if p is not None:
             check_p(p)
         b = self._batch
-        K.binned_batch(self._pg, np.array([[c]]), np.array([[t]]), b.n_visits_, b._key, b._st, b._log_width)
+        if self.half_life is None:
+            K.binned_batch(self._pg, np.array([[c]]), np.array([[t]]), b.n_visits_, b._key, b._st, b._log_width)
+        else:
+            K.binned_batch_forget(
+                self._pg, np.array([[c]]), np.array([[t]]), b.n_visits_, b._n_eff, b._key, b._st, b._log_width,
+                math.log(2.0) / self.half_life,
+            )
         K.binned_solve(self._pg, b._st, b.n_visits_, b._delta, b._use_mm)
         self.delta_ = float(b._delta[0])
         self.n_visits_ = int(b.n_visits_[0])

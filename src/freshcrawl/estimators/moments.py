@@ -187,11 +187,17 @@ class MomentMatchingBinnedBatch(_BinnedBatchBase):
         Width of a slot, as a ratio of intervals.
     delta0 : float, default=1.0
         Estimate before the first visit, changes per day.
+    half_life : float or None, default=None
+        Exponential forgetting in days, as in :class:`~freshcrawl.estimators.MLEBinnedBatch` (when less
+        than half a weighted unchanged visit remains, the 1/2 pseudo-visit of the module docstring is
+        used); None: no forgetting.
 
     Attributes
     ----------
     delta_ : ndarray of float64, shape (n_pages,)
     n_visits_ : ndarray of int64, shape (n_pages,)
+    n_eff_ : ndarray of float64, shape (n_pages,)
+        Effective number of visits.
 
     Raises
     ------
@@ -220,11 +226,15 @@ class MomentMatchingBinned(MLEBinned):
         Width of a slot, as a ratio of intervals.
     delta0 : float, default=1.0
         Estimate before the first visit, changes per day.
+    half_life : float or None, default=None
+        Exponential forgetting in days; None: no forgetting.
 
     Attributes
     ----------
     delta_ : float
     n_visits_ : int
+    n_eff_ : float
+        Effective number of visits.
 
     Raises
     ------

@@ -21,6 +21,12 @@ from one or two visits is not trusted alone: the allocation gets ``(k Δ̂ + k0 
 page's observations, m the mean Δ̂ over observed pages, k0 = 2 pseudo-visits
 (``PolicyOptions.extra["prior_visits"]``). Without these two guards a page seen unchanged once has
 Δ̂ = 0 and is never visited again.
+
+Non-stationary pages: ``learned:<estimator>@<H>d`` (or ``PolicyOptions.extra["half_life"] = H``, or
+``freshcrawl simulate --estimator-half-life H``) gives the estimator exponential forgetting with a
+half-life of H days (estimators in :data:`freshcrawl.estimators.FORGETTING_NAMES`): a visit d days older
+than the page's latest one weighs 2^{-d/H}, and k in the shrinkage is the effective (decayed) number of
+visits. ``@inf`` turns forgetting off.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions,
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "DEFAULT_EXPLORE",
+    "DEFAULT_HALF_LIFE",
     "DEFAULT_PRIOR_VISITS",
     "LearnedPolicy",
     "OraclePolicy",
@@ -54,6 +61,8 @@ DEFAULT_ESTIMATOR = "mle-binned"
 DEFAULT_EXPLORE = 0.05
 #: Pseudo-visits of the shrinkage of Δ̂ towards the mean over observed pages.
 DEFAULT_PRIOR_VISITS = 2.0
+#: Half-life (days) of the estimator's exponential forgetting when none is named; None: no forgetting.
+DEFAULT_HALF_LIFE: float | None = None
 
 
 def split_rounds(pages: NDArray[np.intp]) -> list[NDArray[np.intp]]:
@@ -121,6 +130,9 @@ class LearnedPolicy:
         :meth:`planning_delta`); 0 turns it off.
     rule : {"allocate", "proportional"}, default="allocate"
         Optimal allocation of the objective, or rates proportional to Δ̂ (seed 004's Proportional).
+    half_life : float or None, default=None
+        Days of exponential forgetting of the estimator (``half_life`` of
+        :func:`freshcrawl.estimators.make_batch_estimator`); None: every visit weighs the same forever.
 
     Attributes
     ----------
@@ -136,8 +148,9 @@ class LearnedPolicy:
     UnknownNameError
         If the estimator, the objective or the rule is unknown.
     ValueError
-        If ``replan_every`` or ``default_rate`` is not > 0, ``explore`` is outside [0, 1) or
-        ``prior_visits`` is negative.
+        If ``replan_every`` or ``default_rate`` is not > 0, ``explore`` is outside [0, 1),
+        ``prior_visits`` is negative, or ``half_life`` is not finite and > 0 days (or is given for an
+        estimator that cannot forget).
 
     References
     ----------
@@ -157,8 +170,10 @@ class LearnedPolicy:
         explore: float = DEFAULT_EXPLORE,
         prior_visits: float = DEFAULT_PRIOR_VISITS,
         rule: str = "allocate",
+        half_life: float | None = None,
     ) -> None:
-        from freshcrawl.estimators import ESTIMATOR_NAMES
+        from freshcrawl.estimators import ESTIMATOR_NAMES, FORGETTING_NAMES
+        from freshcrawl.estimators.mle import check_half_life
 
         if estimator not in ESTIMATOR_NAMES:
             raise UnknownNameError(
@@ -179,18 +194,28 @@ class LearnedPolicy:
         if not (np.isfinite(self.prior_visits) and self.prior_visits >= 0):
             raise ValueError(f"prior_visits must be finite and >= 0 visits; got {prior_visits!r}")
         self.rule = rule
+        self.half_life = check_half_life(half_life)
+        if self.half_life is not None and estimator not in FORGETTING_NAMES:
+            raise ValueError(
+                f"half_life (days of exponential forgetting) needs an estimator in "
+                f"{', '.join(FORGETTING_NAMES)}; got half_life={half_life!r} with {estimator!r}"
+            )
         self.name = (
             f"learned:{estimator}"
             if rule == "allocate"
             else ("proportional" if estimator == DEFAULT_ESTIMATOR else f"proportional:{estimator}")
         )
+        if self.half_life is not None:
+            self.name += f"@{self.half_life:g}d"
 
     def reset(self, context: PolicyContext) -> None:
         """Build a fresh estimator for ``context.n_pages`` pages."""
         from freshcrawl.estimators import make_batch_estimator
 
         self.context_ = context
-        self.estimator_ = make_batch_estimator(self.estimator, context.n_pages)
+        self.estimator_ = make_batch_estimator(
+            self.estimator, context.n_pages, half_life=self.half_life
+        )
         self.rates_ = np.zeros(context.n_pages)
         self.n_unconverged_ = 0
 
@@ -229,11 +254,14 @@ class LearnedPolicy:
     def planning_delta(self) -> NDArray[np.float64]:
         """Δ̂ shrunk towards the mean over observed pages: ``(k Δ̂ + k0 mean) / (k + k0)``, shape (n_pages,).
 
-        k is the page's number of observations and k0 = ``prior_visits``: an estimate from one or two
-        visits (often exactly 0 after a single unchanged visit) is not trusted alone.
+        k is the page's number of observations (the effective, decayed number with forgetting) and
+        k0 = ``prior_visits``: an estimate from one or two visits (often exactly 0 after a single
+        unchanged visit) is not trusted alone.
         """
         delta = np.asarray(self.estimator_.delta_, dtype=np.float64)
-        k = np.asarray(self.estimator_.n_visits_, dtype=np.float64)
+        k = np.asarray(
+            getattr(self.estimator_, "n_eff_", self.estimator_.n_visits_), dtype=np.float64
+        )
         if self.prior_visits == 0:
             return delta.copy()
         observed = k > 0
@@ -339,6 +367,34 @@ def _options(options: PolicyOptions | None) -> PolicyOptions:
     return options if options is not None else PolicyOptions()
 
 
+def _split_half_life(arg: str | None, opts: PolicyOptions) -> tuple[str, float | None]:
+    """``"<estimator>[@<H>d]"`` -> (estimator, half-life in days or None); ``@inf`` means None."""
+    estimator = arg or DEFAULT_ESTIMATOR
+    half_life = opts.extra.get("half_life", DEFAULT_HALF_LIFE)
+    if "@" in estimator:
+        estimator, _, text = estimator.partition("@")
+        estimator = estimator or DEFAULT_ESTIMATOR
+        number = text[:-1] if text.endswith("d") else text
+        try:
+            half_life = float(number)
+        except ValueError:
+            raise UnknownNameError(
+                f"expected <estimator>@<half-life>d, e.g. mle-binned@90d (days; @inf: no forgetting); "
+                f"got {arg!r}"
+            ) from None
+        if half_life == float("inf"):
+            half_life = None
+    elif half_life is not None and estimator not in _forgetting_names():
+        half_life = None  # a run-wide default only applies where it can
+    return estimator, half_life
+
+
+def _forgetting_names() -> tuple[str, ...]:
+    from freshcrawl.estimators import FORGETTING_NAMES
+
+    return FORGETTING_NAMES
+
+
 def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolicy:
     """Factory of ``learned[:<estimator>]`` (default estimator :data:`DEFAULT_ESTIMATOR`).
 
@@ -346,10 +402,14 @@ def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolic
     --------
     >>> make_learned("mle-binned", None).name
     'learned:mle-binned'
+    >>> make_learned("mle-binned@90d", None).half_life
+    90.0
     """
     opts = _options(options)
+    estimator, half_life = _split_half_life(arg, opts)
     return LearnedPolicy(
-        arg or DEFAULT_ESTIMATOR,
+        estimator,
+        half_life=half_life,
         objective=opts.objective,
         replan_every=opts.replan_every,
         default_rate=opts.default_rate,
@@ -359,10 +419,12 @@ def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolic
 
 
 def make_learned_proportional(arg: str | None, options: PolicyOptions | None) -> LearnedPolicy:
-    """Factory of ``proportional[:<estimator>]``: rates proportional to Δ̂."""
+    """Factory of ``proportional[:<estimator>[@<H>d]]``: rates proportional to Δ̂."""
     opts = _options(options)
+    estimator, half_life = _split_half_life(arg, opts)
     return LearnedPolicy(
-        arg or DEFAULT_ESTIMATOR,
+        estimator,
+        half_life=half_life,
         replan_every=opts.replan_every,
         default_rate=opts.default_rate,
         explore=opts.extra.get("explore", DEFAULT_EXPLORE),

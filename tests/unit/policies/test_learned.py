@@ -187,3 +187,51 @@ def test_estimates_are_nan_for_pages_never_observed():
 def test_options_extra_reach_the_policy():
     pol = make_policy("learned:sa", PolicyOptions(extra={"explore": 0.2, "prior_visits": 0.0}, replan_every=2.0))
     assert (pol.estimator, pol.explore, pol.prior_visits, pol.replan_every) == ("sa", 0.2, 0.0, 2.0)
+
+
+def test_half_life_from_the_name_the_options_and_inf():
+    pol = make_policy("learned:mle-binned@90d")
+    assert (pol.name, pol.estimator, pol.half_life) == ("learned:mle-binned@90d", "mle-binned", 90.0)
+    assert make_policy("learned:mm-binned@2.5").half_life == 2.5
+    assert make_policy("learned:mle-binned@inf").half_life is None
+    pol = make_policy("learned", PolicyOptions(extra={"half_life": 30.0}))
+    assert (pol.name, pol.half_life) == (f"learned:{DEFAULT_ESTIMATOR}@30d", 30.0)
+    # a run-wide half-life is ignored by estimators that cannot forget; the name overrides it
+    assert make_policy("learned:lln", PolicyOptions(extra={"half_life": 30.0})).half_life is None
+    assert make_policy("learned:mle-binned@inf", PolicyOptions(extra={"half_life": 30.0})).half_life is None
+    pol.reset(context(3))
+    assert pol.estimator_.half_life == 30.0
+
+
+@pytest.mark.parametrize(
+    ("spec", "exc", "match"),
+    [
+        ("learned:mle-binned@soon", UnknownNameError, r"expected <estimator>@<half-life>d.*got 'mle-binned@soon'"),
+        ("learned:lln@30d", ValueError, r"half_life .* needs an estimator in mle-binned, mm-binned; got half_life=30.0 with 'lln'"),
+        ("learned:mle-binned@0d", ValueError, r"half_life must be finite and > 0 days"),
+        ("learned:mle-binned@nan", ValueError, r"half_life must be finite and > 0 days"),
+    ],
+)
+def test_bad_half_life_specs(spec, exc, match):
+    with pytest.raises(exc, match=match):
+        make_policy(spec)
+
+
+def test_shrinkage_counts_effective_visits_with_forgetting():
+    pol = LearnedPolicy("mle-binned", prior_visits=2.0, half_life=1.0)
+    pol.reset(context(2))
+    for t, changed in ((1.0, [True, False]), (2.0, [False, False])):
+        pol.observe(
+            Observations(
+                pages=np.array([0, 1]),
+                time=np.array([t, t]),
+                changed=np.array(changed),
+                tau=np.array([1.0, 1.0]),
+                p=np.array([1.0, 1.0]),
+            )
+        )
+    k = pol.estimator_.n_eff_
+    np.testing.assert_allclose(k, [1.5, 1.5])  # the first visit weighs 1/2 a half-life later
+    raw = pol.estimated_delta()
+    np.testing.assert_allclose(raw, [np.log(1.5), 0.0])
+    np.testing.assert_allclose(pol.planning_delta(), (k * raw + 2 * raw.mean()) / (k + 2))

@@ -12,10 +12,9 @@ estimate in force before each visit. Its fixed point is the root of eq. (15) wha
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._checks import check_changed, check_p, check_tau, parse_alpha
+from freshcrawl.estimators._checks import parse_alpha
 from freshcrawl.estimators.base import _BatchBase, _StreamBase
 
 __all__ = ["LLN", "LLNBatch", "LLNInterval", "LLNIntervalBatch"]
@@ -80,16 +79,10 @@ class LLN(_StreamBase):
         self._kind, self._power = parse_alpha(alpha)
         self.n_changed_ = 0
 
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1) and ``p`` (visits/day); ``tau`` is checked, not used."""
-        c = int(check_changed(changed))
-        if tau is not None:
-            check_tau(tau)
-        if p is None:
-            raise TypeError("LLN.update needs p (visits per day)")
-        pv = check_p(p)
+    def _step(self, changed: bool, tau: float | None, p: float) -> None:
+        """One visit: ``changed`` (0/1) and ``p`` (visits/day); ``tau`` is checked, not used."""
         self.n_visits_, self.n_changed_, self.delta_ = K.lln_step(
-            self.n_visits_, self.n_changed_, c, pv, self._kind, self._power
+            self.n_visits_, self.n_changed_, int(changed), p, self._kind, self._power
         )
 
 
@@ -132,10 +125,9 @@ class LLNBatch(_BatchBase):
         self._kind, self._power = parse_alpha(alpha)
         self.n_changed_ = np.zeros(self.n_pages, dtype=np.int64)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
-        """Add one visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
-        pg, ch, _, pr = self._checked(pages, changed, tau, p)
-        K.lln_batch(pg, ch, pr, self.n_visits_, self.n_changed_, self.delta_, self._kind, self._power)
+    def _apply(self, pages, changed, tau, p) -> None:
+        """One visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
+        K.lln_batch(pages, changed, p, self.n_visits_, self.n_changed_, self.delta_, self._kind, self._power)
 
 
 class LLNInterval(_StreamBase):
@@ -194,6 +186,9 @@ class LLNInterval(_StreamBase):
     0.5
     """
 
+    _needs_tau = True
+    _needs_p = False
+
     def __init__(self, *, alpha: str | float = "1", delta0: float = 1.0) -> None:
         super().__init__(delta0=delta0)
         self.alpha = alpha
@@ -203,16 +198,10 @@ class LLNInterval(_StreamBase):
         self._den0 = 0.0
         self._sum_tau = 0.0
 
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
-        c = check_changed(changed)
-        if tau is None:
-            raise TypeError("LLNInterval.update needs tau (days since the previous visit)")
-        t = check_tau(tau)
-        if p is not None:
-            check_p(p)
+    def _step(self, changed: bool, tau: float, p: float | None) -> None:
+        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
         (self.delta_, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau) = K.lln_interval_step(
-            self.delta_, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau, c, t, self._kind, self._power
+            self.delta_, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau, changed, tau, self._kind, self._power
         )
 
 
@@ -259,9 +248,8 @@ class LLNIntervalBatch(_BatchBase):
         self._den0 = np.zeros(self.n_pages)
         self._sum_tau = np.zeros(self.n_pages)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
-        """Add one visit of each page in ``pages`` (m,); ``tau`` (m,) days since its previous visit."""
-        pg, ch, ta, _ = self._checked(pages, changed, tau, p)
+    def _apply(self, pages, changed, tau, p) -> None:
+        """One visit of each page in ``pages`` (m,); ``tau`` (m,) days since its previous visit."""
         K.lln_interval_batch(
-            pg, ch, ta, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau, self.delta_, self._kind, self._power
+            pages, changed, tau, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau, self.delta_, self._kind, self._power
         )

@@ -28,10 +28,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from freshcrawl._validation import check_positive
-from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._checks import check_changed, check_p, check_tau
-from freshcrawl.estimators.base import _BatchBase, _StreamBase
 from freshcrawl.errors import InvalidObservation
+from freshcrawl.estimators import _kernels as K
+from freshcrawl.estimators.base import _LazyBatchBase, _StreamBase
 
 __all__ = [
     "MLE",
@@ -121,24 +120,32 @@ def mle_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
     return K.mle_exact_path(ch, ta)
 
 
-class _ExactHistory:
-    """A growable log of (changed, tau) for one page."""
+class _ExactStream(_StreamBase):
+    """One page's whole history (a growable log of (changed, tau)), re-solved after every visit."""
 
-    def _init_history(self) -> None:
+    _needs_tau = True
+    _needs_p = False
+    _use_mm = False
+
+    def __init__(self, *, delta0: float = 1.0) -> None:
+        super().__init__(delta0=delta0)
         self._changed = np.empty(16, dtype=np.bool_)
         self._tau = np.empty(16)
 
-    def _append(self, c: bool, t: float) -> None:
+    def _step(self, changed: bool, tau: float, p: float | None) -> None:
+        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
         k = self.n_visits_
         if k == self._tau.shape[0]:
             self._changed = np.concatenate([self._changed, np.empty(k, dtype=np.bool_)])
             self._tau = np.concatenate([self._tau, np.empty(k)])
-        self._changed[k] = c
-        self._tau[k] = t
-        self.n_visits_ = k + 1
+        self._changed[k] = changed
+        self._tau[k] = tau
+        self.n_visits_ = k = k + 1
+        solve = K.mm_exact if self._use_mm else K.mle_exact
+        self.delta_ = float(solve(self._changed[:k], self._tau[:k]))
 
 
-class MLE(_StreamBase, _ExactHistory):
+class MLE(_ExactStream):
     """Exact maximum-likelihood estimate of one page's change rate, eq. (15) of seed 001.
 
     Keeps the whole history and re-solves eq. (15) after every visit (safeguarded Newton inside the
@@ -177,24 +184,9 @@ class MLE(_StreamBase, _ExactHistory):
     0.693147
     """
 
-    def __init__(self, *, delta0: float = 1.0) -> None:
-        super().__init__(delta0=delta0)
-        self._init_history()
-
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
-        c = check_changed(changed)
-        if tau is None:
-            raise TypeError("MLE.update needs tau (days since the previous visit)")
-        t = check_tau(tau)
-        if p is not None:
-            check_p(p)
-        self._append(c, t)
-        k = self.n_visits_
-        self.delta_ = float(K.mle_exact(self._changed[:k], self._tau[:k]))
 
 
-class _ExactBatchBase(_BatchBase):
+class _ExactBatchBase(_LazyBatchBase):
     _needs_tau = True
     _needs_p = False
     _use_mm = False
@@ -205,11 +197,9 @@ class _ExactBatchBase(_BatchBase):
         self._log_changed = np.empty(0, dtype=np.bool_)
         self._log_tau = np.empty(0)
         self._n_log = 0
-        self._dirty = np.zeros(self.n_pages, dtype=np.bool_)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
+    def _apply(self, pg, ch, ta, pr) -> None:
         """Append one visit of each page in ``pages`` (m,); ``tau`` (m,) days. The solve is deferred."""
-        pg, ch, ta, _ = self._checked(pages, changed, tau, p)
         k = ch.shape[0]
         m = pg.shape[0] * k
         need = self._n_log + m
@@ -227,23 +217,13 @@ class _ExactBatchBase(_BatchBase):
         self.n_visits_[pg] += k
         self._dirty[pg] = True
 
-    @property
-    def delta_(self) -> NDArray[np.float64]:
-        """Estimates, shape (n_pages,), changes per day; pages updated since the last read are re-solved."""
-        if self._dirty.any():
-            n = self._n_log
-            order = np.argsort(self._log_pages[:n], kind="stable")
-            counts = np.bincount(self._log_pages[:n], minlength=self.n_pages)
-            starts = np.zeros(self.n_pages + 1, dtype=np.intp)
-            np.cumsum(counts, out=starts[1:])
-            dirty = np.flatnonzero(self._dirty)
-            K.exact_batch_solve(order, starts, self._log_changed[:n], self._log_tau[:n], dirty, self._delta, self._use_mm)
-            self._dirty[:] = False
-        return self._delta
-
-    @delta_.setter
-    def delta_(self, value: NDArray[np.float64]) -> None:
-        self._delta = value
+    def _solve(self, dirty: NDArray[np.intp]) -> None:
+        n = self._n_log
+        order = np.argsort(self._log_pages[:n], kind="stable")
+        counts = np.bincount(self._log_pages[:n], minlength=self.n_pages)
+        starts = np.zeros(self.n_pages + 1, dtype=np.intp)
+        np.cumsum(counts, out=starts[1:])
+        K.exact_batch_solve(order, starts, self._log_changed[:n], self._log_tau[:n], dirty, self._delta, self._use_mm)
 
 
 class MLEBatch(_ExactBatchBase):
@@ -303,7 +283,7 @@ class _BinnedParams:
         self._log_width = math.log(self.bin_ratio)
 
 
-class _BinnedBatchBase(_BatchBase, _BinnedParams):
+class _BinnedBatchBase(_LazyBatchBase, _BinnedParams):
     _needs_tau = True
     _needs_p = False
     _use_mm = False
@@ -322,13 +302,11 @@ class _BinnedBatchBase(_BatchBase, _BinnedParams):
         self.half_life = check_half_life(half_life)
         self._key = np.zeros((self.n_pages, self.n_bins))
         self._st = np.zeros((self.n_pages, self.n_bins, 6))
-        self._dirty = np.zeros(self.n_pages, dtype=np.bool_)
         if self.half_life is not None:
             self._n_eff = np.zeros(self.n_pages)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
-        """Add one visit of each page in ``pages`` (m,); ``tau`` (m,) days. O(n_bins) per visit."""
-        pg, ch, ta, _ = self._checked(pages, changed, tau, p)
+    def _apply(self, pg, ch, ta, pr) -> None:
+        """One visit of each page in ``pages`` (m,); ``tau`` (m,) days. O(n_bins) per visit."""
         if self.half_life is None:
             K.binned_batch(pg, ch, ta, self.n_visits_, self._key, self._st, self._log_width)
         else:
@@ -338,6 +316,9 @@ class _BinnedBatchBase(_BatchBase, _BinnedParams):
             )
         self._dirty[pg] = True
 
+    def _solve(self, dirty: NDArray[np.intp]) -> None:
+        K.binned_solve(dirty, self._st, self.n_visits_, self._delta, self._use_mm)
+
     @property
     def n_eff_(self) -> NDArray[np.float64]:
         """Effective number of visits per page, shape (n_pages,): Σ_j 2^{-(t - t_j)/half_life} over the
@@ -345,18 +326,6 @@ class _BinnedBatchBase(_BatchBase, _BinnedParams):
         if self.half_life is None:
             return self.n_visits_.astype(np.float64)
         return self._n_eff
-
-    @property
-    def delta_(self) -> NDArray[np.float64]:
-        """Estimates, shape (n_pages,), changes per day; pages updated since the last read are re-solved."""
-        if self._dirty.any():
-            K.binned_solve(np.flatnonzero(self._dirty), self._st, self.n_visits_, self._delta, self._use_mm)
-            self._dirty[:] = False
-        return self._delta
-
-    @delta_.setter
-    def delta_(self, value: NDArray[np.float64]) -> None:
-        self._delta = value
 
 
 class MLEBinnedBatch(_BinnedBatchBase):
@@ -463,6 +432,8 @@ class MLEBinned(_StreamBase, _BinnedParams):
     0.346574
     """
 
+    _needs_tau = True
+    _needs_p = False
     _use_mm = False
 
     def __init__(
@@ -481,14 +452,8 @@ class MLEBinned(_StreamBase, _BinnedParams):
         """Effective number of visits (the decayed count with forgetting, else ``n_visits_``)."""
         return float(self._batch.n_eff_[0])
 
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
-        c = check_changed(changed)
-        if tau is None:
-            raise TypeError(f"{type(self).__name__}.update needs tau (days since the previous visit)")
-        t = check_tau(tau)
-        if p is not None:
-            check_p(p)
+    def _step(self, c: bool, t: float, p: float | None) -> None:
+        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
         b = self._batch
         if self.half_life is None:
             K.binned_batch(self._pg, np.array([[c]]), np.array([[t]]), b.n_visits_, b._key, b._st, b._log_width)

@@ -19,9 +19,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._checks import check_changed, check_p, check_tau
-from freshcrawl.estimators.base import _StreamBase
-from freshcrawl.estimators.mle import MLEBinned, _BinnedBatchBase, _ExactBatchBase, _ExactHistory, _history
+from freshcrawl.estimators.mle import (
+    MLEBinned,
+    _BinnedBatchBase,
+    _ExactBatchBase,
+    _ExactStream,
+    _history,
+)
 
 __all__ = [
     "MomentMatching",
@@ -88,7 +92,7 @@ def mm_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
     return K.mm_exact_path(ch, ta)
 
 
-class MomentMatching(_StreamBase, _ExactHistory):
+class MomentMatching(_ExactStream):
     """Exact moment-matching estimate of one page's change rate (Sec. 3.4 of seed 001).
 
     Parameters
@@ -123,21 +127,7 @@ class MomentMatching(_StreamBase, _ExactHistory):
     0.693147
     """
 
-    def __init__(self, *, delta0: float = 1.0) -> None:
-        super().__init__(delta0=delta0)
-        self._init_history()
-
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
-        c = check_changed(changed)
-        if tau is None:
-            raise TypeError("MomentMatching.update needs tau (days since the previous visit)")
-        t = check_tau(tau)
-        if p is not None:
-            check_p(p)
-        self._append(c, t)
-        k = self.n_visits_
-        self.delta_ = float(K.mm_exact(self._changed[:k], self._tau[:k]))
+    _use_mm = True
 
 
 class MomentMatchingBatch(_ExactBatchBase):

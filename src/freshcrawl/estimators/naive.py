@@ -7,10 +7,8 @@ rate p the paper form converges to pΔ/(Δ + p); the interval form converges to 
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._checks import check_changed, check_p, check_tau
 from freshcrawl.estimators.base import _BatchBase, _StreamBase
 
 __all__ = ["Naive", "NaiveBatch", "NaiveInterval", "NaiveIntervalBatch"]
@@ -62,15 +60,9 @@ class Naive(_StreamBase):
         super().__init__(delta0=delta0)
         self.n_changed_ = 0
 
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1), ``p`` the visit rate (visits/day); ``tau`` is ignored."""
-        c = int(check_changed(changed))
-        if tau is not None:
-            check_tau(tau)
-        if p is None:
-            raise TypeError("Naive.update needs p (visits per day)")
-        pv = check_p(p)
-        self.n_visits_, self.n_changed_, self.delta_ = K.naive_step(self.n_visits_, self.n_changed_, c, pv)
+    def _step(self, changed: bool, tau: float | None, p: float) -> None:
+        """One visit: ``changed`` (0/1), ``p`` the visit rate (visits/day); ``tau`` is ignored."""
+        self.n_visits_, self.n_changed_, self.delta_ = K.naive_step(self.n_visits_, self.n_changed_, int(changed), p)
 
 
 class NaiveBatch(_BatchBase):
@@ -109,10 +101,9 @@ class NaiveBatch(_BatchBase):
         super().__init__(n_pages, delta0=delta0)
         self.n_changed_ = np.zeros(self.n_pages, dtype=np.int64)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
-        """Add one visit of each page in ``pages`` (intp (m,)); ``p`` (m,) visits/day; ``tau`` ignored."""
-        pg, ch, _, pr = self._checked(pages, changed, tau, p)
-        K.naive_batch(pg, ch, pr, self.n_visits_, self.n_changed_, self.delta_)
+    def _apply(self, pages, changed, tau, p) -> None:
+        """One visit of each page in ``pages`` (intp (m,)); ``p`` (m,) visits/day; ``tau`` ignored."""
+        K.naive_batch(pages, changed, p, self.n_visits_, self.n_changed_, self.delta_)
 
 
 class NaiveInterval(_StreamBase):
@@ -154,21 +145,18 @@ class NaiveInterval(_StreamBase):
     0.5
     """
 
+    _needs_tau = True
+    _needs_p = False
+
     def __init__(self, *, delta0: float = 1.0) -> None:
         super().__init__(delta0=delta0)
         self.n_changed_ = 0
         self.sum_tau_ = 0.0
 
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1) after ``tau`` days; ``p`` is ignored (checked if given)."""
-        c = int(check_changed(changed))
-        if tau is None:
-            raise TypeError("NaiveInterval.update needs tau (days since the previous visit)")
-        t = check_tau(tau)
-        if p is not None:
-            check_p(p)
+    def _step(self, changed: bool, tau: float, p: float | None) -> None:
+        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is ignored (checked if given)."""
         self.n_visits_, self.n_changed_, self.sum_tau_, self.delta_ = K.naive_interval_step(
-            self.n_visits_, self.n_changed_, self.sum_tau_, c, t
+            self.n_visits_, self.n_changed_, self.sum_tau_, int(changed), tau
         )
 
 
@@ -211,7 +199,6 @@ class NaiveIntervalBatch(_BatchBase):
         self.n_changed_ = np.zeros(self.n_pages, dtype=np.int64)
         self.sum_tau_ = np.zeros(self.n_pages)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
-        """Add one visit of each page in ``pages``; ``tau`` (m,) days since its previous visit."""
-        pg, ch, ta, _ = self._checked(pages, changed, tau, p)
-        K.naive_interval_batch(pg, ch, ta, self.n_visits_, self.n_changed_, self.sum_tau_, self.delta_)
+    def _apply(self, pages, changed, tau, p) -> None:
+        """One visit of each page in ``pages``; ``tau`` (m,) days since its previous visit."""
+        K.naive_interval_batch(pages, changed, tau, self.n_visits_, self.n_changed_, self.sum_tau_, self.delta_)

@@ -11,10 +11,8 @@ exponential τ of rate p its mean equals eq. (2)'s drift.
 
 from __future__ import annotations
 
-from numpy.typing import ArrayLike
-
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._checks import check_changed, check_exponent, check_p, check_tau
+from freshcrawl.estimators._checks import check_exponent
 from freshcrawl.estimators.base import _BatchBase, _StreamBase
 
 __all__ = ["SA", "SABatch", "SAInterval", "SAIntervalBatch"]
@@ -69,14 +67,9 @@ class SA(_StreamBase):
         super().__init__(delta0=delta0)
         self.eta = check_exponent("eta", eta)
 
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1), ``p`` visits/day; ``tau`` is checked, not used."""
-        c = check_changed(changed)
-        if tau is not None:
-            check_tau(tau)
-        if p is None:
-            raise TypeError("SA.update needs p (visits per day)")
-        self.delta_, self.n_visits_ = K.sa_step(self.delta_, self.n_visits_, c, check_p(p), self.eta, K.step_table(self.eta))
+    def _step(self, changed: bool, tau: float | None, p: float) -> None:
+        """One visit: ``changed`` (0/1), ``p`` visits/day; ``tau`` is checked, not used."""
+        self.delta_, self.n_visits_ = K.sa_step(self.delta_, self.n_visits_, changed, p, self.eta, K.step_table(self.eta))
 
 
 class SABatch(_BatchBase):
@@ -116,10 +109,9 @@ class SABatch(_BatchBase):
         super().__init__(n_pages, delta0=delta0)
         self.eta = check_exponent("eta", eta)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
-        """Add one visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
-        pg, ch, _, pr = self._checked(pages, changed, tau, p)
-        K.sa_batch(pg, ch, pr, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))
+    def _apply(self, pages, changed, tau, p) -> None:
+        """One visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
+        K.sa_batch(pages, changed, p, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))
 
 
 class SAInterval(_StreamBase):
@@ -169,18 +161,16 @@ class SAInterval(_StreamBase):
     1.735759
     """
 
+    _needs_tau = True
+    _p_from_tau = True
+
     def __init__(self, *, eta: float = 0.75, delta0: float = 1.0) -> None:
         super().__init__(delta0=delta0)
         self.eta = check_exponent("eta", eta)
 
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1) after ``tau`` days, rate ``p`` (default 1/tau) visits/day."""
-        c = check_changed(changed)
-        if tau is None:
-            raise TypeError("SAInterval.update needs tau (days since the previous visit)")
-        t = check_tau(tau)
-        pv = 1.0 / t if p is None else check_p(p)
-        self.delta_, self.n_visits_ = K.sa_interval_step(self.delta_, self.n_visits_, c, t, pv, self.eta, K.step_table(self.eta))
+    def _step(self, changed: bool, tau: float, p: float) -> None:
+        """One visit: ``changed`` (0/1) after ``tau`` days, rate ``p`` (default 1/tau) visits/day."""
+        self.delta_, self.n_visits_ = K.sa_interval_step(self.delta_, self.n_visits_, changed, tau, p, self.eta, K.step_table(self.eta))
 
 
 class SAIntervalBatch(_BatchBase):
@@ -220,7 +210,6 @@ class SAIntervalBatch(_BatchBase):
         super().__init__(n_pages, delta0=delta0)
         self.eta = check_exponent("eta", eta)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
-        """Add one visit of each page: ``tau`` (m,) days, ``p`` (m,) visits/day (default 1/tau)."""
-        pg, ch, ta, pr = self._checked(pages, changed, tau, p)
-        K.sa_interval_batch(pg, ch, ta, pr, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))
+    def _apply(self, pages, changed, tau, p) -> None:
+        """One visit of each page: ``tau`` (m,) days, ``p`` (m,) visits/day (default 1/tau)."""
+        K.sa_interval_batch(pages, changed, tau, p, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))

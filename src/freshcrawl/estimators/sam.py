@@ -8,10 +8,9 @@ z_{k+1} = z_k + η_k [I_{k+1}(z_k + p) − z_k] + ζ_k (z_k − z_{k−1}), ζ_k
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._checks import check_changed, check_exponent, check_omega, check_p, check_tau
+from freshcrawl.estimators._checks import check_exponent, check_omega
 from freshcrawl.estimators.base import _BatchBase, _StreamBase
 
 __all__ = ["SAM", "SAMBatch", "SAMInterval", "SAMIntervalBatch"]
@@ -80,15 +79,10 @@ class SAM(_StreamBase, _SAMParams):
         self._set_params(eta, beta, omega)
         self._prev = self.delta0
 
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1), ``p`` visits/day; ``tau`` is checked, not used."""
-        c = check_changed(changed)
-        if tau is not None:
-            check_tau(tau)
-        if p is None:
-            raise TypeError("SAM.update needs p (visits per day)")
+    def _step(self, changed: bool, tau: float | None, p: float) -> None:
+        """One visit: ``changed`` (0/1), ``p`` visits/day; ``tau`` is checked, not used."""
         self.delta_, self._prev, self.n_visits_ = K.sam_step(
-            self.delta_, self._prev, self.n_visits_, c, check_p(p), self.eta, self.beta, self.omega, *self._tables()
+            self.delta_, self._prev, self.n_visits_, changed, p, self.eta, self.beta, self.omega, *self._tables()
         )
 
 
@@ -130,10 +124,9 @@ class SAMBatch(_BatchBase, _SAMParams):
         self._set_params(eta, beta, omega)
         self._prev = np.full(self.n_pages, self.delta0)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
-        """Add one visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
-        pg, ch, _, pr = self._checked(pages, changed, tau, p)
-        K.sam_batch(pg, ch, pr, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega, *self._tables())
+    def _apply(self, pages, changed, tau, p) -> None:
+        """One visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
+        K.sam_batch(pages, changed, p, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega, *self._tables())
 
 
 class SAMInterval(_StreamBase, _SAMParams):
@@ -182,20 +175,18 @@ class SAMInterval(_StreamBase, _SAMParams):
     1.735759
     """
 
+    _needs_tau = True
+    _p_from_tau = True
+
     def __init__(self, *, eta: float = 0.75, beta: float = 0.6, omega: float = 1.0, delta0: float = 1.0) -> None:
         super().__init__(delta0=delta0)
         self._set_params(eta, beta, omega)
         self._prev = self.delta0
 
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1) after ``tau`` days, rate ``p`` (default 1/tau) visits/day."""
-        c = check_changed(changed)
-        if tau is None:
-            raise TypeError("SAMInterval.update needs tau (days since the previous visit)")
-        t = check_tau(tau)
-        pv = 1.0 / t if p is None else check_p(p)
+    def _step(self, changed: bool, tau: float, p: float) -> None:
+        """One visit: ``changed`` (0/1) after ``tau`` days, rate ``p`` (default 1/tau) visits/day."""
         self.delta_, self._prev, self.n_visits_ = K.sam_interval_step(
-            self.delta_, self._prev, self.n_visits_, c, t, pv, self.eta, self.beta, self.omega, *self._tables()
+            self.delta_, self._prev, self.n_visits_, changed, tau, p, self.eta, self.beta, self.omega, *self._tables()
         )
 
 
@@ -236,7 +227,6 @@ class SAMIntervalBatch(_BatchBase, _SAMParams):
         self._set_params(eta, beta, omega)
         self._prev = np.full(self.n_pages, self.delta0)
 
-    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None) -> None:
-        """Add one visit of each page: ``tau`` (m,) days, ``p`` (m,) visits/day (default 1/tau)."""
-        pg, ch, ta, pr = self._checked(pages, changed, tau, p)
-        K.sam_interval_batch(pg, ch, ta, pr, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega, *self._tables())
+    def _apply(self, pages, changed, tau, p) -> None:
+        """One visit of each page: ``tau`` (m,) days, ``p`` (m,) visits/day (default 1/tau)."""
+        K.sam_interval_batch(pages, changed, tau, p, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega, *self._tables())

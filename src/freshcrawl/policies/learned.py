@@ -374,7 +374,7 @@ def _split_half_life(arg: str | None, opts: PolicyOptions) -> tuple[str, float |
     if "@" in estimator:
         estimator, _, text = estimator.partition("@")
         estimator = estimator or DEFAULT_ESTIMATOR
-        number = text[:-1] if text.endswith("d") else text
+        number = text.removesuffix("d")
         try:
             half_life = float(number)
         except ValueError:

@@ -204,12 +204,7 @@ class _StreamBase:
         InvalidObservation
             If ``changed`` is not 0/1, or ``tau`` or ``p`` is given and not finite and > 0.
         """
-        self._step(*self._checked(changed, tau, p))
-
-    def _step(self, changed: bool, tau: float | None, p: float | None) -> None:  # pragma: no cover
-        raise NotImplementedError
-
-    def _checked(self, changed: object, tau: object, p: object) -> tuple[bool, float | None, float | None]:
+        # checks inline (not in a helper): this is the per-visit path of the streaming objects
         c = check_changed(changed)
         if tau is None:
             if self._needs_tau:
@@ -225,7 +220,10 @@ class _StreamBase:
             raise TypeError(f"{type(self).__name__}.update needs p (visits per day)")
         else:
             pv = None
-        return c, t, pv
+        self._step(c, t, pv)
+
+    def _step(self, changed: bool, tau: float | None, p: float | None) -> None:  # pragma: no cover
+        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(delta_={self.delta_:.6g}, n_visits_={self.n_visits_})"

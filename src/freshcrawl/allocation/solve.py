@@ -313,7 +313,8 @@ class _Roots:
         self.converged = np.zeros(G, dtype=bool)
 
 
-def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None) -> _Roots:
+def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None, la0=None, s_a0=None,
+            snap_wide=True) -> _Roots:
     """Solve S_g(λ_g) = target_g (S_g nonincreasing in λ) for every group g at once.
 
     Safeguarded Newton on log S_g against log λ_g, inside a bracket [λa, λb] with S(λa) >= target >=
@@ -327,9 +328,9 @@ def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None) -> _Roots:
     G = target.size
     out = _Roots(G)
     lam = np.asarray(lam0, dtype=np.float64).copy()
-    la = np.zeros(G)
+    la = np.zeros(G) if la0 is None else np.asarray(la0, dtype=np.float64).copy()
     lb = np.full(G, np.inf)
-    s_a = np.full(G, np.nan)
+    s_a = np.full(G, np.nan) if s_a0 is None else np.asarray(s_a0, dtype=np.float64).copy()
     s_b = np.full(G, np.nan)
     ds_a = np.zeros(G)
     done = np.zeros(G, dtype=bool)
@@ -388,32 +389,34 @@ def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None) -> _Roots:
             need = act & both & ~(inside & (slow == 0))
             if need.any():
                 mid = np.sqrt(la * lb)
-                e_in = np.full(G, np.nan)
-                e_up = np.full(G, np.inf)
-                e_dn = np.zeros(G)
-                if breakpoint is not None:
-                    e_in, e_up, e_dn = breakpoint(la, lb, np.where(inside, ln, mid), need)
-                # 0. λa sits on a breakpoint (within rounding) where S is far steeper than across the
-                #    bracket (a page entering with f'(0) flat jumps there in floating point): probe just
-                #    right of it
-                right = la * (1.0 + 6.0 * eps)
-                steep = -ds_a * (lb - la) > 2.0 * (s_a - s_b)
-                at_a = need & (la - e_dn <= 4.0 * eps * la) & (right < lb) & steep
-                # 1. a breakpoint inside the bracket: go there
-                has = need & ~at_a & np.isfinite(e_in) & (e_in > la) & (e_in < lb)
-                # 2. else S may be singular at the next breakpoint e_up >= λb (a page entering from
-                #    p = 0 with f'(0) flat): Newton in log(e_up - λ), else bisection of that log-distance
-                dist_a = e_up - la
-                dist_b = np.maximum(e_up - lb, 4.0 * eps * e_up)
-                sing = need & ~at_a & ~has & np.isfinite(e_up) & (dist_b < 0.25 * dist_a)
-                dist = np.maximum(e_up - lam, 4.0 * eps * e_up)
-                l_sing = e_up - dist * np.exp(err / (ds * dist))
-                l_sing = np.where(np.isfinite(l_sing) & (l_sing > la) & (l_sing < lb) & (slow < 2),
-                                  l_sing, e_up - np.sqrt(dist_a * dist_b))
-                # 3. else bisection (geometric while the bracket is wide)
-                l_bis = np.where(lb - la <= 1e-3 * lb, 0.5 * (la + lb), mid)
-                ln = np.where(at_a, right, np.where(has, e_in, np.where(sing, l_sing, np.where(need, l_bis, ln))))
-                ln = np.where(need & ~((ln > la) & (ln < lb)), 0.5 * (la + lb), ln)
+                half = 0.5 * (la + lb)
+                width = lb - la
+                # bisection (geometric while the bracket is wide), unless a breakpoint step applies
+                ln = np.where(need, np.where(width <= 1e-3 * lb, half, mid), ln)
+                # breakpoints are looked up in any bracket (few pages per group: each breakpoint is a
+                # kink worth landing on) or only in narrow ones (many pages: breakpoints are dense)
+                narrow = need if snap_wide else need & (width <= 1e-7 * lb)
+                if narrow.any() and breakpoint is not None:
+                    e_in, e_up, e_dn = breakpoint(la, lb, np.where(inside, ln, half), narrow)
+                    # 0. λa sits on a breakpoint (within rounding) where S is far steeper than across the
+                    #    bracket (a page entering with f'(0) flat jumps there in floating point): probe
+                    #    just right of it
+                    right = la * (1.0 + 6.0 * eps)
+                    steep = -ds_a * width > 100.0 * (s_a - s_b)
+                    at_a = narrow & (la - e_dn <= 4.0 * eps * la) & (right < lb) & steep
+                    # 1. a breakpoint inside the bracket: go there
+                    has = narrow & ~at_a & np.isfinite(e_in) & (e_in > la) & (e_in < lb)
+                    # 2. else S may be singular at the next breakpoint e_up >= λb (a page entering from
+                    #    p = 0 with f'(0) flat): Newton in log(e_up - λ), else bisect that log-distance
+                    dist_a = e_up - la
+                    dist_b = np.maximum(e_up - lb, 4.0 * eps * e_up)
+                    sing = narrow & ~at_a & ~has & np.isfinite(e_up) & (dist_b < 0.25 * dist_a)
+                    dist = np.maximum(e_up - lam, 4.0 * eps * e_up)
+                    l_sing = e_up - dist * np.exp(err / (ds * dist))
+                    l_sing = np.where(np.isfinite(l_sing) & (l_sing > la) & (l_sing < lb) & (slow < 2),
+                                      l_sing, e_up - np.sqrt(dist_a * dist_b))
+                    ln = np.where(at_a, right, np.where(has, e_in, np.where(sing, l_sing, ln)))
+                ln = np.where(need & ~((ln > la) & (ln < lb)), half, ln)
             # no bracket yet: Newton, else expand by a factor that squares at each expansion
             only_a = act & (la > 0) & ~np.isfinite(lb)
             only_b = act & ~(la > 0) & np.isfinite(lb)
@@ -490,7 +493,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
             return np.array([e_in]), np.array([e_up]), np.array([e_dn])
 
         roots = _newton(eval_global, np.array([budget]), _initial_lambda(prob, budget, tol), tol, max_iter,
-                        bp_global)
+                        bp_global, snap_wide=prob.n <= 1000)
         n_iter += roots.n_iter
         converged &= bool(roots.converged.all())
         lam, dlam = float(roots.lam[0]), float(roots.dlam[0])
@@ -540,10 +543,12 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
     pages = K.pages_of_hosts(hosts, act_all)
     counts = np.bincount(hosts[pages], minlength=n_hosts).astype(np.float64)
     lam_all = np.zeros(n_hosts)
+    la0 = s_a0 = None
     if lam > 0:
-        # one log-log Newton step from λ, where the cap is exceeded
+        # λ is a lower end of every bracket (the cap is exceeded there); start one log-log Newton step on
         lam_all[:] = lam
         s, ds = prob.group_sums(lam_all, act_all, hosts, pages)
+        la0, s_a0 = np.full(idx.size, lam), s[idx]
         with np.errstate(all="ignore"):
             lam0 = lam * np.exp(np.log(s[idx] / caps[idx]) * s[idx] / (-lam * ds[idx]))
         ok = np.isfinite(lam0) & (lam0 > lam)
@@ -577,7 +582,7 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
         e_in, e_up, e_dn = prob.group_breakpoints(state["pages"], la_all, lb_all, lt_all, a_all, hosts)
         return e_in[idx], e_up[idx], e_dn[idx]
 
-    return _newton(eval_hosts, caps[idx], lam0, tol, max_iter, bp_hosts)
+    return _newton(eval_hosts, caps[idx], lam0, tol, max_iter, bp_hosts, la0, s_a0)
 
 
 _SAMPLE = 1 << 14

@@ -209,12 +209,12 @@ def test_estimator_half_life_option(tmp_path):
     res = run([*BASE, "--policy", "learned,learned:mle-binned@inf,learned:sa-interval", "--estimator-half-life", "90", "--json"])
     assert res.exit_code == 0, res.output
     names = [p["policy"] for p in json.loads(res.stdout)["policies"]]
-    assert names == ["learned:mle-binned@90d", "learned:mle-binned", "learned:sa-interval", "oracle", "uniform"]
+    assert names == ["learned:mle-binned@90d", "learned:mle-binned", "learned:sa-interval@90d", "oracle", "uniform"]
     out = tmp_path / "out"
     for value, match in (("-1", "must be > 0 days"), ("nan", "must be > 0 days"), ("x", "is not a valid float")):
         bad = CliRunner().invoke(main, [*BASE, "--estimator-half-life", value, "--out", str(out)])
         assert bad.exit_code != 0 and match in bad.output
         assert not out.exists()
     bad = CliRunner().invoke(main, [*BASE, "--policy", "learned:lln@30d", "--out", str(out)])
-    assert bad.exit_code != 0 and "needs an estimator in mle-binned, mm-binned" in bad.output
+    assert bad.exit_code != 0 and "needs an estimator in mle-binned, mm-binned, sa-interval" in bad.output
     assert not out.exists()

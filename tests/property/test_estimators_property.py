@@ -72,10 +72,10 @@ def test_forgetting_estimates_finite_and_nonnegative(visits, name, half_life):
     for changed, tau, p in visits:
         est.update(changed, tau=tau, p=p)
         assert np.isfinite(est.delta_) and est.delta_ >= 0.0
-        # the newest visit weighs 1, older ones less: 1 <= n_eff <= n_visits
-        assert 1.0 <= est.n_eff_ <= est.n_visits_ * (1 + 1e-12)
-    if visits and not any(c for c, _, _ in visits):
-        assert est.delta_ == 0.0
+        if hasattr(est, "n_eff_"):  # the newest visit weighs 1, older ones less: 1 <= n_eff <= n_visits
+            assert 1.0 <= est.n_eff_ <= est.n_visits_ * (1 + 1e-12)
+    if visits and not any(c for c, _, _ in visits) and name != "sa-interval":
+        assert est.delta_ == 0.0  # likelihood forms: no change seen -> 0
 
 
 @given(data=st.data(), name=st.sampled_from(FORGETTING_NAMES), half_life=half_lives, n_rounds=st.integers(1, 8))
@@ -90,4 +90,5 @@ def test_forgetting_batch_estimates_finite_and_nonnegative(data, name, half_life
         est.update(np.array(pages, dtype=np.intp), np.array(changed, dtype=bool), np.array(tau))
         d = est.delta_
         assert np.all(np.isfinite(d)) and np.all(d >= 0)
-        assert np.all(est.n_eff_ <= est.n_visits_ * (1 + 1e-12))
+        if hasattr(est, "n_eff_"):
+            assert np.all(est.n_eff_ <= est.n_visits_ * (1 + 1e-12))

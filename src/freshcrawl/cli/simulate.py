@@ -110,8 +110,9 @@ def _fmt_date(days: float) -> str:
     type=float,
     default=None,
     metavar="DAYS",
-    help="Exponential forgetting of the learned policies' estimator (mle-binned, mm-binned): a visit "
-    "d days old weighs 2^(-d/DAYS); 'inf' turns it off. Per policy: learned:mle-binned@90d.",
+    help="Exponential forgetting of the learned policies' estimator (mle-binned, mm-binned; "
+    "sa-interval: constant step): a visit d days old weighs 2^(-d/DAYS); 'inf' turns it off. "
+    "Per policy: learned:mle-binned@90d.",
 )
 @click.option(
     "--seed",

@@ -30,7 +30,8 @@ name                streaming / batch class          rule                       
 Forgetting: ``mle-binned`` and ``mm-binned`` take ``half_life`` (days; default None, no forgetting). Each
 page's interval statistics then decay by 2^{-τ/half_life} before a visit τ days after the previous one is
 added, so the estimate follows a change rate that drifts or switches, from an effective sample of about
-half_life/(τ ln 2) visits (:data:`FORGETTING_NAMES`).
+half_life/(τ ln 2) visits (:data:`FORGETTING_NAMES`). ``sa-interval`` takes it too, as a floor 1 − 2^{-τ/half_life} on its
+step size (constant-step tracking).
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ ESTIMATOR_NAMES: tuple[str, ...] = tuple(ESTIMATORS)
 CONSISTENT_NAMES: tuple[str, ...] = ("lln-interval", "sa-interval", "sam-interval", "mle", "mm", "mle-binned", "mm-binned")
 
 #: Names of the estimators that accept ``half_life`` (exponential forgetting, days).
-FORGETTING_NAMES: tuple[str, ...] = ("mle-binned", "mm-binned")
+FORGETTING_NAMES: tuple[str, ...] = ("mle-binned", "mm-binned", "sa-interval")
 
 
 def _forgetting(name: str, params: dict[str, Any]) -> dict[str, Any]:

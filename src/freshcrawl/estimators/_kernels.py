@@ -149,6 +149,20 @@ def sa_interval_step(y, n, changed, tau, p, eta, etab):
 
 
 @njit(cache=True, inline="always")
+def sa_interval_forget_step(y, n, changed, tau, p, eta, etab, decay_per_day):
+    """SA-interval with a step floor: gamma_k = max((k + 1)^-eta, 1 - e^{-decay_per_day * tau}).
+
+    decay_per_day = ln 2 / half_life: the floor is the weight the newest visit gets in an exponential
+    average whose weights halve every half_life days, so old observations are forgotten at that pace
+    once the decreasing step has fallen below it. Returns (y, n).
+    """
+    step = max(_step(n, eta, etab), -math.expm1(-decay_per_day * tau))
+    resid = np.float64(changed) - 1.0 + math.exp(-y * tau)
+    y = max(y + step * (y + p) * resid, 0.0)
+    return y, n + 1
+
+
+@njit(cache=True, inline="always")
 def _zeta(n, eta_k, beta, omega, ztab):
     """zeta_k of eq. (10); zeta_0 = 0 (beta_{-1} is infinite)."""
     if n < ztab.shape[0]:
@@ -305,6 +319,16 @@ def sa_interval_batch(pages, changed, tau, p, n_vis, delta, eta, etab):
         for i in range(pages.shape[0]):
             j = pages[i]
             delta[j], n_vis[j] = sa_interval_step(delta[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta, etab)
+
+
+@njit(cache=True)
+def sa_interval_forget_batch(pages, changed, tau, p, n_vis, delta, eta, etab, decay_per_day):
+    for r in range(changed.shape[0]):
+        for i in range(pages.shape[0]):
+            j = pages[i]
+            delta[j], n_vis[j] = sa_interval_forget_step(
+                delta[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta, etab, decay_per_day
+            )
 
 
 @njit(cache=True)

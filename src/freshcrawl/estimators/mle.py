@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 from freshcrawl._validation import check_positive
 from freshcrawl.errors import InvalidObservation
 from freshcrawl.estimators import _kernels as K
+from freshcrawl.estimators._checks import check_half_life
 from freshcrawl.estimators.base import _LazyBatchBase, _StreamBase
 
 __all__ = [
@@ -256,20 +257,6 @@ class MLEBatch(_ExactBatchBase):
     >>> est.delta_.round(6).tolist()
     [0.693147, 0.0]
     """
-
-
-def check_half_life(half_life: object) -> float | None:
-    """Return ``half_life`` (days) as float if None or finite and > 0; the memory of forgetting estimators."""
-    if half_life is None:
-        return None
-    if isinstance(half_life, bool) or not isinstance(half_life, (int, float, np.integer, np.floating)):
-        raise TypeError(
-            f"half_life must be a number of days > 0 or None; got {type(half_life).__name__} {half_life!r}"
-        )
-    v = float(half_life)
-    if not (v > 0.0 and math.isfinite(v)):
-        raise ValueError(f"half_life must be finite and > 0 days (or None for no forgetting); got {half_life!r}")
-    return v
 
 
 class _BinnedParams:

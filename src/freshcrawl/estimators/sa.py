@@ -11,8 +11,10 @@ exponential τ of rate p its mean equals eq. (2)'s drift.
 
 from __future__ import annotations
 
+import math
+
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._checks import check_exponent
+from freshcrawl.estimators._checks import check_exponent, check_half_life
 from freshcrawl.estimators.base import _BatchBase, _StreamBase
 
 __all__ = ["SA", "SABatch", "SAInterval", "SAIntervalBatch"]
@@ -125,6 +127,12 @@ class SAInterval(_StreamBase):
         Stepsize exponent in (0, 1]; convergence needs η > 1/2.
     delta0 : float, default=1.0
         Estimate before the first visit, changes per day.
+    half_life : float or None, default=None
+        Constant-step tracking, in days: the step is max(η_k, 1 − 2^{−τ/half_life}), the weight the
+        newest visit gets in an average whose weights halve every ``half_life`` days. Once η_k falls below
+        that floor the estimate forgets at that pace and tracks a drifting Δ, with a stationary variance
+        of about γ (Δ + p̂)(1 − e^{−Δτ})/(2τ), γ the floor (linearised recursion). None: the decreasing
+        steps of eq. (2), consistent for a constant Δ.
 
     Attributes
     ----------
@@ -164,13 +172,22 @@ class SAInterval(_StreamBase):
     _needs_tau = True
     _p_from_tau = True
 
-    def __init__(self, *, eta: float = 0.75, delta0: float = 1.0) -> None:
+    def __init__(self, *, eta: float = 0.75, delta0: float = 1.0, half_life: float | None = None) -> None:
         super().__init__(delta0=delta0)
         self.eta = check_exponent("eta", eta)
+        self.half_life = check_half_life(half_life)
 
     def _step(self, changed: bool, tau: float, p: float) -> None:
         """One visit: ``changed`` (0/1) after ``tau`` days, rate ``p`` (default 1/tau) visits/day."""
-        self.delta_, self.n_visits_ = K.sa_interval_step(self.delta_, self.n_visits_, changed, tau, p, self.eta, K.step_table(self.eta))
+        if self.half_life is None:
+            self.delta_, self.n_visits_ = K.sa_interval_step(
+                self.delta_, self.n_visits_, changed, tau, p, self.eta, K.step_table(self.eta)
+            )
+        else:
+            self.delta_, self.n_visits_ = K.sa_interval_forget_step(
+                self.delta_, self.n_visits_, changed, tau, p, self.eta, K.step_table(self.eta),
+                math.log(2.0) / self.half_life,
+            )
 
 
 class SAIntervalBatch(_BatchBase):
@@ -184,6 +201,8 @@ class SAIntervalBatch(_BatchBase):
         Stepsize exponent in (0, 1].
     delta0 : float, default=1.0
         Estimate before the first visit, changes per day.
+    half_life : float or None, default=None
+        Constant-step tracking in days, as in :class:`SAInterval`; None: no floor on the step.
 
     Attributes
     ----------
@@ -194,7 +213,7 @@ class SAIntervalBatch(_BatchBase):
     Raises
     ------
     InvalidObservation, ValueError
-        As :class:`SABatch`.
+        As :class:`SABatch` (and ``half_life`` not finite and > 0).
 
     Examples
     --------
@@ -206,10 +225,19 @@ class SAIntervalBatch(_BatchBase):
 
     _needs_tau = True
 
-    def __init__(self, n_pages: int, *, eta: float = 0.75, delta0: float = 1.0) -> None:
+    def __init__(
+        self, n_pages: int, *, eta: float = 0.75, delta0: float = 1.0, half_life: float | None = None
+    ) -> None:
         super().__init__(n_pages, delta0=delta0)
         self.eta = check_exponent("eta", eta)
+        self.half_life = check_half_life(half_life)
 
     def _apply(self, pages, changed, tau, p) -> None:
         """One visit of each page: ``tau`` (m,) days, ``p`` (m,) visits/day (default 1/tau)."""
-        K.sa_interval_batch(pages, changed, tau, p, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))
+        if self.half_life is None:
+            K.sa_interval_batch(pages, changed, tau, p, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))
+        else:
+            K.sa_interval_forget_batch(
+                pages, changed, tau, p, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta),
+                math.log(2.0) / self.half_life,
+            )

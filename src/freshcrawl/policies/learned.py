@@ -173,7 +173,7 @@ class LearnedPolicy:
         half_life: float | None = None,
     ) -> None:
         from freshcrawl.estimators import ESTIMATOR_NAMES, FORGETTING_NAMES
-        from freshcrawl.estimators.mle import check_half_life
+        from freshcrawl.estimators._checks import check_half_life
 
         if estimator not in ESTIMATOR_NAMES:
             raise UnknownNameError(

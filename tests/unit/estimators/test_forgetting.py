@@ -76,7 +76,8 @@ def test_batch_equals_streaming_and_pickles(name):
         for r in range(k):
             one.update(bool(flags[r, j]), tau=float(tau[r, j]))
         assert one.delta_ == pytest.approx(batch.delta_[j], rel=1e-12)
-        assert one.n_eff_ == pytest.approx(batch.n_eff_[j], rel=1e-12)
+        if hasattr(batch, "n_eff_"):
+            assert one.n_eff_ == pytest.approx(batch.n_eff_[j], rel=1e-12)
     clone = pickle.loads(pickle.dumps(batch))
     clone.update([0], [True], tau=[1.0])
     batch.update([0], [True], tau=[1.0])
@@ -177,8 +178,42 @@ def test_bad_half_life(kwargs, exc, match):
 
 def test_registry_half_life():
     assert make_batch_estimator("lln", 2, half_life=None).n_pages == 2
-    with pytest.raises(ValueError, match=r"supported by mle-binned, mm-binned only; got half_life=30 for estimator 'lln'"):
+    with pytest.raises(ValueError, match=r"supported by mle-binned, mm-binned, sa-interval only; got half_life=30 for estimator 'lln'"):
         make_batch_estimator("lln", 2, half_life=30)
     with pytest.raises(ValueError, match=r"supported by .* for estimator 'sa'"):
         make_estimator("sa", half_life=1.0)
     assert make_estimator("mm-binned", half_life=7).half_life == 7.0
+    assert make_batch_estimator("sa-interval", 2, half_life=7).half_life == 7.0
+    with pytest.raises(ValueError, match=r"half_life must be finite and > 0 days"):
+        make_estimator("sa-interval", half_life=-1.0)
+
+
+def test_sa_interval_with_a_step_floor_tracks_a_switched_rate():
+    # the same switch as above; SA-interval with the floor γ = 1 - 2^{-τ/h} on its step
+    rng = np.random.default_rng(7)
+    n, tau, h = 400, 1.0, 30.0
+    before, after = 0.2, 1.0
+    p = 1.0 / tau
+    flags = periodic_flags(rng, np.r_[np.full(1000, before), np.full(300, after)], tau, n)
+    shape = flags.shape
+    kw = dict(tau=np.full(shape, tau), p=np.full(shape, p))
+    forget = make_batch_estimator("sa-interval", n, half_life=h)
+    forget.update(np.arange(n), flags, **kw)
+    plain = make_batch_estimator("sa-interval", n)
+    plain.update(np.arange(n), flags, **kw)
+    # linearised constant-step recursion around Δ: slope a = (Δ + p) τ e^{-Δτ}, increment noise
+    # (Δ + p)² q (1 - q): stationary variance γ σ² / (2a) = γ (Δ + p) q / (2τ)
+    gamma = -math.expm1(-math.log(2) * tau / h)
+    q = -math.expm1(-after * tau)
+    a = (after + p) * tau * (1 - q)
+    var = gamma * (after + p) * q / (2 * tau)
+    # the old regime decays like (1 - γ a)^k over the 300 visits since the switch
+    leftover = (1 - gamma * a) ** 300 * (after - before)
+    # 5 standard errors of the mean over n pages, a second-order (O(variance)) bias allowance, the leftover
+    tol = 5 * math.sqrt(var / n) + var / after + leftover
+    assert abs(forget.delta_.mean() - after) <= tol
+    # the spread across pages is the predicted stationary one (chi-square: 5 standard errors of a variance)
+    assert abs(forget.delta_.var() / var - 1) <= 5 * math.sqrt(2 / n)
+    # the decreasing steps (η_k = (k+1)^-0.75, below 0.006 after 1000 visits) have not caught up after
+    # 300 visits: far outside the band the forgetting estimate is held to
+    assert after - plain.delta_.mean() > 4 * tol

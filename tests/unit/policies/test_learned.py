@@ -207,7 +207,7 @@ def test_half_life_from_the_name_the_options_and_inf():
     ("spec", "exc", "match"),
     [
         ("learned:mle-binned@soon", UnknownNameError, r"expected <estimator>@<half-life>d.*got 'mle-binned@soon'"),
-        ("learned:lln@30d", ValueError, r"half_life .* needs an estimator in mle-binned, mm-binned; got half_life=30.0 with 'lln'"),
+        ("learned:lln@30d", ValueError, r"half_life .* needs an estimator in mle-binned, mm-binned, sa-interval; got half_life=30.0 with 'lln'"),
         ("learned:mle-binned@0d", ValueError, r"half_life must be finite and > 0 days"),
         ("learned:mle-binned@nan", ValueError, r"half_life must be finite and > 0 days"),
     ],

@@ -196,7 +196,7 @@ def test_sa_interval_with_a_step_floor_tracks_a_switched_rate():
     p = 1.0 / tau
     flags = periodic_flags(rng, np.r_[np.full(1000, before), np.full(300, after)], tau, n)
     shape = flags.shape
-    kw = dict(tau=np.full(shape, tau), p=np.full(shape, p))
+    kw = {"tau": np.full(shape, tau), "p": np.full(shape, p)}
     forget = make_batch_estimator("sa-interval", n, half_life=h)
     forget.update(np.arange(n), flags, **kw)
     plain = make_batch_estimator("sa-interval", n)

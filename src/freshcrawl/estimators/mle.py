@@ -133,15 +133,20 @@ class _ExactStream(_StreamBase):
         self._changed = np.empty(16, dtype=np.bool_)
         self._tau = np.empty(16)
 
-    def _step(self, changed: bool, tau: float, p: float | None) -> None:
-        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
+    def _append(self, changed: bool, tau: float) -> None:
+        """Log one visit without solving (also used to build long histories in the benchmarks)."""
         k = self.n_visits_
         if k == self._tau.shape[0]:
             self._changed = np.concatenate([self._changed, np.empty(k, dtype=np.bool_)])
             self._tau = np.concatenate([self._tau, np.empty(k)])
         self._changed[k] = changed
         self._tau[k] = tau
-        self.n_visits_ = k = k + 1
+        self.n_visits_ = k + 1
+
+    def _step(self, changed: bool, tau: float, p: float | None) -> None:
+        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
+        self._append(changed, tau)
+        k = self.n_visits_
         solve = K.mm_exact if self._use_mm else K.mle_exact
         self.delta_ = float(solve(self._changed[:k], self._tau[:k]))
 

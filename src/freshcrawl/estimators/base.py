@@ -204,7 +204,7 @@ class _StreamBase:
         InvalidObservation
             If ``changed`` is not 0/1, or ``tau`` or ``p`` is given and not finite and > 0.
         """
-        # checks inline (not in a helper): this is the per-visit path of the streaming objects
+        # checks inline (not in a separate method): this is the per-visit path of the streaming objects
         c = check_changed(changed)
         if tau is None:
             if self._needs_tau:

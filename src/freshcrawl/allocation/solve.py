@@ -318,12 +318,18 @@ def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None, la0=None, s_
     """Solve S_g(λ_g) = target_g (S_g nonincreasing in λ) for every group g at once.
 
     Safeguarded Newton on log S_g against log λ_g, inside a bracket [λa, λb] with S(λa) >= target >=
-    S(λb). When a step leaves the bracket or does not halve the error, the next point is the
-    breakpoint of S (a page leaving a bound, ``w f'(p_min)`` or ``w f'(p_max)``) nearest to the
-    proposal, or the point just left of a breakpoint that ends the bracket (where S can jump), or
-    else the geometric midpoint. A group is finished when |S - target| <= tol * target (then the
-    first-order correction dλ = (target - S) / S' is kept) or when its bracket has collapsed onto a
-    jump of S (then θ interpolates between p(λb) and p(λa)).
+    S(λb) (``la0``, ``s_a0``: a known lower end). When a step leaves the bracket or does not halve the
+    error, the next point is, in this order: just right of λa when λa sits on a breakpoint where S is
+    far steeper than across the bracket (a page entering from p = 0 with a flat marginal, which jumps
+    there in floating point); the breakpoint of S (a page leaving a bound, ``w f'(p_min)`` or
+    ``w f'(p_max)``) inside the bracket nearest to the proposal; a Newton step in log(e - λ), or the
+    bisection of that log-distance, when the next breakpoint e >= λb makes S singular; else the
+    midpoint (geometric while the bracket is wide). Breakpoints are looked up in any bracket when
+    ``snap_wide`` (groups of few pages, where each is a kink worth landing on), else only in brackets
+    narrower than 1e-7 relative. A group is finished when |S - target| <= tol * target, or the Newton
+    step is below a few ulps of λ (then the first-order correction dλ = (target - S) / S' is kept), or
+    when its bracket has collapsed onto a jump of S (then θ interpolates between p(λb) and p(λa);
+    θ < 0 marks a jump to an infinite S, shared by the pages whose rate is unbounded).
     """
     G = target.size
     out = _Roots(G)

@@ -1,6 +1,7 @@
 """Speed and exactness of the allocation solver on one core: prints markdown tables.
 
-Run as ``python benchmarks/bench_allocation.py [--max-n 1e7] [--repeats 2]``. Not a pass/fail gate.
+Run as ``python benchmarks/bench_allocation.py [--min-n 1e4] [--max-n 1e7] [--repeats 2] [--skip-scipy]``.
+Not a pass/fail gate.
 
 Instances: Δ ~ lognormal(0, 1.5) changes/day, w ~ 0.1 + Pareto(1.5), B = N/2 visits/day; with host caps,
 pages are spread uniformly over 10^4 hosts, each capped at 1.1 B times its share of the pages (from a
@@ -134,11 +135,13 @@ def lambdacrawl_table(repeats):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--min-n", type=float, default=1e4)
     parser.add_argument("--max-n", type=float, default=1e7)
+    parser.add_argument("--skip-scipy", action="store_true", help="leave out the minutes-long SLSQP runs")
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     warm_up()
-    sizes = [int(10**k) for k in range(4, 8) if 10**k <= args.max_n]
+    sizes = [int(10**k) for k in range(4, 8) if args.min_n <= 10**k <= args.max_n]
     scaling_table(sizes, args.repeats)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     n = sizes[-1]
@@ -151,7 +154,8 @@ def main():
           f"float64 and host int64, {n * 24 / 2**20:.0f} MiB). Arrays allocated by one solve at N = {n:.0e} "
           f"(harmonic, host caps; tracemalloc peak): {solve_peak / 2**20:.0f} MiB = "
           f"{solve_peak / (8 * n):.2f} arrays of N float64, the returned rates included.")
-    scipy_table()
+    if not args.skip_scipy:
+        scipy_table()
     lambdacrawl_table(args.repeats)
 
 

@@ -578,19 +578,32 @@ def host_sums_at(tok, n, lam, k, w, a, b, lo, hi, hosts, n_hosts):
     return acc[:, 0].copy(), acc[:, 1].copy()
 
 
-@njit(**_PLAIN)
+@njit(**_LOOP)
 def group_sums_idx(tok, idx, lam_g, k, w, a, b, lo, hi, hosts):
-    """As :func:`group_sums` over the pages listed in idx only (all on active hosts)."""
+    """As :func:`group_sums` over the pages listed in idx only (all on active hosts).
+
+    Per chunk: gather each page's host multiplier, compute the rates in a vectorised loop, add them up.
+    """
     n_groups = lam_g.shape[0]
-    s = np.zeros(n_groups)
-    ds = np.zeros(n_groups)
-    for j in range(idx.shape[0]):
-        i = idx[j]
-        h = hosts[i]
-        p, dp = _resp_t(tok, _get(k, i), lam_g[h], _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
-        s[h] += p
-        ds[h] += dp
-    return s, ds
+    acc = np.zeros((n_groups, 2))
+    lb = np.empty(_CHUNK)
+    pb = np.empty(_CHUNK)
+    db = np.empty(_CHUNK)
+    n = idx.shape[0]
+    for start in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - start)
+        for j in range(m):
+            lb[j] = lam_g[hosts[idx[start + j]]]
+        for j in range(m):
+            i = idx[start + j]
+            p, dp = _resp_t(tok, _get(k, i), lb[j], _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+            pb[j] = p
+            db[j] = dp
+        for j in range(m):
+            h = hosts[idx[start + j]]
+            acc[h, 0] += pb[j]
+            acc[h, 1] += db[j]
+    return acc[:, 0].copy(), acc[:, 1].copy()
 
 
 @njit(**_PLAIN)
@@ -787,16 +800,23 @@ def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, host
                       h_dlam):
     """As :func:`final_rates`; pages on hosts whose cap binds use the host's multiplier and finish."""
     if theta == 0.0 and not np.any(h_theta != 0.0):
-        # no jumps: branch-free (vectorised) first-order finish
-        for i in range(out.shape[0]):
-            h = hosts[i]
-            hh = max(h, 0)
-            bind = (h >= 0) & (lamhat[hh] > lam)
-            L = lamhat[hh] if bind else lam
-            dl = h_dlam[hh] if bind else dlam
-            lo_i, hi_i = _get(lo, i), _get(hi, i)
-            p, dp = _resp_t(tok, _get(k, i), L, _get(w, i), _get(a, i), _get(b, i), lo_i, hi_i)
-            out[i] = min(max(p + dp * dl, lo_i), hi_i)
+        # no jumps: each page's multiplier and correction gathered per chunk, then a vectorised finish
+        n = out.shape[0]
+        lb = np.empty(_CHUNK)
+        db = np.empty(_CHUNK)
+        for start in range(0, n, _CHUNK):
+            m = min(_CHUNK, n - start)
+            for j in range(m):
+                h = hosts[start + j]
+                hh = max(h, 0)
+                bind = (h >= 0) & (lamhat[hh] > lam)
+                lb[j] = lamhat[hh] if bind else lam
+                db[j] = h_dlam[hh] if bind else dlam
+            for j in range(m):
+                i = start + j
+                lo_i, hi_i = _get(lo, i), _get(hi, i)
+                p, dp = _resp_t(tok, _get(k, i), lb[j], _get(w, i), _get(a, i), _get(b, i), lo_i, hi_i)
+                out[i] = min(max(p + dp * db[j], lo_i), hi_i)
         return
     for i in range(out.shape[0]):
         L, L2, th, dl = lam, lam2, theta, dlam
@@ -865,26 +885,36 @@ def kkt_residual(tok, p, lam, k, w, a, b, lo, hi):
 
 @njit(**_LOOP)
 def kkt_residual_hosts(tok, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
-    """As :func:`kkt_residual`, each page against its own multiplier max(λ, lamhat[host]) (branch-free)."""
+    """As :func:`kkt_residual`, each page against its own multiplier max(λ, lamhat[host]).
+
+    The multipliers are gathered per chunk, the residuals computed in a branch-free (vectorised) loop.
+    """
     worst = 0.0
-    for i in range(p.shape[0]):
-        h = hosts[i]
-        hh = max(h, 0)
-        bind = (h >= 0) & (lamhat[hh] > lam)
-        L = lamhat[hh] if bind else lam
-        lo_i, hi_i, p_i = _get(lo, i), _get(hi, i), p[i]
-        m = min(_marg_t(tok, _get(k, i), p_i, _get(w, i), _get(a, i), _get(b, i)), 1e300)
-        Lf = min(L, 1e300)
-        d = m - Lf
-        r_in = abs(d)
-        r_lo = max(d, 0.0)
-        r_hi = max(-d, 0.0)
-        at_lo = np.float64(p_i <= lo_i)
-        at_hi = np.float64(p_i >= hi_i) * (1.0 - at_lo)
-        free = np.float64((hi_i > lo_i) & (L < np.inf))
-        r = free * (at_lo * r_lo + at_hi * r_hi + (1.0 - at_lo - at_hi) * r_in)
-        r = r / Lf if Lf > 0.0 else r
-        worst = max(worst, r)
+    n = p.shape[0]
+    lb = np.empty(_CHUNK)
+    for start in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - start)
+        for j in range(m):
+            h = hosts[start + j]
+            hh = max(h, 0)
+            bind = (h >= 0) & (lamhat[hh] > lam)
+            lb[j] = lamhat[hh] if bind else lam
+        for j in range(m):
+            i = start + j
+            L = lb[j]
+            lo_i, hi_i, p_i = _get(lo, i), _get(hi, i), p[i]
+            mg = min(_marg_t(tok, _get(k, i), p_i, _get(w, i), _get(a, i), _get(b, i)), 1e300)
+            Lf = min(L, 1e300)
+            d = mg - Lf
+            r_in = abs(d)
+            r_lo = max(d, 0.0)
+            r_hi = max(-d, 0.0)
+            at_lo = np.float64(p_i <= lo_i)
+            at_hi = np.float64(p_i >= hi_i) * (1.0 - at_lo)
+            free = np.float64((hi_i > lo_i) & (L < np.inf))
+            r = free * (at_lo * r_lo + at_hi * r_hi + (1.0 - at_lo - at_hi) * r_in)
+            r = r / Lf if Lf > 0.0 else r
+            worst = max(worst, r)
     return worst
 
 

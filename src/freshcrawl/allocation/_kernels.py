@@ -957,3 +957,169 @@ def responses_array(tok, lam, a, b):
     for i in range(lam.shape[0]):
         out[i], _ = _resp_t(tok, 0, lam[i], 1.0, a[i], _get(b, i), 0.0, np.inf)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Host multipliers: all binding hosts in one compiled loop over a host-grouped page layout
+# ---------------------------------------------------------------------------------------------------
+@njit(**_PLAIN)
+def group_pages(hosts, sel):
+    """Pages of the hosts sel, grouped by host (a counting sort, stable within a host).
+
+    Returns ``perm`` (page indices, the pages of ``sel[j]`` at ``perm[start[j]:start[j + 1]]``) and
+    ``start``, shape (sel.size + 1,).
+    """
+    n_hosts = 0
+    for j in range(sel.shape[0]):
+        n_hosts = max(n_hosts, sel[j] + 1)
+    slot = np.full(n_hosts, -1, dtype=np.int64)
+    for j in range(sel.shape[0]):
+        slot[sel[j]] = j
+    start = np.zeros(sel.shape[0] + 1, dtype=np.int64)
+    for i in range(hosts.shape[0]):
+        h = hosts[i]
+        if h >= 0 and h < n_hosts and slot[h] >= 0:
+            start[slot[h] + 1] += 1
+    for j in range(sel.shape[0]):
+        start[j + 1] += start[j]
+    fill = start[:-1].copy()
+    perm = np.empty(start[-1], dtype=np.int64)
+    for i in range(hosts.shape[0]):
+        h = hosts[i]
+        if h >= 0 and h < n_hosts and slot[h] >= 0:
+            j = slot[h]
+            perm[fill[j]] = i
+            fill[j] += 1
+    return perm, start
+
+
+@njit(**_LOOP)
+def _segment_sum(tok, perm, p0, p1, lam, k, w, a, b, lo, hi):
+    """Σ p_i(λ) and Σ dp_i/dλ over the pages perm[p0:p1]."""
+    s = 0.0
+    ds = 0.0
+    for q in range(p0, p1):
+        i = perm[q]
+        p, dp = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        s += min(p, 1e308)
+        ds += dp
+    return s, ds
+
+
+@njit(**_PLAIN)
+def _segment_breakpoints(tok, perm, p0, p1, la, lb, lt, k, w, a, b, lo, hi):
+    """As :func:`global_breakpoint` over the pages perm[p0:p1]."""
+    best = np.nan
+    up = np.inf
+    dn = 0.0
+    for q in range(p0, p1):
+        i = perm[q]
+        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+        if hi_i <= lo_i or not _active_t(tok, ki, wi, ai, bi):
+            continue
+        for m in range(2):
+            if m == 1 and not hi_i < np.inf:
+                break
+            e = _marg_t(tok, ki, lo_i if m == 0 else hi_i, wi, ai, bi)
+            if _closer(e, la, lb, lt, best):
+                best = e
+            if e >= lb and e < up:
+                up = e
+            if e <= la and e > dn:
+                dn = e
+    return best, up, dn
+
+
+@njit(**_PLAIN)
+def host_newton(tok, perm, start, target, lam, s_lam, ds_lam, k, w, a, b, lo, hi, tol, max_iter, sqrt_step,
+                out_lam, out_dlam, out_lam2, out_theta, out_iter):
+    """λ_h > λ with Σ_{i∈h} p_i(λ_h) = target[j] for every group j, host by host.
+
+    Group j holds the pages perm[start[j]:start[j + 1]]; ``s_lam[j] > target[j]`` and ``ds_lam[j]`` are
+    its sum and derivative at λ > 0, the lower end of its bracket. The same safeguarded Newton
+    iteration as :func:`freshcrawl.allocation.solve._newton` for one group, with its breakpoint steps
+    (the group's few pages make every breakpoint worth landing on), run while the group's pages stay in
+    cache. The Newton step is taken in log S against log λ, or with ``sqrt_step`` in S against
+    λ^(-1/2) (exact for p = sqrt(w Δ / λ) - Δ; the Lambert-W objectives behave alike at high rates).
+    A group is finished within ``tol`` relative, or when the Newton step is below a few ulps of λ_h
+    (``out_dlam`` keeps the first-order correction). ``out_iter[j]`` is the number of passes over the
+    group's pages, or -1 when it did not finish within ``max_iter`` passes or its bracket collapsed
+    onto a jump to an infinite S (the general solver then takes the group); at a finite jump
+    ``out_lam``, ``out_lam2`` are its ends and ``out_theta`` the fraction of it taken.
+    """
+    eps = 2.220446049250313e-16
+    for j in range(target.shape[0]):
+        c = target[j]
+        p0, p1 = start[j], start[j + 1]
+        la, lb = lam, np.inf
+        s, ds, L = s_lam[j], ds_lam[j], lam
+        s_a, ds_a, s_b = s, ds, np.nan
+        prev = np.inf
+        slow = 0
+        out_iter[j] = -1
+        it = 0
+        while True:
+            err = s - c
+            if it > 0 and (abs(err) <= tol * c or abs(err) <= -ds * 4.0 * eps * L):
+                out_lam[j] = L
+                out_dlam[j] = -err / ds if ds < 0.0 else 0.0
+                out_iter[j] = it
+                break
+            if err > 0.0:
+                la, s_a, ds_a = L, s, ds
+            elif err < 0.0:
+                lb, s_b = L, s
+            if lb < np.inf and lb - la <= 8.0 * eps * lb:
+                # the bracket has collapsed onto a jump of S: interpolate across a finite one (θ), leave
+                # a jump to an infinite S to the general solver
+                gap = s_a - s_b
+                if gap < np.inf:
+                    out_lam[j] = lb
+                    out_lam2[j] = la
+                    out_theta[j] = (c - s_b) / gap if gap > 0.0 else 0.0
+                    out_dlam[j] = 0.0
+                    out_iter[j] = it
+                break
+            if it >= max_iter:
+                break
+            if sqrt_step:
+                u = 1.0 / math.sqrt(L) + err / (2.0 * L * math.sqrt(L) * ds)
+                ln = 1.0 / (u * u) if u > 0.0 else np.inf
+            else:
+                ln = L * math.exp(-(math.log(s) - math.log(c)) * s / (L * ds))
+            aerr = abs(err)
+            slow = slow + 1 if aerr > 0.5 * prev else 0
+            prev = aerr
+            inside = ln > la and ln < lb
+            if lb == np.inf:
+                if not ln > L:
+                    ln = 8.0 * la
+                ln = min(ln, 1e30 * L)
+            elif not inside or slow > 0:
+                width = lb - la
+                half = 0.5 * (la + lb)
+                ln_bis = half if width <= 1e-3 * lb else math.sqrt(la * lb)
+                e_in, e_up, e_dn = _segment_breakpoints(tok, perm, p0, p1, la, lb, ln if inside else half, k, w,
+                                                        a, b, lo, hi)
+                right = la * (1.0 + 6.0 * eps)
+                if (la - e_dn <= 4.0 * eps * la) and right < lb and -ds_a * width > 100.0 * (s_a - s_b):
+                    ln = right  # λa on a breakpoint where S is far steeper than across the bracket
+                elif e_in == e_in and e_in > la and e_in < lb:
+                    ln = e_in  # a breakpoint inside the bracket
+                else:
+                    ln = ln_bis
+                    dist_a = e_up - la
+                    dist_b = max(e_up - lb, 4.0 * eps * e_up)
+                    if e_up < np.inf and dist_b < 0.25 * dist_a:
+                        # S may be singular at e_up: Newton in log(e_up - λ), else bisect that log-distance
+                        dist = max(e_up - L, 4.0 * eps * e_up)
+                        l_sing = e_up - dist * math.exp(err / (ds * dist))
+                        if l_sing > la and l_sing < lb and slow < 2:
+                            ln = l_sing
+                        else:
+                            ln = e_up - math.sqrt(dist_a * dist_b)
+                if not (ln > la and ln < lb):
+                    ln = half
+            L = ln
+            s, ds = _segment_sum(tok, perm, p0, p1, L, k, w, a, b, lo, hi)
+            it += 1

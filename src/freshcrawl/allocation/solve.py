@@ -480,6 +480,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
     s0_total = float(s0[n_hosts] + np.sum(np.minimum(cap_eff, s0_h)))
     p = np.empty(n)
     lam = dlam = lam2 = theta = 0.0
+    at_lam = None  # per-host sums and derivatives at λ, when known
     if budget >= s0_total:
         # λ = 0: the valued pages take all they can; hosts whose cap binds even then get their own λ_h
         bind = capped & (s0_h > caps) & (caps > low_h)
@@ -510,10 +511,12 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         bind = np.zeros(n_hosts, dtype=bool)
         if use_hosts:
             # hosts whose cap binds at λ (at the lower end of a jump, when the root sits on one)
-            s_h, _ = prob.host_sums(min(lam, lam2) if theta != 0.0 else lam, hosts, n_hosts)
+            s_h, ds_h = prob.host_sums(min(lam, lam2) if theta != 0.0 else lam, hosts, n_hosts)
             bind = (s_h[:n_hosts] > cap_eff) & (caps > low_h)
+            if theta == 0.0:
+                at_lam = (s_h, ds_h)
     if bind.any():
-        roots = _solve_hosts(prob, np.flatnonzero(bind), lam, hosts, caps, tol, max_iter)
+        roots = _solve_hosts(prob, np.flatnonzero(bind), lam, hosts, caps, tol, max_iter, at_lam)
         idx = np.flatnonzero(bind)
         lamhat[idx] = roots.lam
         h_lam2[idx] = roots.lam2
@@ -538,8 +541,44 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
     return p, lam_out, lamhat_out, host_lam, n_iter, converged
 
 
-def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
-    """λ_h > λ with Σ_{i∈h} p_i(λ_h) = c_h for the hosts idx whose cap binds (one pass per iteration).
+def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Roots:
+    """λ_h > λ with Σ_{i∈h} p_i(λ_h) = c_h for the hosts idx whose cap binds.
+
+    With a built-in objective, λ > 0 and the per-host sums at λ known (``at_lam``), the pages of the
+    binding hosts are grouped by host once (a counting sort) and every host is solved in one compiled
+    loop, its pages staying in cache across its Newton steps (:func:`_kernels.host_newton`). Hosts that
+    loop leaves (a jump of Σp, or no convergence) and all other cases go to :func:`_solve_hosts_general`.
+    """
+    if at_lam is None or not lam > 0 or not isinstance(prob, _KernelProblem):
+        return _solve_hosts_general(prob, idx, lam, hosts, caps, tol, max_iter)
+    perm, start = K.group_pages(hosts, idx)
+    s_h, ds_h = at_lam
+    g = idx.size
+    lam_h, dlam_h, lam2_h, theta_h = np.zeros(g), np.zeros(g), np.zeros(g), np.zeros(g)
+    iters = np.zeros(g, dtype=np.int64)
+    # Newton in S against λ^(-1/2) where rates go as λ^(-1/2) (minus Δ for Poisson freshness), else log-log
+    sqrt_step = isinstance(prob.k, int) and prob.k in (K.POISSON, K.PERIODIC, K.DETECTION)
+    K.host_newton(prob.tok, perm, start, caps[idx], lam, s_h[idx], ds_h[idx], *prob._args(), tol,
+                  min(max_iter, _HOST_ITER), sqrt_step, lam_h, dlam_h, lam2_h, theta_h, iters)
+    out = _Roots(g)
+    ok = iters >= 0
+    out.lam[ok], out.dlam[ok], out.converged[ok] = lam_h[ok], dlam_h[ok], True
+    out.lam2[ok], out.theta[ok] = lam2_h[ok], theta_h[ok]
+    out.dlam = np.where(np.isfinite(out.dlam), out.dlam, 0.0)
+    out.n_iter = int(iters.max(initial=0))
+    if not ok.all():
+        rest = _solve_hosts_general(prob, idx[~ok], lam, hosts, caps, tol, max_iter)
+        for name in ("lam", "lam2", "theta", "dlam", "converged", "inf_jump", "gap"):
+            getattr(out, name)[~ok] = getattr(rest, name)
+        out.n_iter = max(out.n_iter, min(max_iter, _HOST_ITER)) + rest.n_iter
+    return out
+
+
+_HOST_ITER = 40  # passes per host in the compiled loop before a host goes to the general solver
+
+
+def _solve_hosts_general(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
+    """As :func:`_solve_hosts`, vectorised across hosts with :func:`_newton` (one pass per iteration).
 
     Only the pages of those hosts are visited; the start is one log-log Newton step from λ.
     """

@@ -165,7 +165,7 @@ def plot_delta(results: Sequence[SimulationResult], path: Path, *, title: str = 
             lo = min(lo, r.true_delta[ok].min(), r.estimated_delta[ok].min())
             hi = max(hi, r.true_delta[ok].max(), r.estimated_delta[ok].max())
     if hi > 0:
-        ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="Δ̂ = Δ")
+        ax.plot([lo, hi], [lo, hi], "k--", lw=1, label=r"$\hat{\Delta} = \Delta$")
         ax.set_xscale("log")
         ax.set_yscale("log")
     ax.set_xlabel("true Δ over the window (changes/day)")

@@ -579,6 +579,40 @@ def host_sums_at(tok, n, lam, k, w, a, b, lo, hi, hosts, n_hosts):
 
 
 @njit(**_LOOP)
+def capped_sum(tok, n, lam, k, w, a, b, lo, hi, hosts, cap, s_h, ds_h):
+    """Σ_h min(c_h, S_h(λ)) + S_free(λ) and its derivative, in one pass over the pages.
+
+    The per-host sums S_h(λ) and derivatives are left in ``s_h``, ``ds_h`` (shape (n_hosts + 1,),
+    overwritten; entry n_hosts: pages without a host). ``cap``: c_h, visits/day (inf: uncapped).
+    """
+    n_hosts = cap.shape[0]
+    s_h[:] = 0.0
+    ds_h[:] = 0.0
+    pb = np.empty(_CHUNK)
+    db = np.empty(_CHUNK)
+    for start in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - start)
+        for j in range(m):
+            i = start + j
+            p, dp = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+            pb[j] = p
+            db[j] = dp
+        for j in range(m):
+            h = hosts[start + j]
+            if h < 0:
+                h = n_hosts
+            s_h[h] += pb[j]
+            ds_h[h] += db[j]
+    s = s_h[n_hosts]
+    ds = ds_h[n_hosts]
+    for h in range(n_hosts):
+        over = s_h[h] > cap[h]
+        s += cap[h] if over else s_h[h]
+        ds += 0.0 if over else ds_h[h]
+    return s, ds
+
+
+@njit(**_LOOP)
 def group_sums_idx(tok, idx, lam_g, k, w, a, b, lo, hi, hosts):
     """As :func:`group_sums` over the pages listed in idx only (all on active hosts).
 
@@ -1090,6 +1124,13 @@ def host_newton(tok, perm, start, target, lam, s_lam, ds_lam, k, w, a, b, lo, hi
             aerr = abs(err)
             slow = slow + 1 if aerr > 0.5 * prev else 0
             prev = aerr
+            if it == 0 and p1 - p0 == 1:
+                # one page: its rate is the cap, at the multiplier w f'(c) (exact to the inverse's rounding)
+                i = perm[p0]
+                if _get(lo, i) < c and c < _get(hi, i):
+                    l1 = _marg_t(tok, _get(k, i), c, _get(w, i), _get(a, i), _get(b, i))
+                    if l1 > la and l1 < lb:
+                        ln = l1
             inside = ln > la and ln < lb
             if lb == np.inf:
                 if not ln > L:

@@ -77,6 +77,9 @@ class _KernelProblem:
     def global_sum(self, lam):
         return K.global_sum(self.tok, self.n, lam, *self._args())
 
+    def capped_sum(self, lam, hosts, cap, s_h, ds_h):
+        return K.capped_sum(self.tok, self.n, lam, *self._args(), hosts, cap, s_h, ds_h)
+
     def group_sums(self, lam_g, active_g, hosts, idx=None):
         if idx is not None:
             return K.group_sums_idx(self.tok, idx, lam_g, *self._args(), hosts)
@@ -234,6 +237,13 @@ class _NumpyProblem:
             lp, g = np.full(self.n, lam), np.full(self.n, n_groups)
         inf = self.responses(lp) == np.inf
         return np.bincount(g[inf], minlength=n_groups + 1).astype(np.float64)
+
+    def capped_sum(self, lam, hosts, cap, s_h, ds_h):
+        n_hosts = cap.shape[0]
+        s_h[:], ds_h[:] = self.host_sums(lam, hosts, n_hosts)
+        over = s_h[:n_hosts] > cap
+        return (float(s_h[n_hosts] + np.sum(np.where(over, cap, s_h[:n_hosts]))),
+                float(ds_h[n_hosts] + np.sum(np.where(over, 0.0, ds_h[:n_hosts]))))
 
     def host_sums(self, lam, hosts, n_hosts):
         p, dp = self._fd(np.full(self.n, lam))
@@ -485,14 +495,15 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         # λ = 0: the valued pages take all they can; hosts whose cap binds even then get their own λ_h
         bind = capped & (s0_h > caps) & (caps > low_h)
     else:
+        buf_s, buf_ds = np.empty(n_hosts + 1), np.empty(n_hosts + 1)
+        last = [np.nan, buf_s, buf_ds]  # λ, per-host sums and derivatives of the latest pass
+
         def eval_global(lam_v, act):
             if not use_hosts:
                 s, ds = prob.global_sum(float(lam_v[0]))
                 return np.array([s]), np.array([ds])
-            s_h, ds_h = prob.host_sums(float(lam_v[0]), hosts, n_hosts)
-            over = s_h[:n_hosts] > cap_eff
-            s = s_h[n_hosts] + np.sum(np.where(over, cap_eff, s_h[:n_hosts]))
-            ds = ds_h[n_hosts] + np.sum(np.where(over, 0.0, ds_h[:n_hosts]))
+            s, ds = prob.capped_sum(float(lam_v[0]), hosts, cap_eff, buf_s, buf_ds)
+            last[0] = float(lam_v[0])
             return np.array([s]), np.array([ds])
 
         def bp_global(la, lb, lt, act):
@@ -511,10 +522,10 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         bind = np.zeros(n_hosts, dtype=bool)
         if use_hosts:
             # hosts whose cap binds at λ (at the lower end of a jump, when the root sits on one)
-            s_h, ds_h = prob.host_sums(min(lam, lam2) if theta != 0.0 else lam, hosts, n_hosts)
+            lam_b = min(lam, lam2) if theta != 0.0 else lam
+            s_h, ds_h = last[1:] if last[0] == lam_b else prob.host_sums(lam_b, hosts, n_hosts)
             bind = (s_h[:n_hosts] > cap_eff) & (caps > low_h)
-            if theta == 0.0:
-                at_lam = (s_h, ds_h)
+            at_lam = (lam_b, s_h, ds_h)
     if bind.any():
         roots = _solve_hosts(prob, np.flatnonzero(bind), lam, hosts, caps, tol, max_iter, at_lam)
         idx = np.flatnonzero(bind)
@@ -544,24 +555,26 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
 def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Roots:
     """λ_h > λ with Σ_{i∈h} p_i(λ_h) = c_h for the hosts idx whose cap binds.
 
-    With a built-in objective, λ > 0 and the per-host sums at λ known (``at_lam``), the pages of the
-    binding hosts are grouped by host once (a counting sort) and every host is solved in one compiled
-    loop, its pages staying in cache across its Newton steps (:func:`_kernels.host_newton`). Hosts that
-    loop leaves (a jump of Σp, or no convergence) and all other cases go to :func:`_solve_hosts_general`.
+    With a built-in objective, λ > 0 and the per-host sums known at a point λb <= λ where every host
+    in idx exceeds its cap (``at_lam = (λb, sums, derivatives)``; λb < λ when the global root sits on a
+    jump), the pages of the binding hosts are grouped by host once (a counting sort) and every host is
+    solved in one compiled loop, its pages staying in cache across its Newton steps
+    (:func:`_kernels.host_newton`). Hosts that loop leaves (a jump to an infinite Σp, no convergence,
+    or a root not above λ) and all other cases go to :func:`_solve_hosts_general`.
     """
-    if at_lam is None or not lam > 0 or not isinstance(prob, _KernelProblem):
+    if at_lam is None or not lam > 0 or not at_lam[0] > 0 or not isinstance(prob, _KernelProblem):
         return _solve_hosts_general(prob, idx, lam, hosts, caps, tol, max_iter)
     perm, start = K.group_pages(hosts, idx)
-    s_h, ds_h = at_lam
+    lam_b, s_h, ds_h = at_lam
     g = idx.size
     lam_h, dlam_h, lam2_h, theta_h = np.zeros(g), np.zeros(g), np.zeros(g), np.zeros(g)
     iters = np.zeros(g, dtype=np.int64)
     # Newton in S against λ^(-1/2) where rates go as λ^(-1/2) (minus Δ for Poisson freshness), else log-log
     sqrt_step = isinstance(prob.k, int) and prob.k in (K.POISSON, K.PERIODIC, K.DETECTION)
-    K.host_newton(prob.tok, perm, start, caps[idx], lam, s_h[idx], ds_h[idx], *prob._args(), tol,
+    K.host_newton(prob.tok, perm, start, caps[idx], lam_b, s_h[idx], ds_h[idx], *prob._args(), tol,
                   min(max_iter, _HOST_ITER), sqrt_step, lam_h, dlam_h, lam2_h, theta_h, iters)
     out = _Roots(g)
-    ok = iters >= 0
+    ok = (iters >= 0) & ((lam_h > lam) | (lam_b == lam))
     out.lam[ok], out.dlam[ok], out.converged[ok] = lam_h[ok], dlam_h[ok], True
     out.lam2[ok], out.theta[ok] = lam2_h[ok], theta_h[ok]
     out.dlam = np.where(np.isfinite(out.dlam), out.dlam, 0.0)

@@ -586,8 +586,7 @@ def capped_sum(tok, n, lam, k, w, a, b, lo, hi, hosts, cap, s_h, ds_h):
     overwritten; entry n_hosts: pages without a host). ``cap``: c_h, visits/day (inf: uncapped).
     """
     n_hosts = cap.shape[0]
-    s_h[:] = 0.0
-    ds_h[:] = 0.0
+    acc = np.zeros((n_hosts + 1, 2))  # sum and derivative side by side: one cache line per host
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
     for start in range(0, n, _CHUNK):
@@ -599,10 +598,12 @@ def capped_sum(tok, n, lam, k, w, a, b, lo, hi, hosts, cap, s_h, ds_h):
             db[j] = dp
         for j in range(m):
             h = hosts[start + j]
-            if h < 0:
-                h = n_hosts
-            s_h[h] += pb[j]
-            ds_h[h] += db[j]
+            h = h + (h < 0) * (n_hosts + 1)
+            acc[h, 0] += pb[j]
+            acc[h, 1] += db[j]
+    for h in range(n_hosts + 1):
+        s_h[h] = acc[h, 0]
+        ds_h[h] = acc[h, 1]
     s = s_h[n_hosts]
     ds = ds_h[n_hosts]
     for h in range(n_hosts):
@@ -646,22 +647,17 @@ def host_bounds(tok, n, n_hosts, k, w, a, b, lo, hi, hosts):
 
     Entry n_hosts collects the pages without a host.
     """
-    low = np.zeros(n_hosts + 1)
-    s0 = np.zeros(n_hosts + 1)
-    up = np.zeros(n_hosts + 1)
+    acc = np.zeros((n_hosts + 1, 3))
     for i in range(n):
         h = hosts[i]
-        if h < 0:
-            h = n_hosts
+        h = h + (h < 0) * (n_hosts + 1)
         lo_i = _get(lo, i)
         hi_i = _get(hi, i)
-        low[h] += lo_i
-        up[h] += hi_i
-        if _active_t(tok, _get(k, i), _get(w, i), _get(a, i), _get(b, i)):
-            s0[h] += hi_i
-        else:
-            s0[h] += lo_i
-    return low, s0, up
+        act = _active_t(tok, _get(k, i), _get(w, i), _get(a, i), _get(b, i))
+        acc[h, 0] += lo_i
+        acc[h, 1] += hi_i if act else lo_i
+        acc[h, 2] += hi_i
+    return acc[:, 0].copy(), acc[:, 1].copy(), acc[:, 2].copy()
 
 
 @njit(**_LOOP)
@@ -834,18 +830,27 @@ def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, host
                       h_dlam):
     """As :func:`final_rates`; pages on hosts whose cap binds use the host's multiplier and finish."""
     if theta == 0.0 and not np.any(h_theta != 0.0):
-        # no jumps: each page's multiplier and correction gathered per chunk, then a vectorised finish
+        # no jumps: each page's multiplier and correction gathered per chunk from per-host tables
+        # (entry n_hosts: pages without a host), then a vectorised finish
         n = out.shape[0]
+        n_hosts = lamhat.shape[0]
+        tab_l = np.empty(n_hosts + 1)
+        tab_d = np.empty(n_hosts + 1)
+        for h in range(n_hosts):
+            bind = lamhat[h] > lam
+            tab_l[h] = lamhat[h] if bind else lam
+            tab_d[h] = h_dlam[h] if bind else dlam
+        tab_l[n_hosts] = lam
+        tab_d[n_hosts] = dlam
         lb = np.empty(_CHUNK)
         db = np.empty(_CHUNK)
         for start in range(0, n, _CHUNK):
             m = min(_CHUNK, n - start)
             for j in range(m):
                 h = hosts[start + j]
-                hh = max(h, 0)
-                bind = (h >= 0) & (lamhat[hh] > lam)
-                lb[j] = lamhat[hh] if bind else lam
-                db[j] = h_dlam[hh] if bind else dlam
+                hx = h + (h < 0) * (n_hosts + 1)
+                lb[j] = tab_l[hx]
+                db[j] = tab_d[hx]
             for j in range(m):
                 i = start + j
                 lo_i, hi_i = _get(lo, i), _get(hi, i)
@@ -925,14 +930,17 @@ def kkt_residual_hosts(tok, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
     """
     worst = 0.0
     n = p.shape[0]
+    n_hosts = lamhat.shape[0]
+    tab = np.empty(n_hosts + 1)  # each host's multiplier; entry n_hosts: pages without a host
+    for h in range(n_hosts):
+        tab[h] = max(lamhat[h], lam)
+    tab[n_hosts] = lam
     lb = np.empty(_CHUNK)
     for start in range(0, n, _CHUNK):
         m = min(_CHUNK, n - start)
         for j in range(m):
             h = hosts[start + j]
-            hh = max(h, 0)
-            bind = (h >= 0) & (lamhat[hh] > lam)
-            lb[j] = lamhat[hh] if bind else lam
+            lb[j] = tab[h + (h < 0) * (n_hosts + 1)]
         for j in range(m):
             i = start + j
             L = lb[j]
@@ -997,30 +1005,28 @@ def responses_array(tok, lam, a, b):
 # Host multipliers: all binding hosts in one compiled loop over a host-grouped page layout
 # ---------------------------------------------------------------------------------------------------
 @njit(**_PLAIN)
-def group_pages(hosts, sel):
+def group_pages(hosts, sel, n_hosts):
     """Pages of the hosts sel, grouped by host (a counting sort, stable within a host).
 
     Returns ``perm`` (page indices, the pages of ``sel[j]`` at ``perm[start[j]:start[j + 1]]``) and
     ``start``, shape (sel.size + 1,).
     """
-    n_hosts = 0
-    for j in range(sel.shape[0]):
-        n_hosts = max(n_hosts, sel[j] + 1)
+    g = sel.shape[0]
     slot = np.full(n_hosts, -1, dtype=np.int64)
-    for j in range(sel.shape[0]):
+    for j in range(g):
         slot[sel[j]] = j
-    start = np.zeros(sel.shape[0] + 1, dtype=np.int64)
+    start = np.zeros(g + 1, dtype=np.int64)
     for i in range(hosts.shape[0]):
         h = hosts[i]
-        if h >= 0 and h < n_hosts and slot[h] >= 0:
+        if h >= 0 and slot[h] >= 0:
             start[slot[h] + 1] += 1
-    for j in range(sel.shape[0]):
+    for j in range(g):
         start[j + 1] += start[j]
     fill = start[:-1].copy()
-    perm = np.empty(start[-1], dtype=np.int64)
+    perm = np.empty(start[g], dtype=np.int64)
     for i in range(hosts.shape[0]):
         h = hosts[i]
-        if h >= 0 and h < n_hosts and slot[h] >= 0:
+        if h >= 0 and slot[h] >= 0:
             j = slot[h]
             perm[fill[j]] = i
             fill[j] += 1

@@ -564,7 +564,7 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Ro
     """
     if at_lam is None or not lam > 0 or not at_lam[0] > 0 or not isinstance(prob, _KernelProblem):
         return _solve_hosts_general(prob, idx, lam, hosts, caps, tol, max_iter)
-    perm, start = K.group_pages(hosts, idx)
+    perm, start = K.group_pages(hosts, idx, caps.shape[0])
     lam_b, s_h, ds_h = at_lam
     g = idx.size
     lam_h, dlam_h, lam2_h, theta_h = np.zeros(g), np.zeros(g), np.zeros(g), np.zeros(g)

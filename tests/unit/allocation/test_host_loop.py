@@ -1,0 +1,113 @@
+"""The compiled per-host loop for binding host caps, against the general vectorised host solver."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from freshcrawl.allocation import _kernels as K
+from freshcrawl.allocation import allocate, solve
+
+KERNEL_NAMES = ["freshness-poisson", "freshness-periodic", "harmonic", "detection", "detection-discrete"]
+
+
+def capped_instance(seed, n=2000, n_hosts=200, discrete=False):
+    rng = np.random.default_rng(seed)
+    delta = rng.uniform(0.01, 0.99, n) if discrete else rng.lognormal(0.0, 1.5, n)
+    w = 0.1 + rng.pareto(1.5, n)
+    hosts = rng.integers(-1, n_hosts, n)  # -1: pages without a host
+    budget = 0.5 * n
+    share = np.bincount(hosts[hosts >= 0], minlength=n_hosts) / n
+    caps = 1.1 * budget * share
+    caps[::7] = np.inf  # some hosts uncapped
+    return delta, w, hosts, caps, budget
+
+
+def general_path(monkeypatch):
+    """Every binding host handed to the general solver: the compiled loop gets no passes."""
+    monkeypatch.setattr(solve, "_HOST_ITER", 0)
+
+
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+def test_compiled_host_loop_matches_the_general_solver(name, monkeypatch):
+    delta, w, hosts, caps, budget = capped_instance(1, discrete=name == "detection-discrete")
+    kw = dict(weights=w, objective=name, p_min=1e-3, hosts=hosts, host_caps=caps)
+    fast = allocate(delta, budget, **kw)
+    n_bind = int(np.sum(fast.host_lam > fast.lam))
+    assert n_bind > 20  # the instance exercises the host loop
+    general_path(monkeypatch)
+    ref = allocate(delta, budget, **kw)
+    for res in (fast, ref):
+        assert res.success and res.kkt_residual <= 1e-9
+        assert abs(res.p.sum() - budget) <= 1e-9 * budget
+        sums = np.bincount(hosts[hosts >= 0], weights=res.p[hosts >= 0], minlength=caps.size)
+        fin = np.isfinite(caps)
+        assert np.all(sums[fin] <= caps[fin] * (1 + 1e-9))
+    # the optimum is unique (strictly concave objectives): both paths give the same rates
+    np.testing.assert_allclose(fast.p, ref.p, rtol=1e-8, atol=1e-10 * budget / delta.size)
+    np.testing.assert_allclose(fast.host_lam, ref.host_lam, rtol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["freshness-poisson", "detection"])
+def test_single_page_hosts_sit_at_their_cap_with_the_marginal_as_multiplier(name):
+    # one page per host: the host's multiplier is that page's marginal value at p = c_h exactly
+    rng = np.random.default_rng(2)
+    n = 400
+    delta = rng.lognormal(0.0, 1.0, n)
+    w = 0.5 + rng.random(n)
+    hosts = np.arange(n)
+    budget = 0.5 * n
+    free = allocate(delta, budget, weights=w, objective=name)
+    sel = np.flatnonzero(free.p > 0.1)[:100]  # capping lowers λ, so these still want more than 0.05
+    assert sel.size == 100
+    caps = np.full(n, np.inf)
+    caps[sel] = 0.05
+    res = allocate(delta, budget, weights=w, objective=name, hosts=hosts, host_caps=caps)
+    assert res.success and res.kkt_residual <= 1e-12
+    np.testing.assert_allclose(res.p[sel], 0.05, rtol=1e-12)
+    obj = solve.get_objective(name)
+    np.testing.assert_allclose(res.host_lam[sel], w[sel] * obj.derivative(np.full(100, 0.05), delta[sel]),
+                               rtol=1e-10)
+    assert np.all(res.host_lam[sel] > res.lam)
+
+
+def test_host_root_on_a_jump_interpolates_in_the_compiled_loop(monkeypatch):
+    # pages 0 and 1 observed completely (constant marginals w/Δ = 1 and 0.5, p <= Δ): their host's sum
+    # jumps from 1 to 3 at λ = 0.5, so its cap 1.5 is met by page 1 taking a quarter of that jump
+    delta = np.array([1.0, 2.0, 1.0])
+    complete = np.array([True, True, False])
+    hosts = np.array([0, 0, -1])
+    kw = dict(objective="freshness-poisson", hosts=hosts, host_caps=[1.5], observed_completely=complete)
+    res = allocate(delta, 4.5, **kw)
+    # page 2: sqrt(Δ/λ) - Δ = 3 at λ = 1/16
+    np.testing.assert_allclose(res.p, [1.0, 0.5, 3.0], rtol=1e-12)
+    assert res.lam == pytest.approx(1.0 / 16.0, rel=1e-12)
+    assert res.host_lam[0] == pytest.approx(0.5, rel=1e-12)
+    general_path(monkeypatch)
+    ref = allocate(delta, 4.5, **kw)
+    np.testing.assert_allclose(res.p, ref.p, rtol=1e-12)
+
+
+def test_group_pages_is_a_stable_counting_sort():
+    hosts = np.array([3, -1, 0, 3, 2, 0, 3, -1, 1])
+    perm, start = K.group_pages(hosts, np.array([3, 0]), 4)
+    np.testing.assert_array_equal(start, [0, 3, 5])
+    np.testing.assert_array_equal(perm, [0, 3, 6, 2, 5])
+
+
+def test_host_newton_power_law_in_one_step():
+    # a pure power law (the sync-cost kind with c(τ) = a τ: p = sqrt(w a / (2 λ))), S(λ) = 5 / sqrt(λ)
+    tok = K.TOKENS[K.POLY]
+    a = np.array([8.0, 18.0])  # p = 2 / sqrt(λ) and 3 / sqrt(λ)
+    perm = np.arange(2)
+    start = np.array([0, 2])
+    lam = 1.0
+    s0 = 5.0
+    ds0 = -0.5 * s0 / lam
+    out_lam, out_dlam, out_lam2, out_theta = np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1)
+    iters = np.zeros(1, dtype=np.int64)
+    K.host_newton(tok, perm, start, np.array([2.5]), lam, np.array([s0]), np.array([ds0]), 0, 1.0, a, 1.0, 0.0,
+                  np.inf, 1e-12, 40, False, out_lam, out_dlam, out_lam2, out_theta, iters)
+    # S = 2.5 at λ = 4: one log-log Newton step lands there, the pass at that point confirms it
+    assert out_lam[0] == pytest.approx(4.0, rel=1e-14)
+    assert iters[0] == 1 and out_theta[0] == 0.0

@@ -7,7 +7,8 @@ inverse of its marginal value ``w_i f_i'`` and ``λ_i = max(λ, λ_h)`` for a pa
 solves ``Σ_{i∈h} p_i(λ_h) = c_h``: the host's cap binds exactly when ``λ_h > λ`` (Kolobov, Lubetzky,
 Peres, Horvitz, SIGIR 2019). The budget equation ``Σ_h min(c_h, S_h(λ)) + S_free(λ) = B`` needs only the
 per-host sums at λ, one pass per iteration, so λ is found first; then ``λ_h`` is solved for the hosts
-whose cap binds at λ, one pass over their pages per iteration. Both root-finds are safeguarded Newton
+whose cap binds at λ, host by host in one compiled loop over their pages grouped by host (a counting
+sort), each host starting from its sum at λ left by the last global pass. Both root-finds are safeguarded Newton
 iterations on ``log Σ p = log target`` in ``log λ`` inside a bracket (a pure power law ``Σ p ∝ λ^-α`` is
 solved in one step), with breakpoint-aware fallbacks (see :func:`_newton`). The last pass applies the
 first-order correction ``p_i += p_i'(λ) δλ`` that makes the budget exact; when the bracket collapses onto
@@ -490,7 +491,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
     s0_total = float(s0[n_hosts] + np.sum(np.minimum(cap_eff, s0_h)))
     p = np.empty(n)
     lam = dlam = lam2 = theta = 0.0
-    at_lam = None  # per-host sums and derivatives at λ, when known
+    at_lam = None  # (λb, per-host sums, derivatives) at the point where the binding hosts are found
     if budget >= s0_total:
         # λ = 0: the valued pages take all they can; hosts whose cap binds even then get their own λ_h
         bind = capped & (s0_h > caps) & (caps > low_h)

@@ -718,6 +718,25 @@ def _closer(e, la, lb, lt, best):
     return max(e / lt, lt / e) < max(best / lt, lt / best)
 
 
+@njit(**_INL)
+def _page_breakpoints(tok, i, k, w, a, b, lo, hi, la, lb, lt, best, up, dn):
+    """Fold page i's breakpoints (its marginals at lo and hi) into (best, up, dn) of a bracket (la, lb)."""
+    ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+    if hi_i <= lo_i or not _active_t(tok, ki, wi, ai, bi):
+        return best, up, dn
+    for m in range(2):
+        if m == 1 and not hi_i < np.inf:
+            break
+        e = _marg_t(tok, ki, lo_i if m == 0 else hi_i, wi, ai, bi)
+        if _closer(e, la, lb, lt, best):
+            best = e
+        if e >= lb and e < up:
+            up = e
+        if e <= la and e > dn:
+            dn = e
+    return best, up, dn
+
+
 @njit(**_PLAIN)
 def global_breakpoint(tok, n, la, lb, lt, k, w, a, b, lo, hi, hosts, lamhat):
     """Breakpoints of Σ p(λ) (the marginals w f'(lo), w f'(hi) where a page leaves a bound).
@@ -734,19 +753,7 @@ def global_breakpoint(tok, n, la, lb, lt, k, w, a, b, lo, hi, hosts, lamhat):
             h = hosts[i]
             if h >= 0 and lamhat[h] > lb:
                 continue
-        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
-        if hi_i <= lo_i or not _active_t(tok, ki, wi, ai, bi):
-            continue
-        for j in range(2):
-            if j == 1 and not hi_i < np.inf:
-                break
-            e = _marg_t(tok, ki, lo_i if j == 0 else hi_i, wi, ai, bi)
-            if _closer(e, la, lb, lt, best):
-                best = e
-            if e >= lb and e < up:
-                up = e
-            if e <= la and e > dn:
-                dn = e
+        best, up, dn = _page_breakpoints(tok, i, k, w, a, b, lo, hi, la, lb, lt, best, up, dn)
     return best, up, dn
 
 
@@ -761,19 +768,9 @@ def group_breakpoints(tok, idx, la_g, lb_g, lt_g, active_g, k, w, a, b, lo, hi, 
         h = hosts[i]
         if h < 0 or not active_g[h]:
             continue
-        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
-        if hi_i <= lo_i or not _active_t(tok, ki, wi, ai, bi):
-            continue
-        for m in range(2):
-            if m == 1 and not hi_i < np.inf:
-                break
-            e = _marg_t(tok, ki, lo_i if m == 0 else hi_i, wi, ai, bi)
-            if _closer(e, la_g[h], lb_g[h], lt_g[h], best[h]):
-                best[h] = e
-            if e >= lb_g[h] and e < up[h]:
-                up[h] = e
-            if e <= la_g[h] and e > dn[h]:
-                dn[h] = e
+        best[h], up[h], dn[h] = _page_breakpoints(
+            tok, i, k, w, a, b, lo, hi, la_g[h], lb_g[h], lt_g[h], best[h], up[h], dn[h]
+        )
     return best, up, dn
 
 
@@ -1053,20 +1050,7 @@ def _segment_breakpoints(tok, perm, p0, p1, la, lb, lt, k, w, a, b, lo, hi):
     up = np.inf
     dn = 0.0
     for q in range(p0, p1):
-        i = perm[q]
-        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
-        if hi_i <= lo_i or not _active_t(tok, ki, wi, ai, bi):
-            continue
-        for m in range(2):
-            if m == 1 and not hi_i < np.inf:
-                break
-            e = _marg_t(tok, ki, lo_i if m == 0 else hi_i, wi, ai, bi)
-            if _closer(e, la, lb, lt, best):
-                best = e
-            if e >= lb and e < up:
-                up = e
-            if e <= la and e > dn:
-                dn = e
+        best, up, dn = _page_breakpoints(tok, perm[q], k, w, a, b, lo, hi, la, lb, lt, best, up, dn)
     return best, up, dn
 
 

@@ -554,31 +554,6 @@ _CHUNK = 256
 
 
 @njit(**_LOOP)
-def host_sums_at(tok, n, lam, k, w, a, b, lo, hi, hosts, n_hosts):
-    """Per host Σ_{i∈h} p_i(λ) and its derivative at one λ; entry n_hosts: pages without a host.
-
-    The rates are computed in vectorised chunks, then added to their hosts.
-    """
-    acc = np.zeros((n_hosts + 1, 2))
-    pb = np.empty(_CHUNK)
-    db = np.empty(_CHUNK)
-    for start in range(0, n, _CHUNK):
-        m = min(_CHUNK, n - start)
-        for j in range(m):
-            i = start + j
-            p, dp = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
-            pb[j] = p
-            db[j] = dp
-        for j in range(m):
-            h = hosts[start + j]
-            if h < 0:
-                h = n_hosts
-            acc[h, 0] += pb[j]
-            acc[h, 1] += db[j]
-    return acc[:, 0].copy(), acc[:, 1].copy()
-
-
-@njit(**_LOOP)
 def capped_sum(tok, n, lam, k, w, a, b, lo, hi, hosts, cap, s_h, ds_h):
     """Σ_h min(c_h, S_h(λ)) + S_free(λ) and its derivative, in one pass over the pages.
 

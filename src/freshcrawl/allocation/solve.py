@@ -93,7 +93,10 @@ class _KernelProblem:
         return K.count_infinite(self.tok, self.n, lam, *self._args(), hosts, lam_g, active_g)
 
     def host_sums(self, lam, hosts, n_hosts):
-        return K.host_sums_at(self.tok, self.n, lam, *self._args(), hosts, n_hosts)
+        """Per host Σ_{i∈h} p_i(λ) and its derivative; entry n_hosts: pages without a host."""
+        s_h, ds_h = np.empty(n_hosts + 1), np.empty(n_hosts + 1)
+        K.capped_sum(self.tok, self.n, lam, *self._args(), hosts, np.full(n_hosts, np.inf), s_h, ds_h)
+        return s_h, ds_h
 
     def group_breakpoints(self, idx, la_g, lb_g, lt_g, active_g, hosts):
         return K.group_breakpoints(self.tok, idx, la_g, lb_g, lt_g, active_g, *self._args(), hosts)

@@ -58,6 +58,26 @@ _TIME_SLACK = 1e-9
 
 
 @njit(cache=True)
+def _bracketed_newton_step(nu, f, slope, a, b):  # pragma: no cover - compiled
+    """One safeguarded Newton step on a non-increasing f(ν) with its root in [a, b].
+
+    Shrinks the bracket with the sign of f, then takes ν - f/slope if it stays inside, else bisects.
+    Returns (ν, a, b, done); done when the bracket has collapsed to rounding (ν is then kept).
+    """
+    if f > 0.0:
+        a = nu
+    else:
+        b = nu
+    if b - a <= 1e-15 * max(1.0, abs(a), abs(b)):
+        return nu, a, b, True
+    if slope < 0.0:
+        cand = nu - f / slope
+        if a < cand < b:
+            return cand, a, b, False
+    return 0.5 * (a + b), a, b, False
+
+
+@njit(cache=True)
 def _log_barrier_projection(d, total, lo, hi, tol, max_iter):  # pragma: no cover - compiled
     """x_k = clip(1 / (d_k + ν), lo, hi) (x_k = hi where d_k + ν ≤ 1/hi) with Σ x = total.
 
@@ -98,20 +118,9 @@ def _log_barrier_projection(d, total, lo, hi, tol, max_iter):  # pragma: no cove
         f = s - total
         if abs(f) <= tol * total:
             break
-        if f > 0.0:
-            a = nu
-        else:
-            b = nu
-        if b - a <= 1e-15 * max(1.0, abs(a), abs(b)):
+        nu, a, b, done = _bracketed_newton_step(nu, f, ds, a, b)
+        if done:
             break
-        step_ok = False
-        if ds < 0.0:
-            cand = nu - f / ds
-            if a < cand < b:
-                nu = cand
-                step_ok = True
-        if not step_ok:
-            nu = 0.5 * (a + b)
     x = np.empty(n)
     s = 0.0
     w = 0.0
@@ -167,20 +176,9 @@ def _euclidean_projection(y, total, lo, hi, tol, max_iter):  # pragma: no cover 
         f = s - total
         if abs(f) <= tol * total:
             break
-        if f > 0.0:
-            a = nu
-        else:
-            b = nu
-        if b - a <= 1e-15 * max(1.0, abs(a), abs(b)):
+        nu, a, b, done = _bracketed_newton_step(nu, f, -float(n_free), a, b)
+        if done:
             break
-        step_ok = False
-        if n_free > 0:
-            cand = nu + f / n_free
-            if a < cand < b:
-                nu = cand
-                step_ok = True
-        if not step_ok:
-            nu = 0.5 * (a + b)
     x = np.empty(n)
     s = 0.0
     n_free = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["parse_rate", "SECONDS_PER_DAY", "RATE_UNITS"]
+__all__ = ["parse_rate", "parse_time", "SECONDS_PER_DAY", "RATE_UNITS"]
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -62,3 +62,37 @@ def parse_rate(text: str | float, *, name: str = "rate") -> float:
     if not math.isfinite(rate) or rate < 0:
         raise ValueError(f"{name} must be finite and >= 0 per day; got {text!r}")
     return rate
+
+
+def parse_time(text: str | float, *, name: str = "time") -> float:
+    """Parse unix seconds or an ISO 8601 date/time (UTC unless it says otherwise) into days since the epoch.
+
+    Raises
+    ------
+    ValueError
+        If the text is neither a finite number nor an ISO 8601 date/time.
+
+    Examples
+    --------
+    >>> parse_time("86400"), parse_time("1970-01-03"), parse_time("1970-01-01T12:00:00+00:00")
+    (1.0, 2.0, 0.5)
+    """
+    import pandas as pd
+
+    try:
+        seconds = float(text)
+    except (TypeError, ValueError):
+        pass
+    else:
+        if not math.isfinite(seconds):
+            raise ValueError(f"{name} must be finite unix seconds or an ISO 8601 date; got {text!r}")
+        return seconds / SECONDS_PER_DAY
+    try:
+        ts = pd.Timestamp(text)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be an ISO date (ISO 8601) such as 2024-01-31 or unix seconds; got {text!r}") from err
+    if ts is pd.NaT:
+        raise ValueError(f"{name} must be an ISO date (ISO 8601) such as 2024-01-31 or unix seconds; got {text!r}")
+    if ts.tzinfo is None:
+        ts = ts.tz_localize("UTC")
+    return ts.timestamp() / SECONDS_PER_DAY

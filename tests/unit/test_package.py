@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import freshcrawl
 from freshcrawl.cli import main
-from freshcrawl.units import parse_rate
+from freshcrawl.units import parse_rate, parse_time
 
 from ..conftest import REPO
 
@@ -61,3 +61,18 @@ def test_parse_rate(text, expected):
 def test_parse_rate_rejects(text):
     with pytest.raises(ValueError, match="rate"):
         parse_rate(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("0", 0.0), ("172800", 2.0), ("1970-01-02", 1.0), ("1970-01-01T06:00:00Z", 0.25),
+     ("1970-01-01T02:00:00+02:00", 0.0)],
+)
+def test_parse_time(text, expected):
+    assert parse_time(text) == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("text", ["yesterday", "nan", "inf", "2024-13-45"])
+def test_parse_time_rejects(text):
+    with pytest.raises(ValueError, match="time must be"):
+        parse_time(text)

@@ -15,26 +15,12 @@ __all__ = ["simulate"]
 
 def _parse_start(text: str) -> float:
     """ISO date/time (UTC unless it says otherwise) or unix seconds -> days since the epoch."""
-    import pandas as pd
-
-    from freshcrawl.units import SECONDS_PER_DAY
+    from freshcrawl.units import parse_time
 
     try:
-        return float(text) / SECONDS_PER_DAY
-    except ValueError:
-        pass
-    try:
-        ts = pd.Timestamp(text)
-    except (ValueError, TypeError) as err:
-        raise click.BadParameter(
-            f"must be an ISO date such as 2024-01-31 or unix seconds; got {text!r}",
-            param_hint="--start",
-        ) from err
-    if ts is pd.NaT:
-        raise click.BadParameter(f"must be a date; got {text!r}", param_hint="--start")
-    if ts.tzinfo is None:
-        ts = ts.tz_localize("UTC")
-    return ts.timestamp() / SECONDS_PER_DAY
+        return parse_time(text, name="the window start")
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--start") from err
 
 
 def _policy_specs(text: str) -> list[str]:
@@ -54,7 +40,9 @@ def _policy_specs(text: str) -> list[str]:
 def _fmt_date(days: float) -> str:
     import pandas as pd
 
-    return pd.Timestamp(days * 86400.0, unit="s").strftime("%Y-%m-%d")
+    from freshcrawl.units import SECONDS_PER_DAY
+
+    return pd.Timestamp(days * SECONDS_PER_DAY, unit="s").strftime("%Y-%m-%d")
 
 
 @click.command("simulate")

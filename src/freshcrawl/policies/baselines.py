@@ -41,7 +41,7 @@ NUTCH = dict(
     changed_mul=1.0 - 0.2,
     changed_min=0.0,
     unchanged_mul=1.0 + 0.4,
-    i_min=60.0 / 86400.0,
+    i_min=_MINUTE,
     i_max=365.0,
 )
 #: StormCrawler AdaptiveScheduler, shipped defaults: interval 1 d, changed -> (1 - 0.5) I + 0.5 I_min,

@@ -23,7 +23,7 @@ __all__ = ["estimators"]
     type=click.Path(dir_okay=False, path_type=Path),
     default=Path("data/pge-outages.changes.csv.gz"),
     show_default=True,
-    help="Change history (page,time) for the real-trace experiment of Sec. 4.1.",
+    help="Change history (page,time) for the real-trace experiment of Sec. 4.1; the default is the copy shipped in a checkout's data/ folder, relative to the working directory.",
 )
 @click.option("--seed", type=int, default=2021, show_default=True, help="Random seed.")
 def estimators(out_dir: Path, quick: bool, runs: int | None, visits: int | None, trace: Path, seed: int) -> None:

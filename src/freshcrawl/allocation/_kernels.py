@@ -52,6 +52,30 @@ def _get_ol(x, i):
     return lambda x, i: x
 
 
+def _view(x, start, stop):  # pragma: no cover - replaced by the overload below inside compiled code
+    return x[start:stop] if np.ndim(x) else x
+
+
+@overload(_view)
+def _view_ol(x, start, stop):
+    # chunked passes index slices from 0 (not x[start + j]): only then does LLVM vectorise the loop
+    if isinstance(x, types.Array):
+        return lambda x, start, stop: x[start:stop]
+    return lambda x, start, stop: x
+
+
+def _views(start, stop, k, w, a, b, lo, hi):  # pragma: no cover - compiled through the overload
+    return k, w, a, b, lo, hi
+
+
+@overload(_views)
+def _views_ol(start, stop, k, w, a, b, lo, hi):
+    def impl(start, stop, k, w, a, b, lo, hi):
+        return (_view(k, start, stop), _view(w, start, stop), _view(a, start, stop), _view(b, start, stop),
+                _view(lo, start, stop), _view(hi, start, stop))
+    return impl
+
+
 # ---------------------------------------------------------------------------------------------------
 # Scalar helpers
 # ---------------------------------------------------------------------------------------------------
@@ -141,17 +165,23 @@ def active_log(k, w, a, b):
 
 @njit(**_INL)
 def resp_poisson(k, lam, w, a, b, lo, hi):
-    x = math.sqrt(w * a / lam)
-    return _clip(x - a, -0.5 * x / lam, lo, hi)
+    il = 1.0 / lam  # one division per page when λ varies by page (hoisted when it does not)
+    x = math.sqrt(w * a * il)
+    return _clip(x - a, -0.5 * x * il, lo, hi)
 
 
 @njit(**_INL)
 def resp_harmonic(k, lam, w, a, b, lo, hi):
-    q = w * a / lam
-    g = 2.0 * q / (a + math.sqrt(a * a + 4.0 * q))
+    # g = 2q / (a + s) with q = w Δ / λ, s = sqrt(a² + 4q) = 2g + a; dg/dλ = -g (g + a) / (λ s) = -q / (λ s).
+    # Both quotients share one division, and 1/λ is hoisted out of the loop when λ is the same for all pages.
+    il = 1.0 / lam
+    q = w * a * il
+    s = math.sqrt(a * a + 4.0 * q)
+    inv = 1.0 / (s * (a + s))
+    g = 2.0 * q * s * inv
     if lam <= 0.0 and q > 0.0:
         g = np.inf
-    return _clip(g, -g * (g + a) / (lam * (2.0 * g + a)), lo, hi)
+    return _clip(g, -q * il * (a + s) * inv, lo, hi)
 
 
 _Y_TAB = 0.99  # below: table + one Halley step on φ(x) = y; above: Halley on x - log(1 + x) = t
@@ -565,14 +595,15 @@ def capped_sum(tok, n, lam, k, w, a, b, lo, hi, hosts, cap, s_h, ds_h):
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
     for start in range(0, n, _CHUNK):
-        m = min(_CHUNK, n - start)
-        for j in range(m):
-            i = start + j
-            p, dp = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        stop = min(start + _CHUNK, n)
+        kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+        for j in range(stop - start):
+            p, dp = _resp_t(tok, _get(kv, j), lam, _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j))
             pb[j] = p
             db[j] = dp
-        for j in range(m):
-            h = hosts[start + j]
+        hv = hosts[start:stop]
+        for j in range(stop - start):
+            h = hv[j]
             h = h + (h < 0) * (n_hosts + 1)
             acc[h, 0] += pb[j]
             acc[h, 1] += db[j]
@@ -817,17 +848,19 @@ def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, host
         lb = np.empty(_CHUNK)
         db = np.empty(_CHUNK)
         for start in range(0, n, _CHUNK):
-            m = min(_CHUNK, n - start)
-            for j in range(m):
-                h = hosts[start + j]
+            stop = min(start + _CHUNK, n)
+            hv = hosts[start:stop]
+            for j in range(stop - start):
+                h = hv[j]
                 hx = h + (h < 0) * (n_hosts + 1)
                 lb[j] = tab_l[hx]
                 db[j] = tab_d[hx]
-            for j in range(m):
-                i = start + j
-                lo_i, hi_i = _get(lo, i), _get(hi, i)
-                p, dp = _resp_t(tok, _get(k, i), lb[j], _get(w, i), _get(a, i), _get(b, i), lo_i, hi_i)
-                out[i] = min(max(p + dp * db[j], lo_i), hi_i)
+            kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+            ov = out[start:stop]
+            for j in range(stop - start):
+                lo_i, hi_i = _get(lov, j), _get(hiv, j)
+                p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), lo_i, hi_i)
+                ov[j] = min(max(p + dp * db[j], lo_i), hi_i)
         return
     for i in range(out.shape[0]):
         L, L2, th, dl = lam, lam2, theta, dlam
@@ -909,15 +942,17 @@ def kkt_residual_hosts(tok, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
     tab[n_hosts] = lam
     lb = np.empty(_CHUNK)
     for start in range(0, n, _CHUNK):
-        m = min(_CHUNK, n - start)
-        for j in range(m):
-            h = hosts[start + j]
+        stop = min(start + _CHUNK, n)
+        hv = hosts[start:stop]
+        for j in range(stop - start):
+            h = hv[j]
             lb[j] = tab[h + (h < 0) * (n_hosts + 1)]
-        for j in range(m):
-            i = start + j
+        kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+        pv = p[start:stop]
+        for j in range(stop - start):
             L = lb[j]
-            lo_i, hi_i, p_i = _get(lo, i), _get(hi, i), p[i]
-            mg = min(_marg_t(tok, _get(k, i), p_i, _get(w, i), _get(a, i), _get(b, i)), 1e300)
+            lo_i, hi_i, p_i = _get(lov, j), _get(hiv, j), pv[j]
+            mg = min(_marg_t(tok, _get(kv, j), p_i, _get(wv, j), _get(av, j), _get(bv, j)), 1e300)
             Lf = min(L, 1e300)
             d = mg - Lf
             r_in = abs(d)
@@ -1030,12 +1065,12 @@ def _segment_breakpoints(tok, perm, p0, p1, la, lb, lt, k, w, a, b, lo, hi):
 
 
 @njit(**_PLAIN)
-def host_newton(tok, perm, start, target, lam, s_lam, ds_lam, k, w, a, b, lo, hi, tol, max_iter, sqrt_step,
+def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, hi, tol, max_iter, sqrt_step,
                 out_lam, out_dlam, out_lam2, out_theta, out_iter):
     """λ_h > λ with Σ_{i∈h} p_i(λ_h) = target[j] for every group j, host by host.
 
     Group j holds the pages perm[start[j]:start[j + 1]]; ``s_lam[j] > target[j]`` and ``ds_lam[j]`` are
-    its sum and derivative at λ > 0, the lower end of its bracket. The same safeguarded Newton
+    its sum and derivative at ``lam_g[j] > 0``, the lower end of its bracket. The same safeguarded Newton
     iteration as :func:`freshcrawl.allocation.solve._newton` for one group, with its breakpoint steps
     (the group's few pages make every breakpoint worth landing on), run while the group's pages stay in
     cache. The Newton step is taken in log S against log λ, or with ``sqrt_step`` in S against
@@ -1050,8 +1085,8 @@ def host_newton(tok, perm, start, target, lam, s_lam, ds_lam, k, w, a, b, lo, hi
     for j in range(target.shape[0]):
         c = target[j]
         p0, p1 = start[j], start[j + 1]
-        la, lb = lam, np.inf
-        s, ds, L = s_lam[j], ds_lam[j], lam
+        la, lb = lam_g[j], np.inf
+        s, ds, L = s_lam[j], ds_lam[j], lam_g[j]
         s_a, ds_a, s_b = s, ds, np.nan
         prev = np.inf
         slow = 0
@@ -1129,3 +1164,297 @@ def host_newton(tok, perm, start, target, lam, s_lam, ds_lam, k, w, a, b, lo, hi
             L = ln
             s, ds = _segment_sum(tok, perm, p0, p1, L, k, w, a, b, lo, hi)
             it += 1
+
+
+# ---------------------------------------------------------------------------------------------------
+# Host caps: λ and the multipliers λ_h of all binding hosts, found together in the same passes
+# ---------------------------------------------------------------------------------------------------
+@njit(**_LOOP)
+def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc):
+    """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
+
+    A group is a host; the last group holds the pages without a host (``hosts[i] = -1``). Per chunk of
+    pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up by host
+    (``acc``: scratch, shape (n_groups, 2), sum and derivative side by side in one cache line).
+    """
+    G = mu.shape[0]
+    acc[:] = 0.0
+    lb = np.empty(_CHUNK)
+    pb = np.empty(_CHUNK)
+    db = np.empty(_CHUNK)
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        hv = hosts[start:stop]
+        for j in range(stop - start):
+            h = hv[j]
+            lb[j] = mu[h + (h < 0) * G]
+        kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+        for j in range(stop - start):
+            p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j))
+            pb[j] = p
+            db[j] = dp
+        for j in range(stop - start):
+            h = hv[j]
+            h = h + (h < 0) * G
+            acc[h, 0] += pb[j]
+            acc[h, 1] += db[j]
+    for g in range(G):
+        s_g[g] = acc[g, 0]
+        ds_g[g] = acc[g, 1]
+
+
+@njit(**_PLAIN)
+def _model_root(A, C, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
+    """Root in u of Σ_g min(cap_g, A_g u - C_g) = budget (fixed groups: s_fix), inside (u_lo, u_hi).
+
+    The left side is concave, piecewise linear and nondecreasing in u, with a kink where each group
+    reaches its cap. Groups whose kink lies outside the bracket are linear or constant inside it and
+    are summed once; Newton then runs over the others (``work``: scratch indices, shape (n_groups,)).
+    From any start it lands at or left of the root after one step and then climbs to it
+    monotonically, exactly once it reaches the root's linear piece; it stops after a few dozen steps
+    (the models are approximations far from the root anyway). Where the models have no slope left
+    and stay below the budget, returns an expansion of u instead.
+    """
+    G = A.shape[0]
+    u0 = u
+    base = -budget  # value and slope of the groups without a kink inside the bracket
+    base_der = 0.0
+    m_k = 0
+    for g in range(G):
+        if fixed[g]:
+            base += s_fix[g]
+            continue
+        if A[g] <= 0.0:
+            base += min(cap[g], -C[g])
+            continue
+        kink = (cap[g] + C[g]) / A[g]
+        if kink <= u_lo:
+            base += cap[g]
+        elif kink >= u_hi:
+            base -= C[g]
+            base_der += A[g]
+        else:
+            work[m_k] = g
+            m_k += 1
+    for _ in range(60):
+        val = base + base_der * u
+        der = base_der
+        for j in range(m_k):
+            g = work[j]
+            m = A[g] * u - C[g]
+            less = m < cap[g]
+            val += m if less else cap[g]
+            der += A[g] if less else 0.0
+        if val == 0.0:
+            return u
+        if der <= 0.0:
+            if val < 0.0:
+                return min(2.0 * u0, 0.5 * (u0 + u_hi))
+            un = 0.5 * (u + u_lo) if u_lo > 0.0 else 0.5 * u
+        else:
+            un = u - val / der
+        if not un > u_lo:
+            un = 0.5 * (u + u_lo)
+        if not un < u_hi:
+            un = 0.5 * (u + u_hi)
+        if abs(un - u) <= 4.0 * 2.220446049250313e-16 * u:
+            return un
+        u = un
+    return u
+
+
+@njit(**_PLAIN)
+def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
+                  bind, done, la_g, s_la, ds_la):
+    """λ and the multipliers λ_h > λ of the binding hosts together, one pass over the pages per step.
+
+    Groups g (shape (n_groups,)): the hosts, then the pages without a host (last; ``cap = inf``);
+    ``cap[g] = inf`` for an uncapped host, ``fixed[g]`` for a host pinned at its lower bounds. At the
+    optimum a host either binds, Σ_{i∈h} p_i(λ_h) = c_h with λ_h > λ, or takes S_h(λ) <= c_h, and
+    F(λ) = Σ_h min(c_h, S_h(λ)) + S_free(λ) - B = 0. Everything is done in u = λ^(-1/2), in which
+    S_h increases.
+
+    Each host keeps a bracket on its root from the signs of S_h - c_h seen so far. A pass evaluates a
+    host at its own Newton point while its bracket shows that it binds at the current λ, or while its
+    model says so, and at λ otherwise; F is exact when every host evaluated away from λ is known to
+    bind there, and brackets λ then. After a pass every group gets a model S_g ≈ A_g u - C_g matched
+    to its sum and derivative (exact for p = sqrt(w Δ / λ) - Δ). The next λ is the root of the models'
+    budget equation (:func:`_model_root`), or, when F kept its sign without falling below a quarter,
+    a regula falsi step on the bracket with the Illinois modification (the models miss pages that
+    reach a bound, and Newton then creeps up to the root from one side). The next λ_h is the root of
+    the host's model, else a log-log Newton step; one that leaves the host's bracket, or does not
+    halve its error, is replaced by a geometric bisection (an expansion while the bracket is open).
+
+    Returns (status, λ, dλ, passes). Status 0: converged (budget and every binding host within ``tol``,
+    or their Newton steps below a few ulps); ``mu``, ``dmu`` hold each group's multiplier and its
+    first-order correction (dλ for the groups at λ), ``bind`` whether its cap binds. Status 1: λ has
+    converged but the hosts with ``done[g]`` False (all binding) have not; ``la_g``, ``s_la``,
+    ``ds_la`` hold a point below each one's root (its sum above the cap there) for a per-host solver.
+    Status -1: λ did not converge within ``max_pass`` passes, or a sum was not finite.
+    """
+    G = cap.shape[0]
+    eps = 2.220446049250313e-16
+    ue = np.zeros(G)  # each group's evaluation point in u
+    u_lo = np.zeros(G)  # bracket (u_lo, u_hi) on each host's root
+    u_hi = np.full(G, np.inf)
+    A = np.zeros(G)
+    C = np.zeros(G)
+    prev_g = np.full(G, np.inf)
+    grow = np.full(G, 2.0)
+    sure = np.ones(G, dtype=np.bool_)
+    overshot = np.zeros(G, dtype=np.bool_)
+    work = np.empty(G, dtype=np.int64)
+    acc = np.empty((G, 2))
+    gu_lo, gu_hi = 0.0, np.inf  # bracket on the root of F in u, and F there
+    f_lo, f_hi = -np.inf, np.inf
+    side = 0  # sign of F at the previous pass
+    prev_r = np.inf
+    u = 1.0 / math.sqrt(lam0)
+    for g in range(G):
+        ue[g] = 0.0 if fixed[g] else u
+        mu[g] = np.inf if fixed[g] else lam0
+    for it in range(1, max_pass + 1):
+        group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc)
+        lam = 1.0 / (u * u)
+        R = -budget
+        R_low = -budget  # R with each unsure host at its sum instead of its cap: R_low <= F(λ) <= R
+        D = 0.0
+        exact = True
+        hosts_ok = True
+        for g in range(G):
+            S, dS, c = s_g[g], ds_g[g], cap[g]
+            if not (abs(S) < np.inf and abs(dS) < np.inf):
+                return -1, lam, 0.0, it
+            if fixed[g]:
+                R += S
+                R_low += S
+                bind[g] = True
+                done[g] = True
+                continue
+            ug = ue[g]
+            A[g] = -2.0 * dS / (ug * ug * ug)
+            C[g] = A[g] * ug - S
+            if S > c:
+                if ug < u_hi[g]:
+                    u_hi[g] = ug
+                    la_g[g], s_la[g], ds_la[g] = mu[g], S, dS
+            elif S < c:
+                u_lo[g] = max(u_lo[g], ug)
+                if ug < u and not abs(S - c) <= tol * c:
+                    overshot[g] = True
+            if ug < u or S > c:  # binds at λ: at its own point, or found over its cap at λ
+                R += c
+                bind[g] = True
+                done[g] = abs(S - c) <= tol * c or abs(S - c) <= -dS * 4.0 * eps * mu[g]
+                # counting c_h is exact when the host surely binds at λ: S_h(λ) >= S_h(λ') > c_h, λ' >= λ
+                sure[g] = done[g] or u_hi[g] <= u
+                exact &= sure[g]
+                R_low += c if sure[g] else S
+            else:
+                R += S
+                R_low += S
+                D += dS
+                bind[g] = False
+                done[g] = True
+                sure[g] = True
+            hosts_ok &= done[g]
+        if exact and (abs(R) <= tol * budget or (D < 0.0 and abs(R) <= -D * 4.0 * eps * lam)):
+            dlam = -R / D if D < 0.0 else 0.0
+            for g in range(G):
+                if fixed[g] or not done[g]:
+                    dmu[g] = 0.0
+                elif bind[g]:
+                    dmu[g] = (cap[g] - s_g[g]) / ds_g[g] if ds_g[g] < 0.0 else 0.0
+                else:
+                    dmu[g] = dlam
+            return (0 if hosts_ok else 1), lam, dlam, it
+        # bracket on the root of F (F increases with u)
+        if R < 0.0:
+            if u > gu_lo:
+                gu_lo, f_lo = u, R
+        elif R_low > 0.0:
+            if u < gu_hi:
+                gu_hi, f_hi = u, R_low
+        now = 1 if R_low > 0.0 else (-1 if R < 0.0 else 0)
+        creep = now != 0 and now == side and abs(R) > 0.25 * prev_r
+        side = now
+        prev_r = abs(R)
+        un = _model_root(A, C, cap, fixed, s_g, budget, u, gu_lo, gu_hi, work)
+        if creep and gu_lo > 0.0 and gu_hi < np.inf:
+            # Illinois: halve the value kept at the far end, then regula falsi
+            if now > 0:
+                f_lo *= 0.5
+            else:
+                f_hi *= 0.5
+            un = gu_lo - f_lo * (gu_hi - gu_lo) / (f_hi - f_lo)
+        un = min(max(un, 0.125 * u), 8.0 * u)
+        if not (un > gu_lo and un < gu_hi):
+            un = math.sqrt(gu_lo * gu_hi) if gu_lo > 0.0 and gu_hi < np.inf else u
+        if not (un > 0.0 and un < np.inf):
+            return -1, lam, 0.0, it
+        u = un
+        lam = 1.0 / (u * u)
+        for g in range(G):
+            if fixed[g]:
+                continue
+            if not cap[g] < np.inf:
+                ue[g] = u
+                mu[g] = lam
+                continue
+            ug = ue[g]
+            S, dS, c = s_g[g], ds_g[g], cap[g]
+            if not (bind[g] and sure[g]) or (overshot[g] and u_hi[g] > u and not done[g]):
+                # under its cap at λ, or unsure whether it binds there after an overshoot, or prone to
+                # overshoots and not yet known to bind at the new λ: evaluate at its model's root if that
+                # says it binds at the new λ by a clear margin (and it has not overshot), else at λ
+                ur = (c + C[g]) / A[g] if A[g] > 0.0 else np.inf
+                ok = ur < (1.0 - 1e-3) * u and ur > u_lo[g] and ur < u_hi[g] and not overshot[g]
+                ue[g] = ur if ok else u
+                mu[g] = 1.0 / (ur * ur) if ok else lam
+                prev_g[g] = np.inf
+                continue
+            e = abs(S - c)
+            halved = e <= 0.5 * prev_g[g]
+            prev_g[g] = e
+            if done[g] and ug < u:
+                continue  # converged and still binding: stays
+            ur = (c + C[g]) / A[g] if A[g] > 0.0 else np.nan
+            if not (ur > u_lo[g] and ur < u_hi[g]) and S > 0.0 and dS < 0.0:
+                ur = ug * math.exp(0.5 * (math.log(S) - math.log(c)) * S / (mu[g] * dS))  # log-log Newton
+            if not (ur > u_lo[g] and ur < u_hi[g]) or not halved:
+                if u_lo[g] > 0.0:
+                    ur = math.sqrt(u_lo[g] * u_hi[g])
+                else:
+                    ur = u_hi[g] / grow[g]
+                    grow[g] = min(grow[g] * grow[g], 1e30)
+            if ur >= u:  # its root is below the new λ, as far as its model tells: evaluate at λ
+                ue[g] = u
+                mu[g] = lam
+                prev_g[g] = np.inf
+            else:
+                ue[g] = ur
+                mu[g] = 1.0 / (ur * ur)
+    return -1, 1.0 / (u * u), 0.0, max_pass
+
+
+@njit(**_LOOP)
+def final_rates_groups(tok, out, mu, dmu, k, w, a, b, lo, hi, hosts):
+    """Rates p(mu[g]) + p'(mu[g]) dmu[g] of each page's group g, clipped to the bounds."""
+    n = out.shape[0]
+    G = mu.shape[0]
+    lb = np.empty(_CHUNK)
+    db = np.empty(_CHUNK)
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        hv = hosts[start:stop]
+        for j in range(stop - start):
+            h = hv[j]
+            hx = h + (h < 0) * G
+            lb[j] = mu[hx]
+            db[j] = dmu[hx]
+        kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+        ov = out[start:stop]
+        for j in range(stop - start):
+            lo_i, hi_i = _get(lov, j), _get(hiv, j)
+            p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), lo_i, hi_i)
+            ov[j] = min(max(p + dp * db[j], lo_i), hi_i)

@@ -75,6 +75,13 @@ class _KernelProblem:
     def _args(self):
         return self.k, self.w, self.a, self.b, self.lo, self.hi
 
+    def has_lambert(self):
+        """Whether some page has a Lambert-W response (periodic freshness, detection)."""
+        lambert = (K.PERIODIC, K.DETECTION)
+        if isinstance(self.k, int):
+            return self.k in lambert
+        return bool(np.isin(self.k, lambert).any())
+
     def global_sum(self, lam):
         return K.global_sum(self.tok, self.n, lam, *self._args())
 
@@ -499,6 +506,11 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         # λ = 0: the valued pages take all they can; hosts whose cap binds even then get their own λ_h
         bind = capped & (s0_h > caps) & (caps > low_h)
     else:
+        if use_hosts and isinstance(prob, _KernelProblem) and not prob.has_lambert():
+            fast, passes = _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter)
+            if fast is not None:
+                return fast
+            n_iter += passes
         buf_s, buf_ds = np.empty(n_hosts + 1), np.empty(n_hosts + 1)
         last = [np.nan, buf_s, buf_ds]  # λ, per-host sums and derivatives of the latest pass
 
@@ -531,19 +543,9 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
             bind = (s_h[:n_hosts] > cap_eff) & (caps > low_h)
             at_lam = (lam_b, s_h, ds_h)
     if bind.any():
-        roots = _solve_hosts(prob, np.flatnonzero(bind), lam, hosts, caps, tol, max_iter, at_lam)
         idx = np.flatnonzero(bind)
-        lamhat[idx] = roots.lam
-        h_lam2[idx] = roots.lam2
-        h_theta[idx] = roots.theta
-        if roots.inf_jump.any():
-            act = np.zeros(n_hosts, dtype=np.bool_)
-            act[idx] = True
-            lam_g = np.zeros(n_hosts)
-            lam_g[idx] = roots.lam2
-            count = prob.count_infinite(0.0, hosts, lam_g, act)[:n_hosts][idx]
-            h_theta[idx] = np.where(roots.inf_jump, -roots.gap / np.maximum(count, 1.0), roots.theta)
-        h_dlam[idx] = roots.dlam
+        roots = _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam)
+        _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam)
         n_iter += roots.n_iter
         converged &= bool(roots.converged.all())
     prob.final(p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
@@ -556,20 +558,91 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
     return p, lam_out, lamhat_out, host_lam, n_iter, converged
 
 
+_FAST_PASSES = 30  # passes of the joint root-find before the general solver takes over
+
+
+def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
+    """λ > 0 and the multipliers of all binding hosts together (:func:`_kernels.capped_newton`).
+
+    Returns ``((p, λ, λ_h, host λ, passes, converged), passes)``, or ``(None, passes)`` when the joint
+    Newton iteration does not settle λ (for the general solver to take over). Hosts whose own root it
+    leaves (a root on a jump of S, or near a breakpoint where S is singular) are finished by
+    :func:`_solve_hosts_general`.
+    """
+    n_hosts = caps.shape[0]
+    groups = n_hosts + 1  # the hosts, then the pages without a host
+    cap_g = np.full(groups, np.inf)
+    cap_g[:n_hosts] = caps
+    fixed = np.zeros(groups, dtype=np.bool_)
+    fixed[:n_hosts] = np.isinf(lamhat)  # pinned at their lower bounds
+    lam0 = float(_initial_lambda(prob, budget, tol)[0])
+    if not (lam0 > 0 and np.isfinite(lam0)):
+        return None, 0
+    mu, dmu, s_g, ds_g = np.empty(groups), np.empty(groups), np.empty(groups), np.empty(groups)
+    bind, done = np.zeros(groups, dtype=np.bool_), np.zeros(groups, dtype=np.bool_)
+    la_g, s_la, ds_la = np.zeros(groups), np.zeros(groups), np.zeros(groups)
+    status, lam, dlam, passes = K.capped_newton(prob.tok, prob.n, *prob._args(), hosts, cap_g, fixed, budget, lam0,
+                                                tol, min(max_iter, _FAST_PASSES), mu, dmu, s_g, ds_g, bind, done,
+                                                la_g, s_la, ds_la)
+    if status < 0:
+        return None, passes
+    p = np.empty(prob.n)
+    binding = bind[:n_hosts] & ~fixed[:n_hosts]
+    converged = True
+    if status == 0:
+        K.final_rates_groups(prob.tok, p, mu, dmu, *prob._args(), hosts)
+        lamhat_out = np.where(binding, mu[:n_hosts] + dmu[:n_hosts], lamhat)
+    else:
+        # λ is settled; the hosts left (all binding at λ) go to the per-host solver with breakpoint steps
+        mu_h, dmu_h = mu[:n_hosts], dmu[:n_hosts]
+        at_own = binding & (mu_h > lam)
+        # a host found just over its cap at λ takes λ + dλ_h itself (its rates then miss the cap by O(dλ_h²))
+        lamhat = np.where(at_own, mu_h, np.where(binding, lam + dmu_h, lamhat))
+        h_dlam = np.where(at_own, dmu_h, 0.0)
+        h_lam2, h_theta = np.zeros(n_hosts), np.zeros(n_hosts)
+        idx = np.flatnonzero(~done[:n_hosts])
+        roots = _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, (la_g, s_la, ds_la))
+        _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam)
+        passes += roots.n_iter
+        converged = bool(roots.converged.all())
+        prob.final(p, lam, 0.0, 0.0, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
+        lamhat_out = np.where(np.isfinite(lamhat) & (lamhat > lam), lamhat + h_dlam, lamhat)
+    lam_out = lam + dlam
+    return (p, lam_out, lamhat_out, np.maximum(lam_out, lamhat_out), passes, converged), passes
+
+
+def _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam):
+    """Write the per-host roots of the hosts idx into the per-host arrays (θ < 0: a jump to inf)."""
+    lamhat[idx] = roots.lam
+    h_lam2[idx] = roots.lam2
+    h_theta[idx] = roots.theta
+    if roots.inf_jump.any():
+        n_hosts = lamhat.shape[0]
+        act = np.zeros(n_hosts, dtype=np.bool_)
+        act[idx] = True
+        lam_g = np.zeros(n_hosts)
+        lam_g[idx] = roots.lam2
+        count = prob.count_infinite(0.0, hosts, lam_g, act)[:n_hosts][idx]
+        h_theta[idx] = np.where(roots.inf_jump, -roots.gap / np.maximum(count, 1.0), roots.theta)
+    h_dlam[idx] = roots.dlam
+
+
 def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Roots:
     """λ_h > λ with Σ_{i∈h} p_i(λ_h) = c_h for the hosts idx whose cap binds.
 
-    With a built-in objective, λ > 0 and the per-host sums known at a point λb <= λ where every host
-    in idx exceeds its cap (``at_lam = (λb, sums, derivatives)``; λb < λ when the global root sits on a
-    jump), the pages of the binding hosts are grouped by host once (a counting sort) and every host is
+    With a built-in objective, λ > 0 and the per-host sums known at a point λb where every host in idx
+    exceeds its cap (``at_lam = (λb, sums, derivatives)``, each indexed by host; λb a scalar <= λ, below
+    λ when the global root sits on a jump, or one point >= λ per host), the pages of the binding hosts are grouped by host once (a counting sort) and every host is
     solved in one compiled loop, its pages staying in cache across its Newton steps
     (:func:`_kernels.host_newton`). Hosts that loop leaves (a jump to an infinite Σp, no convergence,
     or a root not above λ) and all other cases go to :func:`_solve_hosts_general`.
     """
-    if at_lam is None or not lam > 0 or not at_lam[0] > 0 or not isinstance(prob, _KernelProblem):
+    if at_lam is None or not lam > 0 or not np.all(np.broadcast_to(at_lam[0], at_lam[1].shape)[idx] > 0) or \
+            not isinstance(prob, _KernelProblem):
         return _solve_hosts_general(prob, idx, lam, hosts, caps, tol, max_iter)
     perm, start = K.group_pages(hosts, idx, caps.shape[0])
     lam_b, s_h, ds_h = at_lam
+    lam_b = np.ascontiguousarray(np.broadcast_to(np.asarray(lam_b, dtype=np.float64), s_h.shape)[idx])
     g = idx.size
     lam_h, dlam_h, lam2_h, theta_h = np.zeros(g), np.zeros(g), np.zeros(g), np.zeros(g)
     iters = np.zeros(g, dtype=np.int64)

@@ -106,7 +106,7 @@ def test_host_newton_power_law_in_one_step():
     ds0 = -0.5 * s0 / lam
     out_lam, out_dlam, out_lam2, out_theta = np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1)
     iters = np.zeros(1, dtype=np.int64)
-    K.host_newton(tok, perm, start, np.array([2.5]), lam, np.array([s0]), np.array([ds0]), 0, 1.0, a, 1.0, 0.0,
+    K.host_newton(tok, perm, start, np.array([2.5]), np.array([lam]), np.array([s0]), np.array([ds0]), 0, 1.0, a, 1.0, 0.0,
                   np.inf, 1e-12, 40, False, out_lam, out_dlam, out_lam2, out_theta, iters)
     # S = 2.5 at λ = 4: one log-log Newton step lands there, the pass at that point confirms it
     assert out_lam[0] == pytest.approx(4.0, rel=1e-14)

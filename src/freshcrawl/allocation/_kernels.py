@@ -1170,15 +1170,20 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
 # Host caps: λ and the multipliers λ_h of all binding hosts, found together in the same passes
 # ---------------------------------------------------------------------------------------------------
 @njit(**_LOOP)
-def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc):
+def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
 
     A group is a host; the last group holds the pages without a host (``hosts[i] = -1``). Per chunk of
     pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up by host
-    (``acc``: scratch, shape (n_groups, 2), sum and derivative side by side in one cache line).
+    (``acc``: scratch, shape (n_groups, 2), sum and derivative side by side in one cache line). When
+    ``e_up`` has shape (n_groups,), it also receives each group's smallest breakpoint above mu[g]
+    where a page leaves its lower bound, w f'(p_min) (inf if none): Σp may be singular just below it.
     """
     G = mu.shape[0]
+    track = e_up.shape[0] > 0
     acc[:] = 0.0
+    if track:
+        e_up[:] = np.inf
     lb = np.empty(_CHUNK)
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
@@ -1198,6 +1203,16 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc):
             h = h + (h < 0) * G
             acc[h, 0] += pb[j]
             acc[h, 1] += db[j]
+        if track:
+            for j in range(stop - start):
+                lo_i = _get(lov, j)
+                if not (_get(hiv, j) > lo_i):
+                    continue
+                e = _marg_t(tok, _get(kv, j), lo_i, _get(wv, j), _get(av, j), _get(bv, j))
+                h = hv[j]
+                h = h + (h < 0) * G
+                if e > lb[j] and e < e_up[h]:
+                    e_up[h] = e
     for g in range(G):
         s_g[g] = acc[g, 0]
         ds_g[g] = acc[g, 1]
@@ -1265,7 +1280,7 @@ def _model_root(A, C, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
 
 @njit(**_PLAIN)
 def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
-                  bind, done, la_g, s_la, ds_la):
+                  bind, done, la_g, s_la, ds_la, singular, jump):
     """λ and the multipliers λ_h > λ of the binding hosts together, one pass over the pages per step.
 
     Groups g (shape (n_groups,)): the hosts, then the pages without a host (last; ``cap = inf``);
@@ -1290,6 +1305,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     first-order correction (dλ for the groups at λ), ``bind`` whether its cap binds. Status 1: λ has
     converged but the hosts with ``done[g]`` False (all binding) have not; ``la_g``, ``s_la``,
     ``ds_la`` hold a point below each one's root (its sum above the cap there) for a per-host solver.
+    Status 2: as 1 (or 0), but λ's bracket has collapsed onto a jump of F: λ is its upper end, ``jump``
+    (shape (2,)) receives its lower end and the fraction θ of the jump taken by the pages at λ.
     Status -1: λ did not converge within ``max_pass`` passes, or a sum was not finite.
     """
     G = cap.shape[0]
@@ -1305,17 +1322,21 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     overshot = np.zeros(G, dtype=np.bool_)
     work = np.empty(G, dtype=np.int64)
     acc = np.empty((G, 2))
+    e_up = np.empty(G if singular else 0)
+    e_a = np.inf  # smallest breakpoint of the free groups above the lower end of λ's bracket
     gu_lo, gu_hi = 0.0, np.inf  # bracket on the root of F in u, and F there
     f_lo, f_hi = -np.inf, np.inf
+    F_lo, F_hi = -np.inf, np.inf  # the same, never rescaled
     side = 0  # sign of F at the previous pass
-    prev_r = np.inf
+    r_pos, r_neg = np.inf, np.inf  # |F| at the last pass with F > 0, F < 0
     u = 1.0 / math.sqrt(lam0)
     for g in range(G):
         ue[g] = 0.0 if fixed[g] else u
         mu[g] = np.inf if fixed[g] else lam0
     for it in range(1, max_pass + 1):
-        group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc)
+        group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up)
         lam = 1.0 / (u * u)
+        e_k = np.inf
         R = -budget
         R_low = -budget  # R with each unsure host at its sum instead of its cap: R_low <= F(λ) <= R
         D = 0.0
@@ -1342,6 +1363,12 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 u_lo[g] = max(u_lo[g], ug)
                 if ug < u and not abs(S - c) <= tol * c:
                     overshot[g] = True
+            if ug < u and S < c and u_hi[g] < np.inf:
+                # overshot its root: model it from the point where it was last found over its cap, the
+                # better guide to whether it binds at λ
+                u_a = 1.0 / math.sqrt(la_g[g])
+                A[g] = -2.0 * ds_la[g] / (u_a * u_a * u_a)
+                C[g] = A[g] * u_a - s_la[g]
             if ug < u or S > c:  # binds at λ: at its own point, or found over its cap at λ
                 R += c
                 bind[g] = True
@@ -1357,9 +1384,19 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 bind[g] = False
                 done[g] = True
                 sure[g] = True
+                if singular:
+                    e_k = min(e_k, e_up[g])
             hosts_ok &= done[g]
-        if exact and (abs(R) <= tol * budget or (D < 0.0 and abs(R) <= -D * 4.0 * eps * lam)):
-            dlam = -R / D if D < 0.0 else 0.0
+        # bracket on the root of F (F increases with u)
+        if R < 0.0:
+            if u > gu_lo:
+                gu_lo, f_lo, F_lo = u, R, R
+        elif R_low > 0.0:
+            if u < gu_hi:
+                gu_hi, f_hi, F_hi, e_a = u, R_low, R_low, e_k
+        collapsed = gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo <= 8.0 * eps * gu_hi
+        if collapsed or (exact and (abs(R) <= tol * budget or (D < 0.0 and abs(R) <= -D * 4.0 * eps * lam))):
+            dlam = -R / D if D < 0.0 and not collapsed else 0.0
             for g in range(G):
                 if fixed[g] or not done[g]:
                     dmu[g] = 0.0
@@ -1367,26 +1404,51 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                     dmu[g] = (cap[g] - s_g[g]) / ds_g[g] if ds_g[g] < 0.0 else 0.0
                 else:
                     dmu[g] = dlam
+            if collapsed:
+                # the bracket has collapsed onto a jump of F (a page falling from its tail to p_min within
+                # one ulp): the rates at λb and λa are mixed in the fraction θ that meets the budget
+                jump[0] = 1.0 / (gu_hi * gu_hi)
+                jump[1] = -F_lo / (F_hi - F_lo)
+                return 2, 1.0 / (gu_lo * gu_lo), 0.0, it
             return (0 if hosts_ok else 1), lam, dlam, it
-        # bracket on the root of F (F increases with u)
-        if R < 0.0:
-            if u > gu_lo:
-                gu_lo, f_lo = u, R
-        elif R_low > 0.0:
-            if u < gu_hi:
-                gu_hi, f_hi = u, R_low
         now = 1 if R_low > 0.0 else (-1 if R < 0.0 else 0)
-        creep = now != 0 and now == side and abs(R) > 0.25 * prev_r
-        side = now
-        prev_r = abs(R)
+        # slow: |F| did not fall below a quarter of its value at the last pass on the same side (Newton
+        # creeping up from one side, or cycling across a kink)
+        creep = now != 0 and abs(R) > 0.25 * (r_pos if now > 0 else r_neg)
+        if now > 0:
+            r_pos = abs(R)
+        elif now < 0:
+            r_neg = abs(R)
         un = _model_root(A, C, cap, fixed, s_g, budget, u, gu_lo, gu_hi, work)
         if creep and gu_lo > 0.0 and gu_hi < np.inf:
-            # Illinois: halve the value kept at the far end, then regula falsi
-            if now > 0:
-                f_lo *= 0.5
-            else:
-                f_hi *= 0.5
+            # regula falsi on the bracket; Illinois: halve the value kept at the far end when the last
+            # two passes fell on the same side
+            if now == side:
+                if now > 0:
+                    f_lo *= 0.5
+                else:
+                    f_hi *= 0.5
             un = gu_lo - f_lo * (gu_hi - gu_lo) / (f_hi - f_lo)
+        side = now
+        if singular and gu_lo > 0.0 and gu_hi < np.inf and e_a < np.inf:
+            # mind the next breakpoint e above λa, where a page leaves p_min with a flat marginal and Σp
+            # is singular (it falls like 1/log(e - λ)): when it lies inside λ's bracket [λa, λb], or so
+            # close above it that λb is much nearer to it than λa, and the steps are slow
+            l_a, l_b = 1.0 / (gu_hi * gu_hi), 1.0 / (gu_lo * gu_lo)
+            dist_a = e_a - l_a
+            dist_b = max(e_a - l_b, 4.0 * eps * e_a)
+            # (in a bracket narrow enough that the breakpoints in it are few)
+            near = (e_a < l_b or dist_b < 0.25 * dist_a) and l_b - l_a <= 1e-4 * l_b
+            if near and (creep or not (1.0 / (un * un) > l_a and 1.0 / (un * un) < l_b)):
+                if e_a < l_b:
+                    l_s = e_a  # inside the bracket: evaluate there
+                else:
+                    # Newton in log(e - λ) from the latest point, else bisect the log-distance
+                    dist = max(e_a - lam, 4.0 * eps * e_a)
+                    l_s = e_a - dist * math.exp(R / (D * dist)) if D < 0.0 else np.nan
+                    if not (l_s > l_a and l_s < l_b) or (creep and dist_b < 0.25 * dist_a):
+                        l_s = e_a - math.sqrt(dist_a * dist_b)
+                un = 1.0 / math.sqrt(l_s)
         un = min(max(un, 0.125 * u), 8.0 * u)
         if not (un > gu_lo and un < gu_hi):
             un = math.sqrt(gu_lo * gu_hi) if gu_lo > 0.0 and gu_hi < np.inf else u
@@ -1438,12 +1500,21 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
 
 
 @njit(**_LOOP)
-def final_rates_groups(tok, out, mu, dmu, k, w, a, b, lo, hi, hosts):
-    """Rates p(mu[g]) + p'(mu[g]) dmu[g] of each page's group g, clipped to the bounds."""
+def finish_groups(tok, out, mu, dmu, k, w, a, b, lo, hi, hosts, sums):
+    """Final rates, their KKT residual and per-group sums, in one pass.
+
+    Each page takes p(mu[g]) + p'(mu[g]) dmu[g] of its group g, clipped to its bounds (written to
+    ``out``); its KKT residual is measured against the corrected multiplier mu[g] + dmu[g] as in
+    :func:`kkt_residual_hosts`; ``sums`` (shape (n_groups,)) receives Σ p per group. Returns the
+    largest relative KKT residual.
+    """
     n = out.shape[0]
     G = mu.shape[0]
     lb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
+    rb = np.empty(_CHUNK)
+    acc = np.zeros(G)
+    worst = 0.0
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
@@ -1456,5 +1527,23 @@ def final_rates_groups(tok, out, mu, dmu, k, w, a, b, lo, hi, hosts):
         ov = out[start:stop]
         for j in range(stop - start):
             lo_i, hi_i = _get(lov, j), _get(hiv, j)
-            p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), lo_i, hi_i)
-            ov[j] = min(max(p + dp * db[j], lo_i), hi_i)
+            ki, wi, ai, bi = _get(kv, j), _get(wv, j), _get(av, j), _get(bv, j)
+            p, dp = _resp_t(tok, ki, lb[j], wi, ai, bi, lo_i, hi_i)
+            p = min(max(p + dp * db[j], lo_i), hi_i)
+            ov[j] = p
+            L = lb[j] + db[j]
+            mg = min(_marg_t(tok, ki, p, wi, ai, bi), 1e300)
+            Lf = min(L, 1e300)
+            d = mg - Lf
+            at_lo = np.float64(p <= lo_i)
+            at_hi = np.float64(p >= hi_i) * (1.0 - at_lo)
+            free = np.float64((hi_i > lo_i) & (L < np.inf))
+            r = free * (at_lo * max(d, 0.0) + at_hi * max(-d, 0.0) + (1.0 - at_lo - at_hi) * abs(d))
+            rb[j] = r / Lf if Lf > 0.0 else r
+        for j in range(stop - start):
+            worst = max(worst, rb[j])
+            h = hv[j]
+            acc[h + (h < 0) * G] += ov[j]
+    for g in range(G):
+        sums[g] = acc[g]
+    return worst

@@ -506,7 +506,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         # λ = 0: the valued pages take all they can; hosts whose cap binds even then get their own λ_h
         bind = capped & (s0_h > caps) & (caps > low_h)
     else:
-        if use_hosts and isinstance(prob, _KernelProblem) and not prob.has_lambert():
+        if use_hosts and isinstance(prob, _KernelProblem):
             fast, passes = _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter)
             if fast is not None:
                 return fast
@@ -581,34 +581,53 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
     mu, dmu, s_g, ds_g = np.empty(groups), np.empty(groups), np.empty(groups), np.empty(groups)
     bind, done = np.zeros(groups, dtype=np.bool_), np.zeros(groups, dtype=np.bool_)
     la_g, s_la, ds_la = np.zeros(groups), np.zeros(groups), np.zeros(groups)
+    jump = np.zeros(2)
     status, lam, dlam, passes = K.capped_newton(prob.tok, prob.n, *prob._args(), hosts, cap_g, fixed, budget, lam0,
                                                 tol, min(max_iter, _FAST_PASSES), mu, dmu, s_g, ds_g, bind, done,
-                                                la_g, s_la, ds_la)
+                                                la_g, s_la, ds_la, prob.has_lambert(), jump)
     if status < 0:
         return None, passes
     p = np.empty(prob.n)
-    binding = bind[:n_hosts] & ~fixed[:n_hosts]
     converged = True
-    if status == 0:
-        K.final_rates_groups(prob.tok, p, mu, dmu, *prob._args(), hosts)
-        lamhat_out = np.where(binding, mu[:n_hosts] + dmu[:n_hosts], lamhat)
-    else:
-        # λ is settled; the hosts left (all binding at λ) go to the per-host solver with breakpoint steps
-        mu_h, dmu_h = mu[:n_hosts], dmu[:n_hosts]
-        at_own = binding & (mu_h > lam)
-        # a host found just over its cap at λ takes λ + dλ_h itself (its rates then miss the cap by O(dλ_h²))
-        lamhat = np.where(at_own, mu_h, np.where(binding, lam + dmu_h, lamhat))
-        h_dlam = np.where(at_own, dmu_h, 0.0)
-        h_lam2, h_theta = np.zeros(n_hosts), np.zeros(n_hosts)
+    roots, idx = _Roots(0), np.zeros(0, dtype=np.intp)
+    if not done[:n_hosts].all():
+        # λ is settled; the hosts left (all binding at λ) go to the per-host loop with breakpoint steps
         idx = np.flatnonzero(~done[:n_hosts])
         roots = _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, (la_g, s_la, ds_la))
-        _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam)
         passes += roots.n_iter
         converged = bool(roots.converged.all())
-        prob.final(p, lam, 0.0, 0.0, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
-        lamhat_out = np.where(np.isfinite(lamhat) & (lamhat > lam), lamhat + h_dlam, lamhat)
+    if status == 2 or np.any(roots.theta != 0.0) or roots.inf_jump.any():
+        lam2, theta = (float(jump[0]), float(jump[1])) if status == 2 else (0.0, 0.0)
+        return _finish_with_jumps(prob, p, lam, dlam, lam2, theta, mu, dmu, bind, fixed, roots, idx, hosts, passes,
+                                  converged), passes
+    if idx.size:
+        mu[idx], dmu[idx] = roots.lam, roots.dlam
+    binding = bind[:n_hosts] & ~fixed[:n_hosts]
     lam_out = lam + dlam
-    return (p, lam_out, lamhat_out, np.maximum(lam_out, lamhat_out), passes, converged), passes
+    # rates, KKT residual and per-host sums in one pass (``allocate`` would otherwise make three)
+    sums = np.empty(groups)
+    kkt = K.finish_groups(prob.tok, p, mu, dmu, *prob._args(), hosts, sums)
+    lamhat_out = np.where(binding, mu[:n_hosts] + dmu[:n_hosts], lamhat)
+    return (p, lam_out, lamhat_out, np.maximum(lam_out, lamhat_out), passes, converged, (kkt, sums)), passes
+
+
+def _finish_with_jumps(prob, p, lam, dlam, lam2, theta, mu, dmu, bind, fixed, roots, idx, hosts, passes,
+                       converged):
+    """Rates when λ or some host roots sit on a jump of Σp (θ: interpolate across it), by the general final pass."""
+    n_hosts = fixed.shape[0] - 1
+    mu_h, dmu_h = mu[:n_hosts], dmu[:n_hosts]
+    binding = bind[:n_hosts] & ~fixed[:n_hosts]
+    at_own = binding & (mu_h > lam)
+    # a host found just over its cap at λ takes λ + dλ_h itself (its rates then miss the cap by O(dλ_h²))
+    lamhat = np.where(at_own, mu_h, np.where(binding, lam + dmu_h, np.where(fixed[:n_hosts], np.inf, 0.0)))
+    h_dlam = np.where(at_own, dmu_h, 0.0)
+    h_lam2, h_theta = np.zeros(n_hosts), np.zeros(n_hosts)
+    if idx.size:
+        _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam)
+    prob.final(p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
+    lamhat_out = np.where(np.isfinite(lamhat) & (lamhat > lam), lamhat + h_dlam, lamhat)
+    lam_out = lam + dlam
+    return p, lam_out, lamhat_out, np.maximum(lam_out, lamhat_out), passes, converged
 
 
 def _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam):
@@ -931,12 +950,17 @@ def allocate(
             hi = np.where(complete, np.minimum(hi, delta), hi)
         prob = _KernelProblem(n, kinds, w, a, b, lo, hi, obj._offset)
 
-    p, lam, lamhat, host_lam, n_iter, converged = _solve(prob, budget, hosts_arr, caps, tol, max_iter)
-    kkt = prob.kkt(p, lam, hosts_arr, lamhat)
-    used = float(np.sum(p))
+    p, lam, lamhat, host_lam, n_iter, converged, *checked = _solve(prob, budget, hosts_arr, caps, tol, max_iter)
+    if checked:  # the KKT residual and per-host sums, computed with the rates
+        kkt, sums = checked[0]
+        used = float(np.sum(sums))
+    else:
+        kkt = prob.kkt(p, lam, hosts_arr, lamhat)
+        used = float(np.sum(p))
+        sums = K.sum_by_host(p, hosts_arr, caps.shape[0]) if caps.shape[0] and hosts_arr.shape[0] else None
     kkt = max(kkt, abs(used - budget) / budget)
-    if caps.shape[0] and hosts_arr.shape[0]:
-        sums = K.sum_by_host(p, hosts_arr, caps.shape[0])[: caps.shape[0]]
+    if sums is not None:
+        sums = sums[: caps.shape[0]]
         fin = np.isfinite(caps)
         over = (sums[fin] - caps[fin]) / np.maximum(caps[fin], np.finfo(float).tiny)
         kkt = max(kkt, float(np.max(over, initial=0.0)))

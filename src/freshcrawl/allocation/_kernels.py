@@ -1170,20 +1170,22 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
 # Host caps: λ and the multipliers λ_h of all binding hosts, found together in the same passes
 # ---------------------------------------------------------------------------------------------------
 @njit(**_LOOP)
-def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up):
+def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
 
     A group is a host; the last group holds the pages without a host (``hosts[i] = -1``). Per chunk of
     pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up by host
     (``acc``: scratch, shape (n_groups, 2), sum and derivative side by side in one cache line). When
     ``e_up`` has shape (n_groups,), it also receives each group's smallest breakpoint above mu[g]
-    where a page leaves its lower bound, w f'(p_min) (inf if none): Σp may be singular just below it.
+    where a page leaves its lower bound, w f'(p_min) (inf if none): Σp may be singular just below it;
+    and ``e_dn`` the largest such breakpoint at or below mu[g] (0 if none).
     """
     G = mu.shape[0]
     track = e_up.shape[0] > 0
     acc[:] = 0.0
     if track:
         e_up[:] = np.inf
+        e_dn[:] = 0.0
     lb = np.empty(_CHUNK)
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
@@ -1211,8 +1213,11 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up):
                 e = _marg_t(tok, _get(kv, j), lo_i, _get(wv, j), _get(av, j), _get(bv, j))
                 h = hv[j]
                 h = h + (h < 0) * G
-                if e > lb[j] and e < e_up[h]:
-                    e_up[h] = e
+                if e > lb[j]:
+                    if e < e_up[h]:
+                        e_up[h] = e
+                elif e > e_dn[h]:
+                    e_dn[h] = e
     for g in range(G):
         s_g[g] = acc[g, 0]
         ds_g[g] = acc[g, 1]
@@ -1323,7 +1328,9 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     work = np.empty(G, dtype=np.int64)
     acc = np.empty((G, 2))
     e_up = np.empty(G if singular else 0)
+    e_dn = np.empty(G if singular else 0)
     e_a = np.inf  # smallest breakpoint of the free groups above the lower end of λ's bracket
+    e_bd = 0.0  # largest breakpoint of the free groups at or below its upper end
     gu_lo, gu_hi = 0.0, np.inf  # bracket on the root of F in u, and F there
     f_lo, f_hi = -np.inf, np.inf
     F_lo, F_hi = -np.inf, np.inf  # the same, never rescaled
@@ -1334,9 +1341,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         ue[g] = 0.0 if fixed[g] else u
         mu[g] = np.inf if fixed[g] else lam0
     for it in range(1, max_pass + 1):
-        group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up)
+        group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn)
         lam = 1.0 / (u * u)
         e_k = np.inf
+        e_kd = 0.0
         R = -budget
         R_low = -budget  # R with each unsure host at its sum instead of its cap: R_low <= F(λ) <= R
         D = 0.0
@@ -1386,11 +1394,12 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 sure[g] = True
                 if singular:
                     e_k = min(e_k, e_up[g])
+                    e_kd = max(e_kd, e_dn[g])
             hosts_ok &= done[g]
         # bracket on the root of F (F increases with u)
         if R < 0.0:
             if u > gu_lo:
-                gu_lo, f_lo, F_lo = u, R, R
+                gu_lo, f_lo, F_lo, e_bd = u, R, R, e_kd
         elif R_low > 0.0:
             if u < gu_hi:
                 gu_hi, f_hi, F_hi, e_a = u, R_low, R_low, e_k
@@ -1431,16 +1440,17 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             un = gu_lo - f_lo * (gu_hi - gu_lo) / (f_hi - f_lo)
         side = now
         if singular and gu_lo > 0.0 and gu_hi < np.inf and e_a < np.inf:
-            # mind the next breakpoint e above λa, where a page leaves p_min with a flat marginal and Σp
-            # is singular (it falls like 1/log(e - λ)): when it lies inside λ's bracket [λa, λb], or so
-            # close above it that λb is much nearer to it than λa, and the steps are slow
+            # mind the next breakpoint e above λa, where a page leaves p_min with a flat marginal (Σp
+            # then falls like 1/log(e - λ)) or a constant one (Σp jumps): when it is the only one inside
+            # λ's bracket [λa, λb], or the next one above it and λb is much nearer to it than λa, and
+            # the steps are slow
             l_a, l_b = 1.0 / (gu_hi * gu_hi), 1.0 / (gu_lo * gu_lo)
             dist_a = e_a - l_a
             dist_b = max(e_a - l_b, 4.0 * eps * e_a)
-            # (in a bracket narrow enough that the breakpoints in it are few)
-            near = (e_a < l_b or dist_b < 0.25 * dist_a) and l_b - l_a <= 1e-4 * l_b
+            inside = e_a < l_b * (1.0 - 8.0 * eps)  # else λb sits on it (within rounding) or below it
+            near = (inside and e_a == e_bd) or (not inside and dist_b < 0.25 * dist_a)
             if near and (creep or not (1.0 / (un * un) > l_a and 1.0 / (un * un) < l_b)):
-                if e_a < l_b:
+                if inside:
                     l_s = e_a  # inside the bracket: evaluate there
                 else:
                     # Newton in log(e - λ) from the latest point, else bisect the log-distance

@@ -75,12 +75,13 @@ class _KernelProblem:
     def _args(self):
         return self.k, self.w, self.a, self.b, self.lo, self.hi
 
-    def has_lambert(self):
-        """Whether some page has a Lambert-W response (periodic freshness, detection)."""
-        lambert = (K.PERIODIC, K.DETECTION)
+    def has_flat_marginals(self):
+        """Whether Σp may be singular or jump where a page leaves p_min: some page's marginal value is
+        flat there (periodic freshness, detection) or constant (completely observed, freshness)."""
+        flat = (K.PERIODIC, K.DETECTION, K.LINEAR)
         if isinstance(self.k, int):
-            return self.k in lambert
-        return bool(np.isin(self.k, lambert).any())
+            return self.k in flat
+        return bool(np.isin(self.k, flat).any())
 
     def global_sum(self, lam):
         return K.global_sum(self.tok, self.n, lam, *self._args())
@@ -548,7 +549,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam)
         n_iter += roots.n_iter
         converged &= bool(roots.converged.all())
-    prob.final(p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
+    _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
     if budget > s0_total:
         _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter)
     # the multipliers of the returned rates include the final first-order correction
@@ -584,7 +585,7 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
     jump = np.zeros(2)
     status, lam, dlam, passes = K.capped_newton(prob.tok, prob.n, *prob._args(), hosts, cap_g, fixed, budget, lam0,
                                                 tol, min(max_iter, _FAST_PASSES), mu, dmu, s_g, ds_g, bind, done,
-                                                la_g, s_la, ds_la, prob.has_lambert(), jump)
+                                                la_g, s_la, ds_la, prob.has_flat_marginals(), jump)
     if status < 0:
         return None, passes
     p = np.empty(prob.n)
@@ -624,10 +625,28 @@ def _finish_with_jumps(prob, p, lam, dlam, lam2, theta, mu, dmu, bind, fixed, ro
     h_lam2, h_theta = np.zeros(n_hosts), np.zeros(n_hosts)
     if idx.size:
         _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam)
-    prob.final(p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
+    _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
     lamhat_out = np.where(np.isfinite(lamhat) & (lamhat > lam), lamhat + h_dlam, lamhat)
     lam_out = lam + dlam
     return p, lam_out, lamhat_out, np.maximum(lam_out, lamhat_out), passes, converged
+
+
+def _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam):
+    """Final rates; across a finite jump of Σp at λ (θ > 0), with host caps, each page's rate at either end.
+
+    At a jump between λa = λ2 and λb = λ every page takes (1 - θ) r_i(λb) + θ r_i(λa), r_i(λ) its rate
+    at λ under its host's cap: a host whose own root sits on the same jump binds at λa and not at λb,
+    so its pages cannot simply be interpolated between their uncapped rates.
+    """
+    if theta > 0.0 and hosts.shape[0] and lamhat.shape[0]:
+        p_b = np.empty_like(p)
+        prob.final(p_b, lam, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
+        prob.final(p, lam2, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
+        p *= theta
+        p += (1.0 - theta) * p_b
+        np.clip(p, prob.lo, prob.hi, out=p)  # the mix of two rates at a bound may round past it
+        return
+    prob.final(p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
 
 
 def _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam):
@@ -670,7 +689,7 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Ro
     K.host_newton(prob.tok, perm, start, caps[idx], lam_b, s_h[idx], ds_h[idx], *prob._args(), tol,
                   min(max_iter, _HOST_ITER), sqrt_step, lam_h, dlam_h, lam2_h, theta_h, iters)
     out = _Roots(g)
-    ok = (iters >= 0) & ((lam_h > lam) | (lam_b == lam))
+    ok = (iters >= 0) & (lam_h >= lam_b)  # a root at or above its lower end (on a jump of λ, maybe below λ)
     out.lam[ok], out.dlam[ok], out.converged[ok] = lam_h[ok], dlam_h[ok], True
     out.lam2[ok], out.theta[ok] = lam2_h[ok], theta_h[ok]
     out.dlam = np.where(np.isfinite(out.dlam), out.dlam, 0.0)

@@ -1170,7 +1170,7 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
 # Host caps: λ and the multipliers λ_h of all binding hosts, found together in the same passes
 # ---------------------------------------------------------------------------------------------------
 @njit(**_LOOP)
-def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn):
+def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
 
     A group is a host; the last group holds the pages without a host (``hosts[i] = -1``). Per chunk of
@@ -1178,7 +1178,7 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn
     (``acc``: scratch, shape (n_groups, 2), sum and derivative side by side in one cache line). When
     ``e_up`` has shape (n_groups,), it also receives each group's smallest breakpoint above mu[g]
     where a page leaves its lower bound, w f'(p_min) (inf if none): Σp may be singular just below it;
-    and ``e_dn`` the largest such breakpoint at or below mu[g] (0 if none).
+    ``e_page`` that page's index; and ``e_dn`` the largest such breakpoint at or below mu[g] (0 if none).
     """
     G = mu.shape[0]
     track = e_up.shape[0] > 0
@@ -1216,6 +1216,7 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn
                 if e > lb[j]:
                     if e < e_up[h]:
                         e_up[h] = e
+                        e_page[h] = start + j
                 elif e > e_dn[h]:
                     e_dn[h] = e
     for g in range(G):
@@ -1329,7 +1330,9 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     acc = np.empty((G, 2))
     e_up = np.empty(G if singular else 0)
     e_dn = np.empty(G if singular else 0)
+    e_page = np.full(G if singular else 0, -1, dtype=np.int64)
     e_a = np.inf  # smallest breakpoint of the free groups above the lower end of λ's bracket
+    i_a = -1  # its page
     e_bd = 0.0  # largest breakpoint of the free groups at or below its upper end
     gu_lo, gu_hi = 0.0, np.inf  # bracket on the root of F in u, and F there
     f_lo, f_hi = -np.inf, np.inf
@@ -1341,9 +1344,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         ue[g] = 0.0 if fixed[g] else u
         mu[g] = np.inf if fixed[g] else lam0
     for it in range(1, max_pass + 1):
-        group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn)
+        group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page)
         lam = 1.0 / (u * u)
         e_k = np.inf
+        i_k = -1
         e_kd = 0.0
         R = -budget
         R_low = -budget  # R with each unsure host at its sum instead of its cap: R_low <= F(λ) <= R
@@ -1393,7 +1397,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 done[g] = True
                 sure[g] = True
                 if singular:
-                    e_k = min(e_k, e_up[g])
+                    if e_up[g] < e_k:
+                        e_k, i_k = e_up[g], e_page[g]
                     e_kd = max(e_kd, e_dn[g])
             hosts_ok &= done[g]
         # bracket on the root of F (F increases with u)
@@ -1402,7 +1407,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 gu_lo, f_lo, F_lo, e_bd = u, R, R, e_kd
         elif R_low > 0.0:
             if u < gu_hi:
-                gu_hi, f_hi, F_hi, e_a = u, R_low, R_low, e_k
+                gu_hi, f_hi, F_hi, e_a, i_a = u, R_low, R_low, e_k, i_k
         collapsed = gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo <= 8.0 * eps * gu_hi
         if collapsed or (exact and (abs(R) <= tol * budget or (D < 0.0 and abs(R) <= -D * 4.0 * eps * lam))):
             dlam = -R / D if D < 0.0 and not collapsed else 0.0
@@ -1449,15 +1454,26 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             dist_b = max(e_a - l_b, 4.0 * eps * e_a)
             inside = e_a < l_b * (1.0 - 8.0 * eps)  # else λb sits on it (within rounding) or below it
             near = (inside and e_a == e_bd) or (not inside and dist_b < 0.25 * dist_a)
-            if near and (creep or not (1.0 / (un * un) > l_a and 1.0 / (un * un) < l_b)):
-                if inside:
-                    l_s = e_a  # inside the bracket: evaluate there
-                else:
-                    # Newton in log(e - λ) from the latest point, else bisect the log-distance
-                    dist = max(e_a - lam, 4.0 * eps * e_a)
-                    l_s = e_a - dist * math.exp(R / (D * dist)) if D < 0.0 else np.nan
-                    if not (l_s > l_a and l_s < l_b) or (creep and dist_b < 0.25 * dist_a):
-                        l_s = e_a - math.sqrt(dist_a * dist_b)
+            if near and i_a >= 0 and (creep or not (1.0 / (un * un) > l_a and 1.0 / (un * un) < l_b)):
+                # take that page out: F = F_rest + p_i with F_rest linear from this pass, p_i exact;
+                # bisect F_rest(λ) + p_i(λ) = 0 on the bracket (one page per step: free), which also
+                # lands on a jump of p_i to within an ulp
+                ki, wi, ai, bi = _get(k, i_a), _get(w, i_a), _get(a, i_a), _get(b, i_a)
+                lo_i, hi_i = _get(lo, i_a), _get(hi, i_a)
+                p_k, dp_k = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
+                f_rest = R - p_k
+                d_rest = D - dp_k
+                x_a, x_b = l_a, l_b
+                for _ in range(200):
+                    x_m = 0.5 * (x_a + x_b)
+                    if not (x_m > x_a and x_m < x_b):
+                        break
+                    p_m, dp_m = _resp_t(tok, ki, x_m, wi, ai, bi, lo_i, hi_i)
+                    if f_rest + d_rest * (x_m - lam) + p_m > 0.0:
+                        x_a = x_m
+                    else:
+                        x_b = x_m
+                l_s = x_b if x_b < l_b * (1.0 - 4.0 * eps) else x_a  # strictly inside after rounding
                 un = 1.0 / math.sqrt(l_s)
         un = min(max(un, 0.125 * u), 8.0 * u)
         if not (un > gu_lo and un < gu_hi):

@@ -1257,7 +1257,7 @@ def _model_root(A, C, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
         else:
             work[m_k] = g
             m_k += 1
-    for _ in range(60):
+    for _ in range(12):
         val = base + base_der * u
         der = base_der
         for j in range(m_k):

@@ -5,15 +5,21 @@ Method
 At the optimum every page sits at ``p_i(λ_i) = clip(g_i(λ_i), p_min_i, p_max_i)``, with ``g_i`` the
 inverse of its marginal value ``w_i f_i'`` and ``λ_i = max(λ, λ_h)`` for a page on host h, where ``λ_h``
 solves ``Σ_{i∈h} p_i(λ_h) = c_h``: the host's cap binds exactly when ``λ_h > λ`` (Kolobov, Lubetzky,
-Peres, Horvitz, SIGIR 2019). The budget equation ``Σ_h min(c_h, S_h(λ)) + S_free(λ) = B`` needs only the
-per-host sums at λ, one pass per iteration, so λ is found first; then ``λ_h`` is solved for the hosts
-whose cap binds at λ, host by host in one compiled loop over their pages grouped by host (a counting
-sort), each host starting from its sum at λ left by the last global pass. Both root-finds are safeguarded Newton
-iterations on ``log Σ p = log target`` in ``log λ`` inside a bracket (a pure power law ``Σ p ∝ λ^-α`` is
-solved in one step), with breakpoint-aware fallbacks (see :func:`_newton`). The last pass applies the
-first-order correction ``p_i += p_i'(λ) δλ`` that makes the budget exact; when the bracket collapses onto
-a jump of ``Σ p(λ)`` (pages with a constant marginal value) the rates are interpolated across the jump
-instead. The KKT residual of the result is computed and reported.
+Peres, Horvitz, SIGIR 2019), and λ solves the budget equation ``Σ_h min(c_h, S_h(λ)) + S_free(λ) = B``.
+
+Without host caps λ is found by a safeguarded Newton iteration on ``log Σ p = log target`` in ``log λ``
+inside a bracket (a pure power law ``Σ p ∝ λ^-α`` is solved in one step), with breakpoint-aware
+fallbacks (see :func:`_newton`), from the exact λ of a strided sample of the pages. With host caps λ and
+every binding host's λ_h are found together (:func:`_solve_capped`, :func:`_kernels.capped_newton`):
+each pass evaluates every host at its own multiplier (λ_h while it surely binds, else λ), one
+gather-compute-scatter over the pages, and fits each host a model of ``S_h`` from which the next λ
+and λ_h follow; hosts still unsettled when λ has converged are finished host by host in one compiled
+loop over their pages grouped by host (a counting sort). When that iteration cannot settle λ, the
+general path finds λ first from the per-host sums at λ, then the binding hosts' λ_h. The last pass
+applies the first-order correction ``p_i += p_i'(λ) δλ`` that makes the budget exact; when the bracket
+collapses onto a jump of ``Σ p(λ)`` (pages with a constant marginal value, or a flat one that falls to
+p_min within an ulp) the rates are interpolated across the jump instead. The KKT residual of the
+result is computed and reported.
 
 Pages whose marginal value is 0 at every rate (``w_i = 0``, ``Δ_i = 0``) sit at their lower bound as
 long as the other pages can absorb the budget (λ > 0). When they cannot (finite ``p_max`` and caps),
@@ -565,10 +571,11 @@ _FAST_PASSES = 30  # passes of the joint root-find before the general solver tak
 def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
     """λ > 0 and the multipliers of all binding hosts together (:func:`_kernels.capped_newton`).
 
-    Returns ``((p, λ, λ_h, host λ, passes, converged), passes)``, or ``(None, passes)`` when the joint
-    Newton iteration does not settle λ (for the general solver to take over). Hosts whose own root it
-    leaves (a root on a jump of S, or near a breakpoint where S is singular) are finished by
-    :func:`_solve_hosts_general`.
+    Returns ``((p, λ, λ_h, host λ, passes, converged[, (KKT residual, per-host sums)]), passes)``, or
+    ``(None, passes)`` when the joint Newton iteration does not settle λ (for the general solver to
+    take over). Hosts it leaves unsettled (a root near a breakpoint where S_h is singular, or on a
+    jump) are finished by :func:`_solve_hosts`. Without jumps the rates, their KKT residual and the
+    per-host sums come from one pass (:func:`_kernels.finish_groups`).
     """
     n_hosts = caps.shape[0]
     groups = n_hosts + 1  # the hosts, then the pages without a host

@@ -1,8 +1,9 @@
 """The joint Newton iteration for host caps (``_kernels.capped_newton``) against the general path.
 
-With host caps, λ > 0 and no Lambert-W objective, ``solve._solve_capped`` finds λ and every binding
-host's λ_h together in one compiled iteration; ``solve._FAST_PASSES = 0`` gives it no passes, so the
-older general path (λ first, then the binding hosts) solves the same problem. Both must reach the
+With host caps, λ > 0 and any built-in objective (the Lambert-W responses of periodic freshness and
+detection, and completely observed pages under freshness included), ``solve._solve_capped`` finds λ
+and every binding host's λ_h together in one compiled iteration; ``solve._FAST_PASSES = 0`` gives it
+no passes, so the older general path (λ first, then the binding hosts) solves the same problem. Both must reach the
 same optimum (the objectives here are strictly concave in each p_i, so the optimum is unique) and it
 must satisfy the optimality conditions, checked here from the rates themselves:
 
@@ -23,13 +24,17 @@ from freshcrawl.allocation import SyncCost, allocate, solve
 from freshcrawl.allocation import _kernels as K
 from freshcrawl.errors import InfeasibleAllocation
 
-# Objectives of the fast path: built-in kernels without a Lambert-W response. "harmonic-mixed" is
-# "harmonic" with a third of the pages observed completely (objective log(p/Δ), p <= Δ), so the pages
-# have different kinds; "sync-polynomial" is SyncCost.polynomial (seed 003's polynomial costs);
-# "freshness-mixed" is "freshness-poisson" with pages observed completely (f = p/Δ, a constant
-# marginal value w/Δ up to p = Δ: Σp jumps) is kept out of KINDS: the joint iteration falls back on
-# a root on a jump and the general path then returns wrong rates (xfail tests below).
-KINDS = ["freshness-poisson", "harmonic", "harmonic-mixed", "sync-polynomial"]
+# Objectives of the fast path (every built-in kernel). "harmonic-mixed" is "harmonic" with a third of
+# the pages observed completely (objective log(p/Δ), p <= Δ), so the pages have different kinds;
+# "freshness-mixed" is "freshness-poisson" with a third observed completely (f = p/Δ: a constant
+# marginal value w/Δ up to p = Δ, so Σp jumps where λ crosses w/Δ); "sync-polynomial" is
+# SyncCost.polynomial (seed 003's polynomial costs); "freshness-periodic" and "detection" have
+# Lambert-W responses and a marginal value that is flat where a page leaves p_min (FLAT below).
+# "freshness-mixed" is kept out of KINDS: on 2 of its 27 random instances below both paths return
+# rates that fail the KKT conditions, and the fast path alone does on a one-page instance (strict
+# xfails in section 2); its roots on a jump that are solved right are tested there.
+KINDS = ["freshness-poisson", "harmonic", "harmonic-mixed", "sync-polynomial", "freshness-periodic", "detection"]
+FLAT = ("freshness-periodic", "detection")
 
 # Tolerances. Both paths stop their root-finds at |Σp - target| <= 1e-12 target (tol) and then apply
 # a first-order correction, so both return rates whose multipliers agree with w f'(p) to a few ulps
@@ -40,6 +45,18 @@ KINDS = ["freshness-poisson", "harmonic", "harmonic-mixed", "sync-polynomial"]
 # cancels digits when p << Δ, an absolute error of a few ulps of Δ. Hence rates are compared as
 # |p_fast - p_gen| <= RTOL (|p_gen| + Δ_i), with RTOL = 1e-9 a factor 1e6 above δ ~ 1e-15: a wrong
 # multiplier on one host (the failure this guards against) moves its rates by far more.
+#
+# Periodic freshness and detection are flatter: with x = Δ/p, f' = g(x)/Δ resp. g(x), g(x) =
+# 1 - (1 + x) e^{-x}, and f'' = -x² e^{-x} / (pΔ) resp. -x² e^{-x} / p, so in both cases
+# λ |p'(λ)| = f'/|f''| = p g(x) e^x / x². That is ~p/2 for p >> Δ (x -> 0, g ~ x²/2), but grows like
+# p e^x / x² as p -> 0: a page that has just left p_min (marginal value w g(∞) barely above λ) moves
+# by e^x/x² times more than the multipliers (1e10 p at x = 30), and without bound at p -> 0. So for
+# these two objectives a rate may differ by up to RTOL λ|p'(λ)|, i.e. by what a relative change RTOL of
+# its multiplier moves it. That is checked without evaluating p' where it blows up: w f' decreases
+# strictly in p, so p_fast and p_gen are the responses to the multipliers w f'(p_fast), w f'(p_gen),
+# and these must agree to RTOL (mean value theorem: |Δp| <= RTOL λ max |p'| over the interval). A
+# rate passes if it is within RTOL (|p| + Δ) or (FLAT only) its marginal value is within RTOL of the
+# other path's. The objective, multipliers and stationarity keep their tolerances.
 RTOL = 1e-9
 # The objective is stationary at the optimum and both rate vectors meet the same constraints, so the
 # values differ at second order in the rate differences (~1e-30) plus rounding of the sum over the
@@ -50,12 +67,35 @@ OBJ_RTOL = 1e-12
 # ---------------------------------------------------------------------------------------------------
 # instances
 # ---------------------------------------------------------------------------------------------------
+def one_minus_1px_emx(x):
+    """g(x) = 1 - (1 + x) e^{-x} for x >= 0 (inf allowed), without cancellation for small x.
+
+    The series Σ_{k>=2} (-1)^k (k - 1) x^k / k! = x²/2 - x³/3 + x⁴/8 - ... for x < 1 (30 terms: the
+    remainder is below 1e-30 of the sum); 1 - (1 + x) e^{-x} directly above (g(1) = 0.26: at most a
+    few ulps lost), and 1 for x = inf (p = 0).
+    """
+    x = np.asarray(x, dtype=float)
+    xs = np.where(x < 1.0, x, 0.0)
+    series = np.zeros_like(xs)
+    term = xs.copy()  # x^k / k!, from k = 1
+    for k in range(2, 32):
+        term = term * xs / k
+        series += (-1) ** k * (k - 1) * term
+    with np.errstate(over="ignore", invalid="ignore"):
+        direct = np.where(np.isinf(x), 1.0, 1.0 - (1.0 + x) * np.exp(-x))
+    return np.where(x < 1.0, series, direct)
+
+
 def marginal_fn(kind, delta, w, complete=None, sync=None):
     """w_i f_i'(p) written out from the objectives' formulas (independent of the solver's kernels)."""
 
     def fn(p):
         with np.errstate(divide="ignore", invalid="ignore"):
-            if kind in ("freshness-poisson", "freshness-mixed"):  # f = p / (p + Δ)
+            if kind in FLAT:  # f = (p/Δ)(1 - e^{-Δ/p}) resp. p (1 - e^{-Δ/p}); f' = g(Δ/p)/Δ resp. g(Δ/p)
+                m = one_minus_1px_emx(np.where(p > 0, delta / p, np.inf))
+                if kind == "freshness-periodic":
+                    m = m / delta
+            elif kind in ("freshness-poisson", "freshness-mixed"):  # f = p / (p + Δ)
                 m = delta / (p + delta) ** 2
                 if complete is not None:  # observed completely: f = p / Δ
                     m = np.where(complete, 1.0 / delta, m)
@@ -127,6 +167,7 @@ def make_instance(kind, seed, n, n_hosts, *, cap_range=(0.3, 3.0), bounds=False,
         w=w,
         marginal=marginal_fn(kind, None if kind == "sync-polynomial" else delta, w, complete, sync),
         scale=np.zeros(n) if kind == "sync-polynomial" else delta,
+        flat=kind in FLAT,
     )
 
 
@@ -195,7 +236,11 @@ def check_optimal(res, inst, *, kkt_tol=1e-9, stat_tol=1e-9):
 
 def check_same(fast, ref, inst):
     """Fast and general path give the same optimum (see RTOL, OBJ_RTOL)."""
-    assert np.all(np.abs(fast.p - ref.p) <= RTOL * (np.abs(ref.p) + inst["scale"]))
+    close = np.abs(fast.p - ref.p) <= RTOL * (np.abs(ref.p) + inst["scale"])
+    if inst.get("flat"):  # a rate may move by RTOL λ|p'(λ)| (see RTOL): compare the marginal values
+        m_fast, m_ref = inst["marginal"](fast.p), inst["marginal"](ref.p)
+        close |= np.abs(m_fast - m_ref) <= RTOL * np.maximum(m_fast, m_ref)
+    assert np.all(close), np.flatnonzero(~close)[:10]
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.abs(inst["w"]) * np.abs(np.log(np.where(ref.p > 0, ref.p, 1.0)))
     magnitude = max(abs(ref.objective), float(np.sum(terms)), float(np.sum(inst["w"])))
@@ -209,11 +254,15 @@ def check_same(fast, ref, inst):
 
 
 def assert_fast_path_ran(kind, statuses):
-    """capped_newton was called; it settled λ (status 0 or 1) except on "freshness-mixed", where a root
-    of the budget equation on a jump of Σp makes it fall back (see the xfail test below)."""
+    """capped_newton was called once and settled λ (status 0 or 1).
+
+    FLAT kinds: Σp rises like e^{-x}-steeply where a page leaves p_min, so λ's bracket may also collapse
+    onto that near-jump (status 2, seen once on the random instances); and the joint iteration may
+    creep and fall back to the general path (-1, once in 27 random instances: strict xfail
+    test_fast_path_settles_a_detection_instance). The rates are checked either way.
+    """
     assert len(statuses) == 1
-    if kind != "freshness-mixed":
-        assert statuses[0] in (0, 1)
+    assert statuses[0] in ((-1, 0, 1, 2) if kind in FLAT else (0, 1))
 
 
 def solve_both(inst):
@@ -253,7 +302,8 @@ def test_fast_path_matches_with_bounds_and_zero_value_pages(kind):
     # the bounds are exercised: pages at p_min > 0, at a finite p_max, and strictly inside
     assert np.sum((p == lo) & (lo > 0)) > 10
     assert np.sum((p == hi) & np.isfinite(hi)) > 10
-    assert np.sum((p > lo) & (p < hi)) > 1000
+    # (under detection w f'(p) <= w f'(0) = w, so the pages with w < λ stay at p_min: fewer inside)
+    assert np.sum((p > lo) & (p < hi)) > (500 if kind == "detection" else 1000)
     # zero-value pages (w = 0 or Δ = 0) stay at p_min when λ > 0
     if inst["delta"] is not None:
         zero = (inst["w"] == 0) | (inst["delta"] == 0)
@@ -288,7 +338,7 @@ def test_both_statuses_of_the_joint_iteration_occur():
             inst = make_instance(kind, j, n, n_hosts)
             _, statuses = run_fast(inst["delta"], inst["budget"], **inst["kw"])
             seen.update(statuses)
-    assert seen == {0, 1}
+    assert {0, 1} <= seen
 
 
 @pytest.mark.parametrize("passes", [1, 2, 3])
@@ -309,45 +359,98 @@ JUMP_ROOT = dict(objective="freshness-poisson", observed_completely=np.array([Tr
                  host_caps=[10.0])
 
 
-def test_root_on_a_jump_falls_back_to_the_general_path():
+def test_root_on_a_jump_settles_in_the_fast_path():
     # page 0 observed completely: constant marginal value w/Δ = 1/2 for p in [0, Δ = 2]; page 1 (Δ = 1)
     # has p = 1/sqrt(λ) - 1. With B = 1.5 the root is λ = 1/2 exactly, on the jump of Σp, page 1 at
-    # sqrt(2) - 1 and page 0 taking the rest. The cap (10) does not bind.
+    # sqrt(2) - 1 and page 0 taking the rest. The cap (10) does not bind. The joint iteration settles
+    # it (status 2: across the jump, θ) in 11 passes; before, it fell back after all 30.
     res, statuses = run_fast([2.0, 1.0], 1.5, **JUMP_ROOT)
     ref = run_general([2.0, 1.0], 1.5, **JUMP_ROOT)
     for r in (res, ref):
         assert r.success and r.kkt_residual <= 1e-12
         assert r.lam == pytest.approx(0.5, rel=1e-12)
         np.testing.assert_allclose(r.p, [2.5 - np.sqrt(2.0), np.sqrt(2.0) - 1.0], rtol=1e-12)
-    assert statuses == [-1]  # the joint iteration gave up; the general path found the optimum
+    assert statuses == [2]
+    assert res.n_iter <= 15
 
 
-@pytest.mark.xfail(strict=True, reason="capped_newton does not settle λ when the budget root lies on a jump of "
-                   "Σp (a completely observed page under freshness-poisson): it returns -1 after all _FAST_PASSES "
-                   "(30) passes with λ near 1 (root 0.5), and the general path redoes the solve (40 passes vs 10)")
-def test_fast_path_settles_a_root_on_a_jump():
-    res, statuses = run_fast([2.0, 1.0], 1.5, **JUMP_ROOT)
-    assert statuses[0] in (0, 1)
-
-
-@pytest.mark.xfail(strict=True, reason="general path (also before the fast path, HEAD~1): a budget root on the "
-                   "jump of a completely observed page that sits on a host (cap not binding) leaves the page at 0 "
-                   "instead of interpolating across the jump; status CONVERGED with kkt_residual 1.0")
-def test_root_on_a_jump_for_a_page_on_a_host():
-    # one page, observed completely, Δ = 2: f = p/2, constant marginal value; it must take the budget
+@pytest.mark.parametrize("path", ["fast", "general"])
+def test_root_on_a_jump_for_a_page_on_a_host(path):
+    # one page, observed completely, Δ = 2: f = p/2, a constant marginal value 1/2 up to p = 2; the
+    # cap (1) does not bind, so the page takes the budget, λ = 1/2 on the jump. Both paths used to
+    # return p = 0 with status CONVERGED and KKT residual 1.
     kw = dict(objective="freshness-poisson", observed_completely=np.array([True]), hosts=[0], host_caps=[1.0])
-    res, statuses = run_fast([2.0], 0.5, **kw)
-    assert statuses == [-1]  # the fast path falls back; the general path gives the answer below
-    assert res.p[0] == pytest.approx(0.5, rel=1e-12)  # fails: p = [0.], "converged: 0 of 0.5 visits/day used"
-    assert res.kkt_residual <= 1e-12
+    if path == "fast":
+        res, statuses = run_fast([2.0], 0.5, **kw)
+        assert statuses == [2]
+    else:
+        res = run_general([2.0], 0.5, **kw)
+    assert res.success
+    assert res.p[0] == pytest.approx(0.5, rel=1e-15)
+    assert res.kkt_residual <= 1e-15
+    assert res.lam == pytest.approx(0.5, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="as above, on random instances: with freshness-poisson and observed_completely "
-                   "the general path (taken after the fast path falls back) misses the budget or the KKT conditions")
-def test_freshness_mixed_random_instance():
-    inst = make_instance("freshness-mixed", 102, 9, 3)  # N = 9 pages on 3 hosts, 1 without a host
+ONE_PAGE_CAP_NEAR_B = dict(weights=[7.0], objective="freshness-poisson", observed_completely=np.array([True]),
+                           hosts=[0], host_caps=[0.4])
+
+
+def test_root_on_a_jump_with_the_cap_near_the_budget_general_path():
+    res = run_general([1.0], 0.3, **ONE_PAGE_CAP_NEAR_B)
+    assert res.p[0] == pytest.approx(0.3, rel=1e-15)
+    assert res.kkt_residual <= 1e-15
+
+
+@pytest.mark.xfail(strict=True, reason="fast path: one completely observed page (Δ = 1, w = 7), B = 0.3, host cap "
+                   "0.4: capped_newton returns status 2 after 11 passes and the page gets p = 0.75 (over the budget "
+                   "and the cap), KKT residual 1.5; the general path gives 0.3 (with w = 1, or cap 10, it is right)")
+def test_fast_path_on_a_jump_with_the_cap_near_the_budget():
+    res, statuses = run_fast([1.0], 0.3, **ONE_PAGE_CAP_NEAR_B)
+    assert res.p[0] == pytest.approx(0.3, rel=1e-15)  # fails: 0.75
+    assert res.kkt_residual <= 1e-15
+
+
+TWO_COMPLETE = dict(weights=np.array([2.4349470975753547, 0.15682345364095082]), objective="freshness-poisson",
+                    observed_completely=np.array([True, True]), hosts=[0, 0], host_caps=[2.3189650541735403])
+TWO_COMPLETE_DELTA = np.array([0.7608947306172095, 14.312122259035336])
+
+
+def test_two_complete_pages_rates():
+    # page 0: marginal value w/Δ = 3.2 up to p = Δ; page 1: 0.011 up to Δ = 14.3. With B = 1 page 0
+    # takes Δ_0 and page 1 the rest, λ = w_1/Δ_1 (on page 1's jump); the cap does not bind
+    for res in (run_fast(TWO_COMPLETE_DELTA, 1.0, **TWO_COMPLETE)[0], run_general(TWO_COMPLETE_DELTA, 1.0, **TWO_COMPLETE)):
+        np.testing.assert_allclose(res.p, [TWO_COMPLETE_DELTA[0], 1.0 - TWO_COMPLETE_DELTA[0]], rtol=1e-15)
+        assert res.lam == pytest.approx(TWO_COMPLETE["weights"][1] / TWO_COMPLETE_DELTA[1], rel=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="both paths (the fast one falls back, -1): the rates are optimal "
+                   "(test_two_complete_pages_rates) but kkt_residual is 291, with success True")
+def test_two_complete_pages_kkt_residual():
+    res = run_general(TWO_COMPLETE_DELTA, 1.0, **TWO_COMPLETE)
+    assert res.kkt_residual <= 1e-12  # fails: 291.05
+
+
+@pytest.mark.xfail(strict=True, reason="freshness-mixed random instances (500 pages / 40 hosts, 400 / 300): "
+                   "rates that fail the KKT conditions on both paths (kkt_residual 1.8 and 68, status CONVERGED)")
+@pytest.mark.parametrize("args", [(4, 500, 40), (108, 400, 300)])
+def test_freshness_mixed_random_instance(args):
+    inst = make_instance("freshness-mixed", *args, free_frac=0.1)
     fast, ref, statuses = solve_both(inst)
-    check_optimal(ref, inst)  # fails: Σp = 5.54 for B = 4.44, kkt_residual 0.88, status CONVERGED
+    check_optimal(fast, inst)
+    check_optimal(ref, inst)
+
+
+@pytest.mark.xfail(strict=True, reason="detection, two pages on one host: the joint iteration creeps (regula "
+                   "falsi steps that keep one side) and returns -1 after 30 passes; the general path then solves "
+                   "it (40 passes in all vs 10); the rates are right")
+def test_fast_path_settles_a_detection_instance():
+    kw = dict(weights=np.array([0.4388660551673138, 0.8198221798261303]), objective="detection", hosts=[0, 0],
+              host_caps=[0.7087472671797485])
+    delta = np.array([18.055237050500942, 0.401911337634575])
+    res, statuses = run_fast(delta, 0.5669978137437988, **kw)
+    ref = run_general(delta, 0.5669978137437988, **kw)
+    np.testing.assert_allclose(res.p, ref.p, rtol=1e-9)
+    assert statuses[0] >= 0  # fails: -1
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -513,7 +616,12 @@ def test_one_page_hosts_sit_at_their_cap(kind):
     for res in (fast, ref):
         check_optimal(res, inst)
         assert np.all(res.host_lam[bind] > res.lam)
-        np.testing.assert_allclose(res.p[bind], caps[bind], rtol=4e-16)
+        # the fast path finishes a host with p + p' dλ_h after its Newton steps stop at |S - c| <= 1e-12 c:
+        # what remains is second order in that step ((1e-12)² relative) plus the rounding of p and of the
+        # correction, a few ulps times the condition of the response (p'λ/p <= 1 here, and the periodic/
+        # detection responses are evaluated through Lambert W to ~1e-15): 1e-13 relative leaves a margin
+        # of ~10 over the 1e-14 observed and is 1e4 inside the issue's 1e-9
+        np.testing.assert_allclose(res.p[bind], caps[bind], rtol=1e-13)
         np.testing.assert_allclose(res.host_lam[bind], inst["marginal"](caps_on_pages(caps, bind, 400))[bind],
                                    rtol=1e-12)
     check_same(fast, ref, inst)
@@ -550,8 +658,15 @@ def test_tight_caps_bind_on_every_host(kind):
     assert used.sum() >= 190
     for res in (fast, ref):
         check_optimal(res, inst)
-        assert np.all(res.host_lam[used] > res.lam)
-        np.testing.assert_allclose(host_sums(res.p, hosts, caps.size)[used], caps[used], rtol=1e-9)
+        # every used host binds, except under detection, where w f'(p) <= w makes many pages take little
+        # or nothing at λ, so that some hosts stay below even these caps (check_optimal has checked
+        # their complementarity); most still bind
+        bind = used & (res.host_lam > res.lam)
+        if kind == "detection":
+            assert bind.sum() >= 100
+        else:
+            assert np.array_equal(bind, used)
+        np.testing.assert_allclose(host_sums(res.p, hosts, caps.size)[bind], caps[bind], rtol=1e-9)
     check_same(fast, ref, inst)
 
 
@@ -609,7 +724,7 @@ def test_property_fast_path_matches_general_path(inst):
         lo_eff, hi_eff = np.where(complete, np.minimum(lo, delta), lo), np.where(complete, np.minimum(hi, delta), hi)
     data = dict(delta=None if kind == "sync-polynomial" else delta, budget=budget, kw=kw, hosts=hosts, caps=caps,
                 lo=lo_eff, hi=hi_eff, w=w, marginal=marginal_fn(kind, delta, w, complete, sync),
-                scale=np.zeros(n) if kind == "sync-polynomial" else delta)
+                scale=np.zeros(n) if kind == "sync-polynomial" else delta, flat=kind in FLAT)
     try:
         ref = run_general(data["delta"], budget, **kw)
     except InfeasibleAllocation:

@@ -598,9 +598,14 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
     p = np.empty(prob.n)
     converged = True
     roots, idx = _Roots(0), np.zeros(0, dtype=np.intp)
-    if not done[:n_hosts].all():
+    left = ~done[:n_hosts]
+    if status == 2:
+        # λ sits on a jump [λa, λb]: a host found over its cap at or above λa but under it at λb binds at
+        # λa only, its own root on the same jump; it needs its own multiplier for the rates at λa
+        left |= ~bind[:n_hosts] & ~fixed[:n_hosts] & (la_g[:n_hosts] >= jump[0])
+    if left.any():
         # λ is settled; the hosts left (all binding at λ) go to the per-host loop with breakpoint steps
-        idx = np.flatnonzero(~done[:n_hosts])
+        idx = np.flatnonzero(left)
         roots = _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, (la_g, s_la, ds_la))
         passes += roots.n_iter
         converged = bool(roots.converged.all())
@@ -649,9 +654,10 @@ def _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dl
         p_b = np.empty_like(p)
         prob.final(p_b, lam, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
         prob.final(p, lam2, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
+        p -= p_b
         p *= theta
-        p += (1.0 - theta) * p_b
-        np.clip(p, prob.lo, prob.hi, out=p)  # the mix of two rates at a bound may round past it
+        p += p_b  # p_b + θ (p_a - p_b): exactly p_b where both ends agree (a page at a bound stays there)
+        np.clip(p, prob.lo, prob.hi, out=p)
         return
     prob.final(p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
 

@@ -17,11 +17,14 @@ class Status(IntEnum):
     ``CONVERGED`` (0): the multipliers were found to the requested tolerance and the rates meet the
     budget, the bounds and the caps. ``MAX_ITER`` (1): a root-find stopped at its iteration limit;
     the rates still meet the bounds and caps but the budget and the KKT conditions only approximately
-    (see ``kkt_residual``).
+    (see ``kkt_residual``). ``NOT_OPTIMAL`` (2): the root-finds stopped within tolerance but the
+    returned rates miss the KKT conditions by more than 1e-6 relative: a defect of the solver, reported
+    rather than hidden (please report the instance).
     """
 
     CONVERGED = 0
     MAX_ITER = 1
+    NOT_OPTIMAL = 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -998,7 +998,12 @@ def allocate(
         kkt = max(kkt, float(np.max(over, initial=0.0)))
     value = prob.objective(p)
     status = Status.CONVERGED if converged else Status.MAX_ITER
-    if converged:
+    if converged and not kkt <= _KKT_ALARM:
+        status = Status.NOT_OPTIMAL
+        message = (f"the root-finds converged but the rates miss the optimality conditions: {used:.12g} of "
+                   f"{budget:.12g} visits/day used, KKT residual {kkt:.2e} (a solver defect; please report)")
+        warnings.warn(message, ConvergenceWarning, stacklevel=2)
+    elif converged:
         message = f"converged: {used:.12g} of {budget:.12g} visits/day used, KKT residual {kkt:.2e}"
     else:
         message = (f"stopped at max_iter={max_iter} before reaching tol={tol:g}: {used:.12g} of "
@@ -1014,6 +1019,9 @@ def allocate(
         n_iter=int(n_iter),
         kkt_residual=float(kkt),
     )
+
+
+_KKT_ALARM = 1e-6  # a converged solve whose rates miss the KKT conditions by more is reported NOT_OPTIMAL
 
 
 def _check_hosts(hosts, host_caps, n):

@@ -294,6 +294,26 @@ def test_max_iter_reports_status_and_warns():
     assert np.all(res.p >= 0)
 
 
+def test_rates_that_miss_the_kkt_conditions_are_reported_not_optimal(monkeypatch):
+    # a converged solve whose rates are off (simulated: the first page's rate doubled) must not claim
+    # success: the KKT residual is measured on the returned rates
+    from freshcrawl.allocation import solve
+
+    real = solve._solve
+
+    def broken(*args):
+        p, *rest = real(*args)
+        p = p.copy()
+        p[0] *= 2.0
+        return (p, *rest)
+
+    monkeypatch.setattr(solve, "_solve", broken)
+    with pytest.warns(ConvergenceWarning, match="miss the optimality conditions"):
+        res = allocate([1.0, 2.0, 3.0], 6.0)
+    assert res.status == Status.NOT_OPTIMAL and not res.success
+    assert res.kkt_residual > 1e-6
+
+
 # ---------------------------------------------------------------------------------------------------
 # errors
 # ---------------------------------------------------------------------------------------------------

@@ -76,6 +76,15 @@ def _views_ol(start, stop, k, w, a, b, lo, hi):
     return impl
 
 
+@njit(cache=True, error_model="numpy")
+def _gather(out, table, hv):
+    """out[j] = table[hv[j]] for a chunk of host indices, -1 (no host) reading the table's last entry."""
+    G = table.shape[0]
+    for j in range(hv.shape[0]):
+        h = hv[j]
+        out[j] = table[h + (h < 0) * G]
+
+
 # ---------------------------------------------------------------------------------------------------
 # Scalar helpers
 # ---------------------------------------------------------------------------------------------------
@@ -850,11 +859,8 @@ def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, host
         for start in range(0, n, _CHUNK):
             stop = min(start + _CHUNK, n)
             hv = hosts[start:stop]
-            for j in range(stop - start):
-                h = hv[j]
-                hx = h + (h < 0) * (n_hosts + 1)
-                lb[j] = tab_l[hx]
-                db[j] = tab_d[hx]
+            _gather(lb, tab_l, hv)
+            _gather(db, tab_d, hv)
             kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
             ov = out[start:stop]
             for j in range(stop - start):
@@ -944,9 +950,7 @@ def kkt_residual_hosts(tok, p, lam, k, w, a, b, lo, hi, hosts, lamhat):
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
-        for j in range(stop - start):
-            h = hv[j]
-            lb[j] = tab[h + (h < 0) * (n_hosts + 1)]
+        _gather(lb, tab, hv)
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
         pv = p[start:stop]
         for j in range(stop - start):
@@ -1192,9 +1196,7 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
-        for j in range(stop - start):
-            h = hv[j]
-            lb[j] = mu[h + (h < 0) * G]
+        _gather(lb, mu, hv)
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
         for j in range(stop - start):
             p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j))
@@ -1544,11 +1546,8 @@ def finish_groups(tok, out, mu, dmu, k, w, a, b, lo, hi, hosts, sums):
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
-        for j in range(stop - start):
-            h = hv[j]
-            hx = h + (h < 0) * G
-            lb[j] = mu[hx]
-            db[j] = dmu[hx]
+        _gather(lb, mu, hv)
+        _gather(db, dmu, hv)
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
         ov = out[start:stop]
         for j in range(stop - start):

@@ -1227,8 +1227,10 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn
 
 
 @njit(**_PLAIN)
-def _model_root(A, C, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
+def _model_root(A, C, kink, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
     """Root in u of Σ_g min(cap_g, A_g u - C_g) = budget (fixed groups: s_fix), inside (u_lo, u_hi).
+
+    ``kink[g] = (cap_g + C_g) / A_g`` where group g reaches its cap (for A_g > 0).
 
     The left side is concave, piecewise linear and nondecreasing in u, with a kink where each group
     reaches its cap. Groups whose kink lies outside the bracket are linear or constant inside it and
@@ -1250,10 +1252,9 @@ def _model_root(A, C, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
         if A[g] <= 0.0:
             base += min(cap[g], -C[g])
             continue
-        kink = (cap[g] + C[g]) / A[g]
-        if kink <= u_lo:
+        if kink[g] <= u_lo:
             base += cap[g]
-        elif kink >= u_hi:
+        elif kink[g] >= u_hi:
             base -= C[g]
             base_der += A[g]
         else:
@@ -1324,6 +1325,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     u_hi = np.full(G, np.inf)
     A = np.zeros(G)
     C = np.zeros(G)
+    kink = np.full(G, np.inf)  # where each group's model reaches its cap, (c_g + C_g) / A_g in u
     prev_g = np.full(G, np.inf)
     grow = np.full(G, 2.0)
     sure = np.ones(G, dtype=np.bool_)
@@ -1383,6 +1385,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 u_a = 1.0 / math.sqrt(la_g[g])
                 A[g] = -2.0 * ds_la[g] / (u_a * u_a * u_a)
                 C[g] = A[g] * u_a - s_la[g]
+            kink[g] = (c + C[g]) / A[g] if A[g] > 0.0 else np.nan
             if ug < u or S > c:  # binds at λ: at its own point, or found over its cap at λ
                 R += c
                 bind[g] = True
@@ -1435,7 +1438,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             r_pos = abs(R)
         elif now < 0:
             r_neg = abs(R)
-        un = _model_root(A, C, cap, fixed, s_g, budget, u, gu_lo, gu_hi, work)
+        un = _model_root(A, C, kink, cap, fixed, s_g, budget, u, gu_lo, gu_hi, work)
         if creep and gu_lo > 0.0 and gu_hi < np.inf:
             # regula falsi on the bracket; Illinois: halve the value kept at the far end when the last
             # two passes fell on the same side
@@ -1497,7 +1500,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 # under its cap at λ, or unsure whether it binds there after an overshoot, or prone to
                 # overshoots and not yet known to bind at the new λ: evaluate at its model's root if that
                 # says it binds at the new λ by a clear margin (and it has not overshot), else at λ
-                ur = (c + C[g]) / A[g] if A[g] > 0.0 else np.inf
+                ur = kink[g] if A[g] > 0.0 else np.inf
                 ok = ur < (1.0 - 1e-3) * u and ur > u_lo[g] and ur < u_hi[g] and not overshot[g]
                 ue[g] = ur if ok else u
                 mu[g] = 1.0 / (ur * ur) if ok else lam
@@ -1508,7 +1511,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             prev_g[g] = e
             if done[g] and ug < u:
                 continue  # converged and still binding: stays
-            ur = (c + C[g]) / A[g] if A[g] > 0.0 else np.nan
+            ur = kink[g]
             if not (ur > u_lo[g] and ur < u_hi[g]) and S > 0.0 and dS < 0.0:
                 ur = ug * math.exp(0.5 * (math.log(S) - math.log(c)) * S / (mu[g] * dS))  # log-log Newton
             if not (ur > u_lo[g] and ur < u_hi[g]) or not halved:

@@ -1401,10 +1401,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 bind[g] = False
                 done[g] = True
                 sure[g] = True
-                if singular:
-                    if e_up[g] < e_k:
-                        e_k, i_k = e_up[g], e_page[g]
-                    e_kd = max(e_kd, e_dn[g])
+            if singular and ug >= u:  # evaluated at λ (free, or over its cap there)
+                if e_up[g] < e_k:
+                    e_k, i_k = e_up[g], e_page[g]
+                e_kd = max(e_kd, e_dn[g])
             hosts_ok &= done[g]
         # bracket on the root of F (F increases with u)
         if R < 0.0:
@@ -1478,7 +1478,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                         x_a = x_m
                     else:
                         x_b = x_m
-                l_s = x_b if x_b < l_b * (1.0 - 4.0 * eps) else x_a  # strictly inside after rounding
+                l_s = x_b if x_b < l_b * (1.0 - 4.0 * eps) else x_a
+                # strictly inside the bracket after the round trip through u (a jump right at λa or λb
+                # is then closed from the other side)
+                l_s = min(max(l_s, l_a * (1.0 + 8.0 * eps)), l_b * (1.0 - 8.0 * eps))
                 un = 1.0 / math.sqrt(l_s)
         un = min(max(un, 0.125 * u), 8.0 * u)
         if not (un > gu_lo and un < gu_hi):

@@ -506,7 +506,6 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
     n_iter = 0
     converged = True
     s0_total = float(s0[n_hosts] + np.sum(np.minimum(cap_eff, s0_h)))
-    p = np.empty(n)
     lam = dlam = lam2 = theta = 0.0
     at_lam = None  # (λb, per-host sums, derivatives) at the point where the binding hosts are found
     if budget >= s0_total:
@@ -555,6 +554,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam)
         n_iter += roots.n_iter
         converged &= bool(roots.converged.all())
+    p = np.empty(n)
     _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
     if budget > s0_total:
         _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter)

@@ -840,34 +840,11 @@ def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
 @njit(**_LOOP)
 def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, hosts, lamhat, h_lam2, h_theta,
                       h_dlam):
-    """As :func:`final_rates`; pages on hosts whose cap binds use the host's multiplier and finish."""
-    if theta == 0.0 and not np.any(h_theta != 0.0):
-        # no jumps: each page's multiplier and correction gathered per chunk from per-host tables
-        # (entry n_hosts: pages without a host), then a vectorised finish
-        n = out.shape[0]
-        n_hosts = lamhat.shape[0]
-        tab_l = np.empty(n_hosts + 1)
-        tab_d = np.empty(n_hosts + 1)
-        for h in range(n_hosts):
-            bind = lamhat[h] > lam
-            tab_l[h] = lamhat[h] if bind else lam
-            tab_d[h] = h_dlam[h] if bind else dlam
-        tab_l[n_hosts] = lam
-        tab_d[n_hosts] = dlam
-        lb = np.empty(_CHUNK)
-        db = np.empty(_CHUNK)
-        for start in range(0, n, _CHUNK):
-            stop = min(start + _CHUNK, n)
-            hv = hosts[start:stop]
-            _gather(lb, tab_l, hv)
-            _gather(db, tab_d, hv)
-            kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
-            ov = out[start:stop]
-            for j in range(stop - start):
-                lo_i, hi_i = _get(lov, j), _get(hiv, j)
-                p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), lo_i, hi_i)
-                ov[j] = min(max(p + dp * db[j], lo_i), hi_i)
-        return
+    """As :func:`final_rates`; pages on hosts whose cap binds use the host's multiplier and finish.
+
+    For the solves with a jump (θ != 0 for λ or a host); without one, :func:`finish_groups` does the
+    same in a vectorised pass, with the KKT residual and the per-host sums.
+    """
     for i in range(out.shape[0]):
         L, L2, th, dl = lam, lam2, theta, dlam
         h = hosts[i]

@@ -555,14 +555,24 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         n_iter += roots.n_iter
         converged &= bool(roots.converged.all())
     p = np.empty(n)
-    _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
+    checked = ()
+    if use_hosts and isinstance(prob, _KernelProblem) and theta == 0.0 and not np.any(h_theta != 0.0):
+        # no jumps: each page at its host's multiplier (or λ) with its correction, checked in the same pass
+        bind_h = lamhat > lam
+        mu = np.append(np.where(bind_h, lamhat, lam), lam)
+        dmu = np.append(np.where(bind_h, h_dlam, dlam), dlam)
+        sums = np.empty(n_hosts + 1)
+        checked = ((K.finish_groups(prob.tok, p, mu, dmu, *prob._args(), hosts, sums), sums),)
+    else:
+        _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
     if budget > s0_total:
         _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter)
+        checked = ()
     # the multipliers of the returned rates include the final first-order correction
     lam_out = lam + dlam
     lamhat_out = np.where(np.isfinite(lamhat) & (lamhat > lam), lamhat + h_dlam, lamhat)
     host_lam = np.maximum(lam_out, lamhat_out) if n_hosts else lamhat_out
-    return p, lam_out, lamhat_out, host_lam, n_iter, converged
+    return (p, lam_out, lamhat_out, host_lam, n_iter, converged, *checked)
 
 
 _FAST_PASSES = 30  # passes of the joint root-find before the general solver takes over

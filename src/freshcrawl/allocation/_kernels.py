@@ -1285,6 +1285,11 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     reach a bound, and Newton then creeps up to the root from one side). The next λ_h is the root of
     the host's model, else a log-log Newton step; one that leaves the host's bracket, or does not
     halve its error, is replaced by a geometric bisection (an expansion while the bracket is open).
+    With ``singular`` (pages whose marginal value is flat or constant where they leave p_min: Σp falls
+    like 1/log(e - λ) below their breakpoint e, or jumps there), the passes also track each group's
+    breakpoints next to its point; when the steps are slow and the next breakpoint above λ's bracket
+    is the only one in it, or lies just above it, that page is taken out of F and F_rest + p_i = 0 is
+    bisected with F_rest linear and p_i exact.
 
     Returns (status, λ, dλ, passes). Status 0: converged (budget and every binding host within ``tol``,
     or their Newton steps below a few ulps); ``mu``, ``dmu`` hold each group's multiplier and its

@@ -472,7 +472,11 @@ def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None, la0=None, s_
 
 
 def _solve(prob, budget, hosts, caps, tol, max_iter):
-    """Rates, λ, per-host multipliers, passes and convergence of one problem."""
+    """Rates, λ, per-host multipliers, passes and convergence of one problem.
+
+    With host caps a seventh entry may follow, ``(KKT residual, per-host sums)`` of the returned rates,
+    when the pass that wrote them measured both (:func:`_kernels.finish_groups`).
+    """
     n = prob.n
     n_hosts = caps.shape[0]
     use_hosts = hosts.shape[0] > 0 and n_hosts > 0

@@ -591,6 +591,13 @@ def group_sums(tok, lam_g, active_g, k, w, a, b, lo, hi, hosts):
 
 _CHUNK = 256
 
+#: The budget root-find may also stop when its Newton step is below a few ulps of λ (the first-order
+#: correction of the rates then takes the rest), but only with the error below this fraction of the
+#: budget: next to a page in the singular tail of a flat marginal the derivative is huge, the step tiny,
+#: and the correction would pile the whole error onto that one page, past its host's cap. (A host's
+#: own root-find needs no such limit: its correction meets the host's cap exactly.)
+ULPS_STOP = 1e-8
+
 
 @njit(**_LOOP)
 def capped_sum(tok, n, lam, k, w, a, b, lo, hi, hosts, cap, s_h, ds_h):
@@ -1292,7 +1299,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     bisected with F_rest linear and p_i exact.
 
     Returns (status, λ, dλ, passes). Status 0: converged (budget and every binding host within ``tol``,
-    or their Newton steps below a few ulps); ``mu``, ``dmu`` hold each group's multiplier and its
+    or their Newton steps below a few ulps, for λ only with the error below :data:`ULPS_STOP`); ``mu``,
+    ``dmu`` hold each group's multiplier and its
     first-order correction (dλ for the groups at λ), ``bind`` whether its cap binds. Status 1: λ has
     converged but the hosts with ``done[g]`` False (all binding) have not; ``la_g``, ``s_la``,
     ``ds_la`` hold a point below each one's root (its sum above the cap there) for a per-host solver.
@@ -1396,7 +1404,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             if u < gu_hi:
                 gu_hi, f_hi, F_hi, e_a, i_a = u, R_low, R_low, e_k, i_k
         collapsed = gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo <= 8.0 * eps * gu_hi
-        if collapsed or (exact and (abs(R) <= tol * budget or (D < 0.0 and abs(R) <= -D * 4.0 * eps * lam))):
+        small = abs(R) <= tol * budget or (D < 0.0 and abs(R) <= -D * 4.0 * eps * lam and abs(R) <= ULPS_STOP * budget)
+        if collapsed or (exact and small):
             dlam = -R / D if D < 0.0 and not collapsed else 0.0
             for g in range(G):
                 if fixed[g] or not done[g]:

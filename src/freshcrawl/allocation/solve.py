@@ -342,7 +342,7 @@ class _Roots:
 
 
 def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None, la0=None, s_a0=None,
-            snap_wide=True) -> _Roots:
+            snap_wide=True, ulps_stop=np.inf) -> _Roots:
     """Solve S_g(λ_g) = target_g (S_g nonincreasing in λ) for every group g at once.
 
     Safeguarded Newton on log S_g against log λ_g, inside a bracket [λa, λb] with S(λa) >= target >=
@@ -355,7 +355,8 @@ def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None, la0=None, s_
     midpoint (geometric while the bracket is wide). Breakpoints are looked up in any bracket when
     ``snap_wide`` (groups of few pages, where each is a kink worth landing on), else only in brackets
     narrower than 1e-7 relative. A group is finished when |S - target| <= tol * target, or the Newton
-    step is below a few ulps of λ (then the first-order correction dλ = (target - S) / S' is kept), or
+    step is below a few ulps of λ with |S - target| <= ``ulps_stop`` target (then the first-order
+    correction dλ = (target - S) / S' is kept), or
     when its bracket has collapsed onto a jump of S (then θ interpolates between p(λb) and p(λa);
     θ < 0 marks a jump to an infinite S, shared by the pages whose rate is unbounded).
     """
@@ -386,7 +387,8 @@ def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None, la0=None, s_
             err = s - target
             # converged: within tolerance, or the Newton step is below a few ulps of λ (the rest of the
             # error is removed by the first-order correction of the rates)
-            conv = act & ((np.abs(err) <= tol * target) | (np.abs(err) <= -ds * 4.0 * eps * lam))
+            conv = act & ((np.abs(err) <= tol * target)
+                          | ((np.abs(err) <= -ds * 4.0 * eps * lam) & (np.abs(err) <= ulps_stop * target)))
             if conv.any():
                 out.lam[conv] = lam[conv]
                 out.dlam[conv] = np.where(ds[conv] < 0, -err[conv] / ds[conv], 0.0)
@@ -537,7 +539,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
             return np.array([e_in]), np.array([e_up]), np.array([e_dn])
 
         roots = _newton(eval_global, np.array([budget]), _initial_lambda(prob, budget, tol), tol, max_iter,
-                        bp_global, snap_wide=prob.n <= 1000)
+                        bp_global, snap_wide=prob.n <= 1000, ulps_stop=K.ULPS_STOP)
         n_iter += roots.n_iter
         converged &= bool(roots.converged.all())
         lam, dlam = float(roots.lam[0]), float(roots.dlam[0])

@@ -739,3 +739,22 @@ def test_property_fast_path_matches_general_path(inst):
         check_same(fast, ref, data)
     else:
         np.testing.assert_allclose(fast.p, ref.p, rtol=RTOL, atol=RTOL * budget)
+
+
+def test_budget_root_is_not_stopped_next_to_a_singular_page():
+    # periodic freshness, three pages on their own hosts (caps inf, 0.0746, 0.1729). Page 1 leaves
+    # p = 0 at λ = w_1/Δ_1 = 0.134 with a flat marginal, so Σp is singular there: the general path once
+    # accepted λ = 0.134 because its Newton step was below a few ulps, and the first-order correction
+    # then put page 1 past its host's cap (KKT residual 0.057). The root is on page 0's breakpoint
+    # w_0/Δ_0 = 0.0900 (its rate falls from its float-resolved tail to 0 there: a jump), with both
+    # capped hosts at their caps and page 0 taking the rest of the budget.
+    delta = np.array([2.2825018366807015, 2.7413959458580464, 0.9177312281153084])
+    w = np.array([0.2055044860962286, 0.3673809356857636, 0.8648673891731419])
+    caps = np.array([np.inf, 0.07464876238806473, 0.17289684799845195])
+    budget = 0.25176720303415034
+    kw = dict(weights=w, objective="freshness-periodic", hosts=[0, 1, 2], host_caps=caps)
+    for res in (run_fast(delta, budget, **kw)[0], run_general(delta, budget, **kw)):
+        assert res.success and res.kkt_residual <= 1e-12
+        np.testing.assert_allclose(res.p[1:], caps[1:], rtol=1e-14)
+        assert res.p[0] == pytest.approx(budget - caps[1] - caps[2], rel=1e-12)
+        assert res.lam == pytest.approx(w[0] / delta[0], rel=1e-12)

@@ -570,7 +570,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         sums = np.empty(n_hosts + 1)
         checked = ((K.finish_groups(prob.tok, p, mu, dmu, *prob._args(), hosts, sums), sums),)
     else:
-        _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
+        _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam, budget)
     if budget > s0_total:
         _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter)
         checked = ()
@@ -627,8 +627,8 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
         converged = bool(roots.converged.all())
     if status == 2 or np.any(roots.theta != 0.0) or roots.inf_jump.any():
         lam2, theta = (float(jump[0]), float(jump[1])) if status == 2 else (0.0, 0.0)
-        return _finish_with_jumps(prob, p, lam, dlam, lam2, theta, mu, dmu, bind, fixed, roots, idx, hosts, passes,
-                                  converged), passes
+        return _finish_with_jumps(prob, p, budget, lam, dlam, lam2, theta, mu, dmu, bind, fixed, roots, idx, hosts,
+                                  passes, converged), passes
     if idx.size:
         mu[idx], dmu[idx] = roots.lam, roots.dlam
     binding = bind[:n_hosts] & ~fixed[:n_hosts]
@@ -640,7 +640,7 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
     return (p, lam_out, lamhat_out, np.maximum(lam_out, lamhat_out), passes, converged, (kkt, sums)), passes
 
 
-def _finish_with_jumps(prob, p, lam, dlam, lam2, theta, mu, dmu, bind, fixed, roots, idx, hosts, passes,
+def _finish_with_jumps(prob, p, budget, lam, dlam, lam2, theta, mu, dmu, bind, fixed, roots, idx, hosts, passes,
                        converged):
     """Rates when λ or some host roots sit on a jump of Σp (θ: interpolate across it), by the general final pass."""
     n_hosts = fixed.shape[0] - 1
@@ -653,23 +653,29 @@ def _finish_with_jumps(prob, p, lam, dlam, lam2, theta, mu, dmu, bind, fixed, ro
     h_lam2, h_theta = np.zeros(n_hosts), np.zeros(n_hosts)
     if idx.size:
         _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam)
-    _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam)
+    _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam, budget)
     lamhat_out = np.where(np.isfinite(lamhat) & (lamhat > lam), lamhat + h_dlam, lamhat)
     lam_out = lam + dlam
     return p, lam_out, lamhat_out, np.maximum(lam_out, lamhat_out), passes, converged
 
 
-def _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam):
-    """Final rates; across a finite jump of Σp at λ (θ > 0), with host caps, each page's rate at either end.
+def _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam, budget):
+    """Final rates; across a finite jump of Σp at λ (θ > 0), each page's rate at either end, mixed.
 
     At a jump between λa = λ2 and λb = λ every page takes (1 - θ) r_i(λb) + θ r_i(λa), r_i(λ) its rate
     at λ under its host's cap: a host whose own root sits on the same jump binds at λa and not at λb,
-    so its pages cannot simply be interpolated between their uncapped rates.
+    so its pages cannot simply be interpolated between their uncapped rates. θ is taken again from the
+    sums of the two rate vectors written here, so that Σp = B holds for them: on a page in the
+    float-resolved tail of a flat marginal the rate at λa depends on the last bits of λ/w, which a
+    vectorised pass and this one may round differently.
     """
-    if theta > 0.0 and hosts.shape[0] and lamhat.shape[0]:
+    if theta > 0.0:
         p_b = np.empty_like(p)
         prob.final(p_b, lam, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
         prob.final(p, lam2, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
+        s_a, s_b = float(np.sum(p)), float(np.sum(p_b))
+        if s_a > s_b:
+            theta = min(max((budget - s_b) / (s_a - s_b), 0.0), 1.0)
         p -= p_b
         p *= theta
         p += p_b  # p_b + θ (p_a - p_b): exactly p_b where both ends agree (a page at a bound stays there)

@@ -758,3 +758,18 @@ def test_budget_root_is_not_stopped_next_to_a_singular_page():
         np.testing.assert_allclose(res.p[1:], caps[1:], rtol=1e-14)
         assert res.p[0] == pytest.approx(budget - caps[1] - caps[2], rel=1e-12)
         assert res.lam == pytest.approx(w[0] / delta[0], rel=1e-12)
+
+
+def test_jump_fraction_matches_the_rates_written():
+    # detection, one page with Δ = 9.7 >> p: its marginal value is flat at w, and at float resolution
+    # its rate falls from ~Δ/43 to 0 across one ulp of λ = w. The general path took the jump fraction θ
+    # from a vectorised pass but wrote the rates with another, whose rounding of λ/w in the tail gave
+    # a different rate at λa: 0.22468 for a budget of 0.22336 (KKT residual 6e-3). θ now comes from the
+    # rates written, so the page takes the budget exactly, with and without a (loose) host cap.
+    delta, w, budget = np.array([9.708281660715029]), np.array([0.17232648178752297]), 0.22335861388672368
+    for kw in (dict(hosts=[0], host_caps=[0.6053667849376145]), {}):
+        runs = [run_general(delta, budget, weights=w, objective="detection", **kw)]
+        if kw:
+            runs.append(run_fast(delta, budget, weights=w, objective="detection", **kw)[0])
+        for res in runs:
+            assert res.p[0] == pytest.approx(budget, rel=1e-14) and res.kkt_residual <= 1e-12 and res.success

@@ -671,9 +671,36 @@ def _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dl
     """
     if theta > 0.0:
         p_b = np.empty_like(p)
-        prob.final(p_b, lam, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
-        prob.final(p, lam2, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
-        s_a, s_b = float(np.sum(p)), float(np.sum(p_b))
+
+        def rates_at(lam_v, out):
+            prob.final(out, lam_v, 0.0, 0.0, 0.0, hosts, lamhat, h_lam2, h_theta, h_dlam)
+            return float(np.sum(out))
+
+        s_b, s_a = rates_at(lam, p_b), rates_at(lam2, p)
+        if not s_b <= budget <= s_a:
+            # this pass rounds the page's λ/w otherwise than the one that found the jump, so the jump sits
+            # a few ulps off for it: move the ends apart (doubling steps) until they straddle B, then
+            # bisect back to adjacent floats, evaluating with this pass
+            lam_a, lam_b, step = lam2, lam, 4.0 * np.finfo(float).eps * lam
+            for _ in range(60):
+                if s_b > budget:
+                    lam_a, lam_b, s_a = lam_b, lam_b + step, s_b
+                    s_b = rates_at(lam_b, p_b)
+                elif s_a < budget:
+                    lam_a, lam_b, s_b = max(lam_a - step, 0.0), lam_a, s_a
+                    s_a = rates_at(lam_a, p)
+                else:
+                    break
+                step *= 2.0
+            for _ in range(60):
+                mid = 0.5 * (lam_a + lam_b)
+                if not lam_a < mid < lam_b:
+                    break
+                if rates_at(mid, p) > budget:
+                    lam_a = mid
+                else:
+                    lam_b = mid
+            s_b, s_a = rates_at(lam_b, p_b), rates_at(lam_a, p)
         if s_a > s_b:
             theta = min(max((budget - s_b) / (s_a - s_b), 0.0), 1.0)
         p -= p_b

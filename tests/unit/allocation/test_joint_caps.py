@@ -773,3 +773,17 @@ def test_jump_fraction_matches_the_rates_written():
             runs.append(run_fast(delta, budget, weights=w, objective="detection", **kw)[0])
         for res in runs:
             assert res.p[0] == pytest.approx(budget, rel=1e-14) and res.kkt_residual <= 1e-12 and res.success
+
+
+def test_jump_found_by_one_pass_and_written_by_another():
+    # periodic freshness, one page worth anything (Δ = 1, w = 0.75) and a tiny budget: λ sits on the
+    # page's breakpoint w/Δ = 0.75, where at float resolution its rate falls from ~Δ/37 to 0. The pass
+    # that bracketed the jump and the pass that writes the rates round λΔ/w differently, so for the
+    # latter both ends of the bracket lay on the same side of the jump and the page got 0.0254 for a
+    # budget of 0.0156 (found by a larger hypothesis run). The writing pass now finds its own jump.
+    kw = dict(weights=[0.0, 0.75], objective="freshness-periodic", p_min=[0.0, 0.0], p_max=[1.0, 1.0])
+    for res in (run_fast([0.0, 1.0], 0.015625, hosts=[0, 0], host_caps=[1.0], **kw)[0],
+                run_general([0.0, 1.0], 0.015625, hosts=[0, 0], host_caps=[1.0], **kw),
+                allocate([0.0, 1.0], 0.015625, **kw)):
+        assert res.p[1] == pytest.approx(0.015625, rel=1e-14) and res.p[0] == 0.0
+        assert res.success and res.kkt_residual <= 1e-12

@@ -1286,7 +1286,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     host at its own Newton point while its bracket shows that it binds at the current λ, or while its
     model says so, and at λ otherwise; F is exact when every host evaluated away from λ is known to
     bind there, and brackets λ then. After a pass every group gets a model S_g ≈ A_g u - C_g matched
-    to its sum and derivative (exact for p = sqrt(w Δ / λ) - Δ). The next λ is the root of the models'
+    to its sum and derivative (exact for p = sqrt(w Δ / λ) - Δ while none of the group's pages reaches a
+    bound). The next λ is the root of the models'
     budget equation (:func:`_model_root`), or, when F kept its sign without falling below a quarter,
     a regula falsi step on the bracket with the Illinois modification (the models miss pages that
     reach a bound, and Newton then creeps up to the root from one side). The next λ_h is the root of

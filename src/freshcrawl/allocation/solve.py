@@ -11,15 +11,15 @@ Without host caps λ is found by a safeguarded Newton iteration on ``log Σ p = 
 inside a bracket (a pure power law ``Σ p ∝ λ^-α`` is solved in one step), with breakpoint-aware
 fallbacks (see :func:`_newton`), from the exact λ of a strided sample of the pages. With host caps λ and
 every binding host's λ_h are found together (:func:`_solve_capped`, :func:`_kernels.capped_newton`):
-each pass evaluates every host at its own multiplier (λ_h while it surely binds, else λ), one
-gather-compute-scatter over the pages, and fits each host a model of ``S_h`` from which the next λ
-and λ_h follow; hosts still unsettled when λ has converged are finished host by host in one compiled
-loop over their pages grouped by host (a counting sort). When that iteration cannot settle λ, the
-general path finds λ first from the per-host sums at λ, then the binding hosts' λ_h. The last pass
-applies the first-order correction ``p_i += p_i'(λ) δλ`` that makes the budget exact; when the bracket
-collapses onto a jump of ``Σ p(λ)`` (pages with a constant marginal value, or a flat one that falls to
-p_min within an ulp) the rates are interpolated across the jump instead. The KKT residual of the
-result is computed and reported.
+each pass evaluates every host at its own multiplier (λ_h while it surely binds, or its model says it
+binds by a clear margin; else λ), one gather-compute-scatter over the pages, and fits each host a model
+of ``S_h`` from which the next λ and λ_h follow; hosts still unsettled when λ has converged are finished
+host by host in one compiled loop over their pages grouped by host (a counting sort). When that
+iteration cannot settle λ, the general path finds λ first from the per-host sums at λ, then the binding
+hosts' λ_h. The last pass applies the first-order correction ``p_i += p_i'(λ) δλ`` that makes the budget
+exact; when the bracket collapses onto a jump of ``Σ p(λ)`` (pages with a constant marginal value, or a
+flat one that falls to p_min within an ulp) the rates are interpolated across the jump instead. The KKT
+residual of the result is computed and reported.
 
 Pages whose marginal value is 0 at every rate (``w_i = 0``, ``Δ_i = 0``) sit at their lower bound as
 long as the other pages can absorb the budget (λ > 0). When they cannot (finite ``p_max`` and caps),

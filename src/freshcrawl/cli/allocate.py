@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import click
 import numpy as np
 import pandas as pd
 
+from freshcrawl._io import write_csv_atomic
 from freshcrawl.allocation import OBJECTIVE_NAMES, AllocationResult
 from freshcrawl.allocation import allocate as solve_allocation
 from freshcrawl.errors import FreshcrawlError
@@ -91,17 +90,6 @@ def read_host_caps(path: Path) -> dict[str, float]:
         except ValueError as err:
             raise ValueError(f"{path}: row {i + 2} (host {host!r}): {err}") from err
     return caps
-
-
-def _write_atomic(df: pd.DataFrame, out: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        df.to_csv(tmp, index=False, compression="gzip" if out.name.endswith(".gz") else None)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -185,7 +173,7 @@ def allocate_cmd(
         raise click.ClickException(str(err)) from err
     rates = pd.DataFrame({"page": table["page"], "rate": res.p})
     if out is not None:
-        _write_atomic(rates, out)
+        write_csv_atomic(rates, out)
     if as_json:
         summary = {
             "lambda": res.lam,

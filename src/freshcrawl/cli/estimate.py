@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import click
 import numpy as np
 import pandas as pd
 
+from freshcrawl._io import write_csv_atomic
 from freshcrawl.errors import FreshcrawlError
 from freshcrawl.estimators import ESTIMATOR_NAMES, make_batch_estimator
 from freshcrawl.traces.visit_log import VisitLog, read_visit_log
@@ -68,17 +67,6 @@ def estimate_visit_log(log: VisitLog, method: str, **params) -> pd.DataFrame:
     )
 
 
-def _write_atomic(df: pd.DataFrame, out: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        df.to_csv(tmp, index=False, compression="gzip" if out.name.endswith(".gz") else None)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @click.command("estimate")
 @click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
@@ -112,7 +100,7 @@ def estimate(log: Path, method: str, out: Path | None, as_json: bool, delta0: fl
     except (FreshcrawlError, ValueError) as err:
         raise click.ClickException(str(err)) from err
     if out is not None:
-        _write_atomic(table, out)
+        write_csv_atomic(table, out)
     if as_json:
         d = table["delta"].to_numpy()
         summary = {

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from freshcrawl._io import write_csv_atomic
 from freshcrawl.errors import TraceFormatError
 from freshcrawl.units import SECONDS_PER_DAY
 
@@ -221,12 +221,4 @@ def write_visit_log(
             f"page, time_s and changed must have the same length; got {page.shape}, {time_s.shape}, {changed.shape}"
         )
     path = Path(path)
-    df = pd.DataFrame({"page": page, "time": time_s, "changed": changed})
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        df.to_csv(tmp, index=False, compression="gzip" if path.name.endswith(".gz") else None)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_csv_atomic(pd.DataFrame({"page": page, "time": time_s, "changed": changed}), path)

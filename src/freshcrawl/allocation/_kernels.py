@@ -1000,20 +1000,36 @@ def responses_array(tok, lam, a, b):
 # Host multipliers: all binding hosts in one compiled loop over a host-grouped page layout
 # ---------------------------------------------------------------------------------------------------
 @njit(**_PLAIN)
+def index_range(idx):
+    """(min, max) of an integer array of shape (n,), n >= 1, in one pass."""
+    lo = idx[0]
+    hi = idx[0]
+    for i in range(idx.shape[0]):
+        v = idx[i]
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return lo, hi
+
+
+@njit(**_PLAIN)
 def group_pages(hosts, sel, n_hosts):
     """Pages of the hosts sel, grouped by host (a counting sort, stable within a host).
 
     Returns ``perm`` (page indices, the pages of ``sel[j]`` at ``perm[start[j]:start[j + 1]]``) and
-    ``start``, shape (sel.size + 1,).
+    ``start``, shape (sel.size + 1,). The scans test a byte mask of the hosts (it stays in L1) before
+    looking up a host's slot.
     """
     g = sel.shape[0]
-    slot = np.full(n_hosts, -1, dtype=np.int64)
+    slot = np.full(n_hosts + 1, -1, dtype=np.int64)
+    mask = np.zeros(n_hosts + 1, dtype=np.uint8)  # entry n_hosts: the pages without a host
     for j in range(g):
         slot[sel[j]] = j
+        mask[sel[j]] = 1
     start = np.zeros(g + 1, dtype=np.int64)
     for i in range(hosts.shape[0]):
         h = hosts[i]
-        if h >= 0 and slot[h] >= 0:
+        h = h + (h < 0) * (n_hosts + 1)
+        if mask[h]:
             start[slot[h] + 1] += 1
     for j in range(g):
         start[j + 1] += start[j]
@@ -1021,7 +1037,8 @@ def group_pages(hosts, sel, n_hosts):
     perm = np.empty(start[g], dtype=np.int64)
     for i in range(hosts.shape[0]):
         h = hosts[i]
-        if h >= 0 and slot[h] >= 0:
+        h = h + (h < 0) * (n_hosts + 1)
+        if mask[h]:
             j = slot[h]
             perm[fill[j]] = i
             fill[j] += 1
@@ -1157,26 +1174,41 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
 # ---------------------------------------------------------------------------------------------------
 # Host caps: λ and the multipliers λ_h of all binding hosts, found together in the same passes
 # ---------------------------------------------------------------------------------------------------
+@njit(**_INL)
+def _low_marg_t(tok, k, lo, w, a, b, hi):
+    """w f'(p_min), the multiplier at which a page leaves its lower bound; inf when p_max <= p_min."""
+    if not hi > lo:
+        return np.inf
+    if lo <= 0.0:
+        return _marg_t(tok, k, 0.0, w, a, b)
+    return _marg_t(tok, k, lo, w, a, b)
+
+
 @njit(**_LOOP)
 def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
 
     A group is a host; the last group holds the pages without a host (``hosts[i] = -1``). Per chunk of
     pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up by host
-    (``acc``: scratch, shape (n_groups, 2), sum and derivative side by side in one cache line). When
-    ``e_up`` has shape (n_groups,), it also receives each group's smallest breakpoint above mu[g]
-    where a page leaves its lower bound, w f'(p_min) (inf if none): Σp may be singular just below it;
-    ``e_page`` that page's index; and ``e_dn`` the largest such breakpoint at or below mu[g] (0 if none).
+    (``acc``: scratch, shape (n_groups, 2), or (n_groups, 8) with the breakpoints below: one cache line
+    per group). When ``e_up`` has shape (n_groups,), it also receives each group's smallest breakpoint
+    above mu[g] where a page leaves its lower bound, w f'(p_min) (inf if none): Σp may be singular just
+    below it; ``e_page`` that page's index; and ``e_dn`` the largest such breakpoint at or below mu[g]
+    (0 if none). The breakpoints are folded in without branches, in the same scatter as the sums.
     """
     G = mu.shape[0]
     track = e_up.shape[0] > 0
-    acc[:] = 0.0
+    acc[:, 0] = 0.0
+    acc[:, 1] = 0.0
     if track:
-        e_up[:] = np.inf
-        e_dn[:] = 0.0
+        acc[:, 2] = np.inf
+        acc[:, 3] = 0.0
+        acc[:, 4] = -1.0
     lb = np.empty(_CHUNK)
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
+    ub = np.empty(_CHUNK)
+    nb = np.empty(_CHUNK)
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
@@ -1186,28 +1218,37 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn
             p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j))
             pb[j] = p
             db[j] = dp
-        for j in range(stop - start):
-            h = hv[j]
-            h = h + (h < 0) * G
-            acc[h, 0] += pb[j]
-            acc[h, 1] += db[j]
         if track:
             for j in range(stop - start):
                 lo_i = _get(lov, j)
-                if not (_get(hiv, j) > lo_i):
-                    continue
-                e = _marg_t(tok, _get(kv, j), lo_i, _get(wv, j), _get(av, j), _get(bv, j))
+                e = _low_marg_t(tok, _get(kv, j), lo_i, _get(wv, j), _get(av, j), _get(bv, j), _get(hiv, j))
+                above = e > lb[j]
+                ub[j] = e if above else np.inf
+                nb[j] = 0.0 if above else e
+            for j in range(stop - start):
                 h = hv[j]
                 h = h + (h < 0) * G
-                if e > lb[j]:
-                    if e < e_up[h]:
-                        e_up[h] = e
-                        e_page[h] = start + j
-                elif e > e_dn[h]:
-                    e_dn[h] = e
+                acc[h, 0] += pb[j]
+                acc[h, 1] += db[j]
+                e = ub[j]
+                less = e < acc[h, 2]
+                acc[h, 4] = np.float64(start + j) if less else acc[h, 4]
+                acc[h, 2] = e if less else acc[h, 2]
+                acc[h, 3] = max(acc[h, 3], nb[j])
+        else:
+            for j in range(stop - start):
+                h = hv[j]
+                h = h + (h < 0) * G
+                acc[h, 0] += pb[j]
+                acc[h, 1] += db[j]
     for g in range(G):
         s_g[g] = acc[g, 0]
         ds_g[g] = acc[g, 1]
+    if track:
+        for g in range(G):
+            e_up[g] = acc[g, 2]
+            e_dn[g] = acc[g, 3]
+            e_page[g] = np.int64(acc[g, 4])
 
 
 @njit(**_PLAIN)
@@ -1273,7 +1314,7 @@ def _model_root(A, C, kink, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
 
 @njit(**_PLAIN)
 def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
-                  bind, done, la_g, s_la, ds_la, singular, jump):
+                  bind, done, la_g, s_la, ds_la, singular, jump, loose):
     """λ and the multipliers λ_h > λ of the binding hosts together, one pass over the pages per step.
 
     Groups g (shape (n_groups,)): the hosts, then the pages without a host (last; ``cap = inf``);
@@ -1299,6 +1340,11 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     is the only one in it, or lies just above it, that page is taken out of F and F_rest + p_i = 0 is
     bisected with F_rest linear and p_i exact.
 
+    With ``loose``, λ (or a host) also counts as converged when the error its final first-order
+    correction will leave is predicted below ``tol / 10``: that correction is one more Newton step, so
+    with errors r_{k-1}, r_k at the last two passes it leaves about r_k³ / r_{k-1}², the quadratic
+    rate they show (a pass saved where Newton lands just above ``tol``; the caller checks the rates).
+
     Returns (status, λ, dλ, passes). Status 0: converged (budget and every binding host within ``tol``,
     or their Newton steps below a few ulps, for λ only with the error below :data:`ULPS_STOP`); ``mu``,
     ``dmu`` hold each group's multiplier and its
@@ -1322,7 +1368,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     sure = np.ones(G, dtype=np.bool_)
     overshot = np.zeros(G, dtype=np.bool_)
     work = np.empty(G, dtype=np.int64)
-    acc = np.empty((G, 2))
+    acc = np.empty((G, 8 if singular else 2))
     e_up = np.empty(G if singular else 0)
     e_dn = np.empty(G if singular else 0)
     e_page = np.full(G if singular else 0, -1, dtype=np.int64)
@@ -1334,6 +1380,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     F_lo, F_hi = -np.inf, np.inf  # the same, never rescaled
     side = 0  # sign of F at the previous pass
     r_pos, r_neg = np.inf, np.inf  # |F| at the last pass with F > 0, F < 0
+    r_last = np.inf  # |F| at the last pass, when exact
     u = 1.0 / math.sqrt(lam0)
     for g in range(G):
         ue[g] = 0.0 if fixed[g] else u
@@ -1380,7 +1427,11 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             if ug < u or S > c:  # binds at λ: at its own point, or found over its cap at λ
                 R += c
                 bind[g] = True
-                done[g] = abs(S - c) <= tol * c or abs(S - c) <= -dS * 4.0 * eps * mu[g]
+                e_g = abs(S - c)
+                done[g] = e_g <= tol * c or e_g <= -dS * 4.0 * eps * mu[g] or (
+                    loose and ug < u and (e_g * e_g <= 1e-3 * tol * c * c or (
+                        prev_g[g] < np.inf and e_g < 0.5 * prev_g[g]
+                        and e_g * e_g * e_g <= 0.1 * tol * c * prev_g[g] * prev_g[g])))
                 # counting c_h is exact when the host surely binds at λ: S_h(λ) >= S_h(λ') > c_h, λ' >= λ
                 sure[g] = done[g] or u_hi[g] <= u
                 exact &= sure[g]
@@ -1405,7 +1456,11 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             if u < gu_hi:
                 gu_hi, f_hi, F_hi, e_a, i_a = u, R_low, R_low, e_k, i_k
         collapsed = gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo <= 8.0 * eps * gu_hi
-        small = abs(R) <= tol * budget or (D < 0.0 and abs(R) <= -D * 4.0 * eps * lam and abs(R) <= ULPS_STOP * budget)
+        r = abs(R)
+        small = r <= tol * budget or (D < 0.0 and r <= -D * 4.0 * eps * lam and r <= ULPS_STOP * budget) or (
+            loose and exact and (r * r <= 1e-3 * tol * budget * budget or (
+                r_last < np.inf and r < 0.5 * r_last and r * r * r <= 0.1 * tol * budget * r_last * r_last)))
+        r_last = r if exact else np.inf
         if collapsed or (exact and small):
             dlam = -R / D if D < 0.0 and not collapsed else 0.0
             for g in range(G):

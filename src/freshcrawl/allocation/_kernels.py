@@ -1016,8 +1016,9 @@ def group_pages(hosts, sel, n_hosts):
     """Pages of the hosts sel, grouped by host (a counting sort, stable within a host).
 
     Returns ``perm`` (page indices, the pages of ``sel[j]`` at ``perm[start[j]:start[j + 1]]``) and
-    ``start``, shape (sel.size + 1,). The scans test a byte mask of the hosts (it stays in L1) before
-    looking up a host's slot.
+    ``start``, shape (sel.size + 1,). One scan of ``hosts``: it tests a byte mask of the hosts (in L1)
+    and collects the matching pages and their slots in order into two untouched buffers of n entries
+    (only the parts written are ever mapped), which the counting sort then reads instead of ``hosts``.
     """
     g = sel.shape[0]
     slot = np.full(n_hosts + 1, -1, dtype=np.int64)
@@ -1025,23 +1026,27 @@ def group_pages(hosts, sel, n_hosts):
     for j in range(g):
         slot[sel[j]] = j
         mask[sel[j]] = 1
-    start = np.zeros(g + 1, dtype=np.int64)
+    found = np.empty(hosts.shape[0], dtype=np.int64)
+    found_slot = np.empty(hosts.shape[0], dtype=np.int64)
+    m = 0
     for i in range(hosts.shape[0]):
         h = hosts[i]
         h = h + (h < 0) * (n_hosts + 1)
         if mask[h]:
-            start[slot[h] + 1] += 1
+            found[m] = i
+            found_slot[m] = slot[h]
+            m += 1
+    start = np.zeros(g + 1, dtype=np.int64)
+    for q in range(m):
+        start[found_slot[q] + 1] += 1
     for j in range(g):
         start[j + 1] += start[j]
     fill = start[:-1].copy()
-    perm = np.empty(start[g], dtype=np.int64)
-    for i in range(hosts.shape[0]):
-        h = hosts[i]
-        h = h + (h < 0) * (n_hosts + 1)
-        if mask[h]:
-            j = slot[h]
-            perm[fill[j]] = i
-            fill[j] += 1
+    perm = np.empty(m, dtype=np.int64)
+    for q in range(m):
+        j = found_slot[q]
+        perm[fill[j]] = found[q]
+        fill[j] += 1
     return perm, start
 
 

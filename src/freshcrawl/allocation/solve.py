@@ -603,9 +603,8 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
     if not (lam0 > 0 and np.isfinite(lam0)):
         return None, 0
     singular = prob.has_flat_marginals()
-    # where Σp is smooth, λ and each λ_h may stop one pass early, when the final first-order correction
-    # is predicted to leave an error below tol; the rates are then checked, and solved again strictly if
-    # they miss
+    # where Σp is smooth, λ and each λ_h also stop once their Newton step is below K.LOOSE_STEP (often a
+    # pass early); the rates are then checked, and solved again with the strict stop if they miss
     loose = not singular
     out, passes = _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular,
                                   loose)

@@ -111,3 +111,19 @@ def test_host_newton_power_law_in_one_step():
     # S = 2.5 at λ = 4: one log-log Newton step lands there, the pass at that point confirms it
     assert out_lam[0] == pytest.approx(4.0, rel=1e-14)
     assert iters[0] == 1 and out_theta[0] == 0.0
+
+
+def test_group_pages_with_pages_without_a_host_and_no_match():
+    # -1 (no host) is never selected; a selected host without pages gets an empty range
+    hosts = np.array([-1, 2, -1, 2, 0, 1, 2])
+    perm, start = K.group_pages(hosts, np.array([2, 3, 1]), 4)
+    np.testing.assert_array_equal(start, [0, 3, 3, 4])
+    np.testing.assert_array_equal(perm, [1, 3, 6, 5])
+    perm, start = K.group_pages(np.array([-1, -1]), np.array([0]), 1)
+    np.testing.assert_array_equal(start, [0, 0])
+    assert perm.size == 0
+
+
+def test_index_range():
+    assert K.index_range(np.array([3, -1, 7, 0])) == (-1, 7)
+    assert K.index_range(np.array([5])) == (5, 5)

@@ -787,3 +787,81 @@ def test_jump_found_by_one_pass_and_written_by_another():
                 allocate([0.0, 1.0], 0.015625, **kw)):
         assert res.p[1] == pytest.approx(0.015625, rel=1e-14) and res.p[0] == 0.0
         assert res.success and res.kkt_residual <= 1e-12
+
+
+# ---------------------------------------------------------------------------------------------------
+# 5. the early stop of smooth objectives (LOOSE_STEP) and its check
+# ---------------------------------------------------------------------------------------------------
+def test_early_stop_is_used_only_where_sum_is_smooth(monkeypatch):
+    # the last argument of capped_newton: the early stop for Poisson freshness and harmonic staleness,
+    # not for the objectives whose Σp is singular or jumps at a breakpoint
+    seen = {}
+    orig = K.capped_newton
+
+    def spy(*args):
+        seen[args[0].dtype.name] = args[-1]
+        return orig(*args)
+
+    monkeypatch.setattr(K, "capped_newton", spy)
+    for kind in ("freshness-poisson", "harmonic", "freshness-periodic", "detection"):
+        inst = make_instance(kind, 3, 500, 40)
+        allocate(inst["delta"], inst["budget"], **inst["kw"])
+    assert seen == {K.TOKENS[K.POISSON].dtype.name: True, K.TOKENS[K.HARMONIC].dtype.name: True,
+                    K.TOKENS[K.PERIODIC].dtype.name: False, K.TOKENS[K.DETECTION].dtype.name: False}
+
+
+@pytest.mark.parametrize("kind", ["freshness-poisson", "harmonic", "sync-polynomial"])
+def test_rates_that_miss_after_an_early_stop_are_solved_again_strictly(kind, monkeypatch):
+    # when the check of the rates fails, capped_newton runs a second time with the strict stop, and
+    # its passes are added to those of the first run
+    inst = make_instance(kind, 21, 2000, 150)
+    first, statuses = run_fast(inst["delta"], inst["budget"], **inst["kw"])
+    assert len(statuses) == 1
+    flags = []
+    orig = K.capped_newton
+
+    def spy(*args):
+        flags.append(args[-1])
+        return orig(*args)
+
+    monkeypatch.setattr(K, "capped_newton", spy)
+    monkeypatch.setattr(solve, "_meets", lambda *a: False)
+    again = allocate(inst["delta"], inst["budget"], **inst["kw"])
+    assert flags == [True, False]
+    check_optimal(again, inst)
+    check_same(again, first, inst)
+    assert again.n_iter > first.n_iter
+
+
+def test_the_check_after_an_early_stop():
+    # _meets: the budget and every binding cap (λ_h > λ, finite) to 10 tol, the KKT residual to 1e-10;
+    # rates from a jump (no measured sums) pass
+    caps = np.array([1.0, 2.0, 5.0])
+    p = np.zeros(4)
+    lam_h = np.array([3.0, 0.0, np.inf])  # host 0 binds; host 1 does not; host 2 is pinned at p_min
+    sums = np.array([1.0, 1.5, 0.5, 1.0])  # the last entry: pages without a host; Σ = 4
+    out = (p, 1.0, lam_h, np.maximum(1.0, lam_h), 3, True, (1e-14, sums))
+    assert solve._meets(out, 4.0, caps, 1e-12)
+    assert not solve._meets(out, 4.0 * (1 + 1e-10), caps, 1e-12)  # budget missed by 1e-10
+    assert not solve._meets(out[:6] + ((2e-10, sums),), 4.0, caps, 1e-12)  # KKT
+    off = sums.copy()
+    off[0] = 1.0 + 1e-10  # the binding host over its cap
+    off[3] = 1.0 - 1e-10
+    assert not solve._meets(out[:6] + ((1e-14, off),), 4.0, caps, 1e-12)
+    off = sums.copy()
+    off[1] = 1.0  # a host that does not bind may sit anywhere under its cap
+    off[3] = 1.5
+    assert solve._meets(out[:6] + ((1e-14, off),), 4.0, caps, 1e-12)
+    assert solve._meets(out[:6], 123.0, caps, 1e-12)  # across a jump: not checked here
+
+
+def test_early_stop_keeps_the_optimum_on_random_instances():
+    # smooth objectives with bounds, zero-value pages, hosts without caps and pages without hosts: the
+    # early stop leaves KKT residuals far below the 1e-9 (about 4e-14 over 1,200 such instances)
+    for j, kind in enumerate(["freshness-poisson", "harmonic", "harmonic-mixed", "sync-polynomial"] * 3):
+        inst = make_instance(kind, 100 + j, 300 * (1 + j % 3), 10 * (1 + j), bounds=j % 2 == 0,
+                             uncapped_frac=0.3 * (j % 2), zero_pages=0.1 * (j % 3 == 0))
+        fast, statuses = run_fast(inst["delta"], inst["budget"], **inst["kw"])
+        assert len(statuses) == 1  # no strict re-solve was needed
+        check_optimal(fast, inst, kkt_tol=1e-12)
+        check_same(fast, run_general(inst["delta"], inst["budget"], **inst["kw"]), inst)

@@ -1016,13 +1016,33 @@ def index_range(idx):
 
 
 @njit(**_PLAIN)
+def _collect(hosts, i, mask, slot, n_hosts, found, found_slot, m):
+    """Append the pages from i on whose host is in ``mask`` (and their slots) until the buffers are full.
+
+    Returns the count m and the page to go on from (``hosts.shape[0]`` when done).
+    """
+    size = found.shape[0]
+    n = hosts.shape[0]
+    for j in range(i, n):
+        h = hosts[j]
+        h = h + (h < 0) * (n_hosts + 1)
+        if mask[h]:
+            if m == size:
+                return m, j
+            found[m] = j
+            found_slot[m] = slot[h]
+            m += 1
+    return m, n
+
+
+@njit(**_PLAIN)
 def group_pages(hosts, sel, n_hosts):
     """Pages of the hosts sel, grouped by host (a counting sort, stable within a host).
 
     Returns ``perm`` (page indices, the pages of ``sel[j]`` at ``perm[start[j]:start[j + 1]]``) and
     ``start``, shape (sel.size + 1,). One scan of ``hosts``: it tests a byte mask of the hosts (in L1)
-    and collects the matching pages and their slots in order into two untouched buffers of n entries
-    (only the parts written are ever mapped), which the counting sort then reads instead of ``hosts``.
+    and collects the matching pages and their slots in order into two buffers that double when full,
+    which the counting sort then reads instead of ``hosts``.
     """
     g = sel.shape[0]
     slot = np.full(n_hosts + 1, -1, dtype=np.int64)
@@ -1030,16 +1050,17 @@ def group_pages(hosts, sel, n_hosts):
     for j in range(g):
         slot[sel[j]] = j
         mask[sel[j]] = 1
-    found = np.empty(hosts.shape[0], dtype=np.int64)
-    found_slot = np.empty(hosts.shape[0], dtype=np.int64)
-    m = 0
-    for i in range(hosts.shape[0]):
-        h = hosts[i]
-        h = h + (h < 0) * (n_hosts + 1)
-        if mask[h]:
-            found[m] = i
-            found_slot[m] = slot[h]
-            m += 1
+    size = min(hosts.shape[0], 1 << 14)
+    found = np.empty(size, dtype=np.int64)
+    found_slot = np.empty(size, dtype=np.int64)
+    m, i = _collect(hosts, 0, mask, slot, n_hosts, found, found_slot, 0)
+    while i < hosts.shape[0]:  # full: double (the pages found are usually a small part of all)
+        size *= 2
+        more, more_slot = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+        more[:m] = found[:m]
+        more_slot[:m] = found_slot[:m]
+        found, found_slot = more, more_slot
+        m, i = _collect(hosts, i, mask, slot, n_hosts, found, found_slot, m)
     start = np.zeros(g + 1, dtype=np.int64)
     for q in range(m):
         start[found_slot[q] + 1] += 1

@@ -82,7 +82,7 @@ def _gather(out, table, hv):
     G = table.shape[0]
     for j in range(hv.shape[0]):
         h = hv[j]
-        out[j] = table[h + (h < 0) * G]
+        out[j] = table[np.uint64(h + (h < 0) * G)]  # unsigned: no second wraparound test
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -174,21 +174,30 @@ def active_log(k, w, a, b):
 
 @njit(**_INL)
 def resp_poisson(k, lam, w, a, b, lo, hi):
-    il = 1.0 / lam  # one division per page when λ varies by page (hoisted when it does not)
+    return resp_il_poisson(k, 1.0 / lam, w, a, b, lo, hi)  # 1/λ hoisted out of a pass at one λ
+
+
+@njit(**_INL)
+def resp_il_poisson(k, il, w, a, b, lo, hi):
+    """resp_poisson from il = 1/λ (a pass that gathers per-host multipliers gathers 1/λ: no division)."""
     x = math.sqrt(w * a * il)
     return _clip(x - a, -0.5 * x * il, lo, hi)
 
 
 @njit(**_INL)
 def resp_harmonic(k, lam, w, a, b, lo, hi):
+    return resp_il_harmonic(k, 1.0 / lam, w, a, b, lo, hi)  # 1/λ hoisted out of a pass at one λ
+
+
+@njit(**_INL)
+def resp_il_harmonic(k, il, w, a, b, lo, hi):
     # g = 2q / (a + s) with q = w Δ / λ, s = sqrt(a² + 4q) = 2g + a; dg/dλ = -g (g + a) / (λ s) = -q / (λ s).
-    # Both quotients share one division, and 1/λ is hoisted out of the loop when λ is the same for all pages.
-    il = 1.0 / lam
+    # Both quotients share one division; il = 1/λ (inf at λ = 0).
     q = w * a * il
     s = math.sqrt(a * a + 4.0 * q)
     inv = 1.0 / (s * (a + s))
     g = 2.0 * q * s * inv
-    if lam <= 0.0 and q > 0.0:
+    if not il < np.inf and q > 0.0:
         g = np.inf
     return _clip(g, -q * il * (a + s) * inv, lo, hi)
 
@@ -538,6 +547,34 @@ def _active_t(tok, k, w, a, b):  # pragma: no cover
 def _resp_t_ol(tok, k, lam, w, a, b, lo, hi):
     fn = _funcs_for(tok)[1]
     return lambda tok, k, lam, w, a, b, lo, hi: fn(k, lam, w, a, b, lo, hi)
+
+
+_RESP_IL = {POISSON: resp_il_poisson, HARMONIC: resp_il_harmonic}
+
+
+def _uses_il(tok):  # pragma: no cover - compiled through the overload
+    raise NotImplementedError
+
+
+def _resp_il_t(tok, k, il, w, a, b, lo, hi):  # pragma: no cover - compiled through the overload
+    raise NotImplementedError
+
+
+@overload(_uses_il)
+def _uses_il_ol(tok):
+    """Whether the kind's rate is computed from il = 1/λ alone (a compile-time constant)."""
+    flag = _BY_DTYPE[str(tok.dtype)] in _RESP_IL
+    return lambda tok: flag
+
+
+@overload(_resp_il_t)
+def _resp_il_t_ol(tok, k, il, w, a, b, lo, hi):
+    kind = _BY_DTYPE[str(tok.dtype)]
+    if kind in _RESP_IL:
+        fn = _RESP_IL[kind]
+        return lambda tok, k, il, w, a, b, lo, hi: fn(k, il, w, a, b, lo, hi)
+    fn = _funcs_for(tok)[1]  # never called (_uses_il is False): typed for the branch that is compiled out
+    return lambda tok, k, il, w, a, b, lo, hi: fn(k, 1.0 / il, w, a, b, lo, hi)
 
 
 @overload(_marg_t)
@@ -1215,11 +1252,12 @@ def _low_marg_t(tok, k, lo, w, a, b, hi):
 
 
 @njit(**_LOOP)
-def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page):
+def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
 
-    A group is a host; the last group holds the pages without a host (``hosts[i] = -1``). Per chunk of
-    pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up by host
+    A group is a host; the last group holds the pages without a host (``hosts[i] = -1``); ``imu`` is
+    1 / mu, gathered instead of mu by the kinds whose rate needs only 1/λ (no division per page). Per
+    chunk of pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up by host
     (``acc``: scratch, shape (n_groups, 2), or (n_groups, 8) with the breakpoints below: one cache line
     per group). When ``e_up`` has shape (n_groups,), it also receives each group's smallest breakpoint
     above mu[g] where a page leaves its lower bound, w f'(p_min) (inf if none): Σp may be singular just
@@ -1234,6 +1272,7 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn
         acc[:, 2] = np.inf
         acc[:, 3] = 0.0
         acc[:, 4] = -1.0
+    flat = acc.reshape(acc.size)  # C-contiguous: a view
     lb = np.empty(_CHUNK)
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
@@ -1242,12 +1281,21 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
-        _gather(lb, mu, hv)
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
-        for j in range(stop - start):
-            p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j))
-            pb[j] = p
-            db[j] = dp
+        if _uses_il(tok) and not track:
+            _gather(lb, imu, hv)
+            for j in range(stop - start):
+                p, dp = _resp_il_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j),
+                                   _get(hiv, j))
+                pb[j] = p
+                db[j] = dp
+        else:
+            _gather(lb, mu, hv)
+            for j in range(stop - start):
+                p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j),
+                                _get(hiv, j))
+                pb[j] = p
+                db[j] = dp
         if track:
             for j in range(stop - start):
                 lo_i = _get(lov, j)
@@ -1257,20 +1305,20 @@ def group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn
                 nb[j] = 0.0 if above else e
             for j in range(stop - start):
                 h = hv[j]
-                h = h + (h < 0) * G
-                acc[h, 0] += pb[j]
-                acc[h, 1] += db[j]
+                r = 8 * np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
+                flat[r] += pb[j]
+                flat[r + 1] += db[j]
                 e = ub[j]
-                less = e < acc[h, 2]
-                acc[h, 4] = np.float64(start + j) if less else acc[h, 4]
-                acc[h, 2] = e if less else acc[h, 2]
-                acc[h, 3] = max(acc[h, 3], nb[j])
+                less = e < flat[r + 2]
+                flat[r + 4] = np.float64(start + j) if less else flat[r + 4]
+                flat[r + 2] = e if less else flat[r + 2]
+                flat[r + 3] = max(flat[r + 3], nb[j])
         else:
             for j in range(stop - start):
                 h = hv[j]
-                h = h + (h < 0) * G
-                acc[h, 0] += pb[j]
-                acc[h, 1] += db[j]
+                h = np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
+                flat[2 * h] += pb[j]  # a literal stride: a shift, where acc[h, 0] multiplies
+                flat[2 * h + 1] += db[j]
     for g in range(G):
         s_g[g] = acc[g, 0]
         ds_g[g] = acc[g, 1]
@@ -1399,6 +1447,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     overshot = np.zeros(G, dtype=np.bool_)
     work = np.empty(G, dtype=np.int64)
     acc = np.empty((G, 8 if singular else 2))
+    imu = np.empty(G)
     e_up = np.empty(G if singular else 0)
     e_dn = np.empty(G if singular else 0)
     e_page = np.full(G if singular else 0, -1, dtype=np.int64)
@@ -1415,7 +1464,9 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         ue[g] = 0.0 if fixed[g] else u
         mu[g] = np.inf if fixed[g] else lam0
     for it in range(1, max_pass + 1):
-        group_pass(tok, n, mu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page)
+        for g in range(G):
+            imu[g] = 1.0 / mu[g]
+        group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page)
         lam = 1.0 / (u * u)
         e_k = np.inf
         i_k = -1

@@ -724,6 +724,40 @@ def host_bounds(tok, n, n_hosts, k, w, a, b, lo, hi, hosts):
 
 
 @njit(**_LOOP)
+def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
+    """:func:`host_bounds` and, in the same pass, each host's Σ p_i(λ) and its derivative at one λ.
+
+    Returns five arrays of shape (n_hosts + 1,): Σ lo, Σ at λ -> 0+, Σ hi, Σ p(λ), Σ dp/dλ (entry
+    n_hosts: the pages without a host). The first pass of :func:`capped_newton` (every host at its
+    starting λ) folded into the feasibility sums: one read of the pages instead of two.
+    """
+    G = n_hosts + 1
+    acc = np.zeros(8 * G)  # one cache line a host, indexed with a literal stride (a shift)
+    pb = np.empty(_CHUNK)
+    db = np.empty(_CHUNK)
+    zb = np.empty(_CHUNK)
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        hv = hosts[start:stop]
+        kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+        for j in range(stop - start):
+            ki, wi, ai, bi, lo_i, hi_i = _get(kv, j), _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j)
+            p, dp = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
+            pb[j] = p
+            db[j] = dp
+            zb[j] = hi_i if _active_t(tok, ki, wi, ai, bi) else lo_i
+        for j in range(stop - start):
+            h = hv[j]
+            r = 8 * np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
+            acc[r] += _get(lov, j)
+            acc[r + 1] += zb[j]
+            acc[r + 2] += _get(hiv, j)
+            acc[r + 3] += pb[j]
+            acc[r + 4] += db[j]
+    return acc[0::8].copy(), acc[1::8].copy(), acc[2::8].copy(), acc[3::8].copy(), acc[4::8].copy()
+
+
+@njit(**_LOOP)
 def bounds_total(tok, n, k, w, a, b, lo, hi):
     """Σ lo, Σ at λ -> 0+ and Σ hi over all pages (no hosts), as arrays of length 1."""
     low = 0.0
@@ -1392,7 +1426,7 @@ def _model_root(A, C, kink, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
 
 @njit(**_PLAIN)
 def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
-                  bind, done, la_g, s_la, ds_la, singular, jump, loose):
+                  bind, done, la_g, s_la, ds_la, singular, jump, loose, pre=False):
     """λ and the multipliers λ_h > λ of the binding hosts together, one pass over the pages per step.
 
     Groups g (shape (n_groups,)): the hosts, then the pages without a host (last; ``cap = inf``);
@@ -1417,6 +1451,9 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     breakpoints next to its point; when the steps are slow and the next breakpoint above λ's bracket
     is the only one in it, or lies just above it, that page is taken out of F and F_rest + p_i = 0 is
     bisected with F_rest linear and p_i exact.
+
+    With ``pre`` (not with ``singular``), ``s_g``, ``ds_g`` already hold the first pass, every group at
+    ``lam0`` and the fixed ones at their lower bounds (:func:`host_bounds_at`).
 
     With ``loose`` (for objectives whose Σp is smooth), λ and each host also stop once their Newton
     step is below :data:`LOOSE_STEP` relative instead of a few ulps: the final first-order correction
@@ -1464,9 +1501,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         ue[g] = 0.0 if fixed[g] else u
         mu[g] = np.inf if fixed[g] else lam0
     for it in range(1, max_pass + 1):
-        for g in range(G):
-            imu[g] = 1.0 / mu[g]
-        group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page)
+        if not (pre and it == 1):  # with ``pre``, the caller has done the first pass (host_bounds_at)
+            for g in range(G):
+                imu[g] = 1.0 / mu[g]
+            group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page)
         lam = 1.0 / (u * u)
         e_k = np.inf
         i_k = -1

@@ -482,7 +482,14 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
     n = prob.n
     n_hosts = caps.shape[0]
     use_hosts = hosts.shape[0] > 0 and n_hosts > 0
-    low, s0, up = prob.host_bounds(n_hosts, hosts)
+    first = None  # (λ0, Σp and Σdp/dλ per host at λ0): the first pass of the joint iteration
+    if use_hosts and isinstance(prob, _KernelProblem) and not prob.has_flat_marginals():
+        lam0 = float(_initial_lambda(prob, budget, tol)[0])
+        if lam0 > 0 and np.isfinite(lam0):
+            low, s0, up, s_1, ds_1 = K.host_bounds_at(prob.tok, n, n_hosts, lam0, *prob._args(), hosts)
+            first = (lam0, s_1, ds_1)
+    if first is None:
+        low, s0, up = prob.host_bounds(n_hosts, hosts)
     total_low = float(low.sum())
     if budget < total_low:
         raise InfeasibleAllocation(
@@ -519,7 +526,7 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
         bind = capped & (s0_h > caps) & (caps > low_h)
     else:
         if use_hosts and isinstance(prob, _KernelProblem):
-            fast, passes = _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter)
+            fast, passes = _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter, first, low)
             if fast is not None:
                 return fast
             n_iter += passes
@@ -584,14 +591,16 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
 _FAST_PASSES = 30  # passes of the joint root-find before the general solver takes over
 
 
-def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
+def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter, first=None, low=None):
     """λ > 0 and the multipliers of all binding hosts together (:func:`_kernels.capped_newton`).
 
     Returns ``((p, λ, λ_h, host λ, passes, converged[, (KKT residual, per-host sums)]), passes)``, or
     ``(None, passes)`` when the joint Newton iteration does not settle λ (for the general solver to
     take over). Hosts it leaves unsettled (a root near a breakpoint where S_h is singular, or on a
     jump) are finished by :func:`_solve_hosts`. Without jumps the rates, their KKT residual and the
-    per-host sums come from one pass (:func:`_kernels.finish_groups`).
+    per-host sums come from one pass (:func:`_kernels.finish_groups`). ``first = (λ0, sums,
+    derivatives)``: the starting λ and the first pass, done with the feasibility sums (``low``: Σ p_min
+    per host) by :func:`_kernels.host_bounds_at`.
     """
     n_hosts = caps.shape[0]
     groups = n_hosts + 1  # the hosts, then the pages without a host
@@ -599,7 +608,12 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
     cap_g[:n_hosts] = caps
     fixed = np.zeros(groups, dtype=np.bool_)
     fixed[:n_hosts] = np.isinf(lamhat)  # pinned at their lower bounds
-    lam0 = float(_initial_lambda(prob, budget, tol)[0])
+    if first is None:
+        lam0 = float(_initial_lambda(prob, budget, tol)[0])
+    else:
+        lam0, s_1, ds_1 = first
+        # the hosts pinned at their lower bounds are evaluated at λ = inf in the joint iteration
+        first = (np.where(fixed, low, s_1), np.where(fixed, 0.0, ds_1))
     if not (lam0 > 0 and np.isfinite(lam0)):
         return None, 0
     singular = prob.has_flat_marginals()
@@ -607,10 +621,10 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter):
     # pass early); the rates are then checked, and solved again with the strict stop if they miss
     loose = not singular
     out, passes = _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular,
-                                  loose)
+                                  loose, first)
     if loose and out is not None and not _meets(out, budget, caps, tol):
         out, more = _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular,
-                                    False)
+                                    False, first)
         passes += more
         if out is not None:
             out = out[:4] + (passes,) + out[5:]
@@ -632,17 +646,19 @@ def _meets(out, budget, caps, tol):
 _LOOSE_KKT = 1e-10  # KKT residual a loose stop must reach (the strict one reaches about 1e-14)
 
 
-def _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular, loose):
+def _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular, loose,
+                    first=None):
     """One run of :func:`_kernels.capped_newton` and the rates from it (see :func:`_solve_capped`)."""
     n_hosts = caps.shape[0]
     groups = n_hosts + 1
-    mu, dmu, s_g, ds_g = np.empty(groups), np.empty(groups), np.empty(groups), np.empty(groups)
+    mu, dmu = np.empty(groups), np.empty(groups)
+    s_g, ds_g = (np.empty(groups), np.empty(groups)) if first is None else (first[0].copy(), first[1].copy())
     bind, done = np.zeros(groups, dtype=np.bool_), np.zeros(groups, dtype=np.bool_)
     la_g, s_la, ds_la = np.zeros(groups), np.zeros(groups), np.zeros(groups)
     jump = np.zeros(2)
     status, lam, dlam, passes = K.capped_newton(prob.tok, prob.n, *prob._args(), hosts, cap_g, fixed, budget, lam0,
                                                 tol, min(max_iter, _FAST_PASSES), mu, dmu, s_g, ds_g, bind, done,
-                                                la_g, s_la, ds_la, singular, jump, loose)
+                                                la_g, s_la, ds_la, singular, jump, loose, first is not None)
     if status < 0:
         return None, passes
     p = np.empty(prob.n)

@@ -127,3 +127,25 @@ def test_group_pages_with_pages_without_a_host_and_no_match():
 def test_index_range():
     assert K.index_range(np.array([3, -1, 7, 0])) == (-1, 7)
     assert K.index_range(np.array([5])) == (5, 5)
+
+
+@pytest.mark.parametrize("kind", [K.POISSON, K.HARMONIC])
+def test_host_bounds_at_is_host_bounds_and_the_first_pass(kind):
+    # one pass for the feasibility sums and every host's Σp, Σdp/dλ at λ0: the same numbers as the two
+    # passes it replaces (bit for bit: the same additions in the same order), pages without a host last
+    rng = np.random.default_rng(4)
+    n, n_hosts = 3000, 50
+    delta = rng.lognormal(0.0, 1.5, n)
+    delta[::17] = 0.0  # pages with no value: at p_min at any λ > 0, at p_max as λ -> 0+
+    w = 0.1 + rng.pareto(1.5, n)
+    lo = np.where(rng.random(n) < 0.5, 0.1, 0.0)
+    hi = np.where(rng.random(n) < 0.5, 3.0, np.inf)
+    hosts = rng.integers(-1, n_hosts, n)
+    prob = solve._KernelProblem(n, kind, w, delta, 0.0, lo, hi)
+    low, s0, up, s, ds = K.host_bounds_at(prob.tok, n, n_hosts, 0.7, *prob._args(), hosts)
+    for got, want in zip((low, s0, up), prob.host_bounds(n_hosts, hosts)):
+        np.testing.assert_array_equal(got, want)
+    s_ref, ds_ref = prob.host_sums(0.7, hosts, n_hosts)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-13)
+    np.testing.assert_allclose(ds, ds_ref, rtol=1e-13)
+    assert np.isinf(up[n_hosts]) and s.shape == (n_hosts + 1,)

@@ -973,7 +973,9 @@ def allocate(
         Δ_i where it exceeds it); its objective is ``log ρ_i`` with ``"harmonic"`` (LambdaCrawl) and
         ρ_i with the freshness objectives. Solved with the same λ as the other pages.
     tol : float, default=1e-12
-        Relative tolerance on the budget at which the root-finds stop (before the final correction).
+        Relative tolerance on the budget at which the root-finds stop (before the final correction);
+        with host caps and a smooth objective they also stop once their Newton step is below 1e-11
+        relative, and the rates are then checked against 10 tol.
     max_iter : int, default=100
         Most passes per root-find.
 

@@ -1291,15 +1291,17 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up,
 
     A group is a host; the last group holds the pages without a host (``hosts[i] = -1``); ``imu`` is
     1 / mu, gathered instead of mu by the kinds whose rate needs only 1/λ (no division per page). Per
-    chunk of pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up by host
-    (``acc``: scratch, shape (n_groups, 2), or (n_groups, 8) with the breakpoints below: one cache line
-    per group). When ``e_up`` has shape (n_groups,), it also receives each group's smallest breakpoint
+    chunk of pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up
+    by host (``acc``: scratch, shape (n_groups, 2), or (n_groups, 8) with the breakpoints below: one
+    cache line per group). When ``e_up`` has shape (n_groups,), it also receives each group's smallest breakpoint
     above mu[g] where a page leaves its lower bound, w f'(p_min) (inf if none): Σp may be singular just
     below it; ``e_page`` that page's index; and ``e_dn`` the largest such breakpoint at or below mu[g]
     (0 if none). The breakpoints are folded in without branches, in the same scatter as the sums.
     """
     G = mu.shape[0]
     track = e_up.shape[0] > 0
+    if acc.shape[1] != (8 if track else 2):  # the scatter below indexes with these literal strides
+        raise ValueError("group_pass: acc must have shape (n_groups, 8) with breakpoints, else (n_groups, 2)")
     acc[:, 0] = 0.0
     acc[:, 1] = 0.0
     if track:

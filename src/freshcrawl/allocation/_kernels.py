@@ -1286,34 +1286,30 @@ def _low_marg_t(tok, k, lo, w, a, b, hi):
 
 
 @njit(**_LOOP)
-def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page):
+def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
 
     A group is a host; the last group holds the pages without a host (``hosts[i] = -1``); ``imu`` is
     1 / mu, gathered instead of mu by the kinds whose rate needs only 1/λ (no division per page). Per
     chunk of pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up
-    by host (``acc``: scratch, shape (n_groups, 2), or (n_groups, 8) with the breakpoints below: one
-    cache line per group). When ``e_up`` has shape (n_groups,), it also receives each group's smallest breakpoint
-    above mu[g] where a page leaves its lower bound, w f'(p_min) (inf if none): Σp may be singular just
-    below it; ``e_page`` that page's index; and ``e_dn`` the largest such breakpoint at or below mu[g]
-    (0 if none). The breakpoints are folded in without branches, in the same scatter as the sums.
+    by host (``acc``: scratch, shape (n_groups, 2), sum and derivative side by side in one cache line).
+    When ``brk`` has shape (3,), it also receives, over the pages evaluated at ``lam_at`` (the groups
+    at the global λ), the smallest breakpoint above it where a page leaves its lower bound, w f'(p_min)
+    (inf if none; Σp may be singular just below it), the largest at or below it (0 if none) and the
+    index of the first page at the smallest (-1 if none): vectorised reductions, no scatter.
     """
     G = mu.shape[0]
-    track = e_up.shape[0] > 0
-    if acc.shape[1] != (8 if track else 2):  # the scatter below indexes with these literal strides
-        raise ValueError("group_pass: acc must have shape (n_groups, 8) with breakpoints, else (n_groups, 2)")
+    track = brk.shape[0] > 0
+    if acc.shape[1] != 2:  # the scatter below indexes with this literal stride
+        raise ValueError("group_pass: acc must have shape (n_groups, 2)")
     acc[:, 0] = 0.0
     acc[:, 1] = 0.0
-    if track:
-        acc[:, 2] = np.inf
-        acc[:, 3] = 0.0
-        acc[:, 4] = -1.0
     flat = acc.reshape(acc.size)  # C-contiguous: a view
+    e_up, e_dn, e_page = np.inf, 0.0, -1
     lb = np.empty(_CHUNK)
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
     ub = np.empty(_CHUNK)
-    nb = np.empty(_CHUNK)
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
@@ -1333,36 +1329,34 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up,
                 pb[j] = p
                 db[j] = dp
         if track:
+            c_up = np.inf
+            c_dn = 0.0
             for j in range(stop - start):
-                lo_i = _get(lov, j)
-                e = _low_marg_t(tok, _get(kv, j), lo_i, _get(wv, j), _get(av, j), _get(bv, j), _get(hiv, j))
-                above = e > lb[j]
-                ub[j] = e if above else np.inf
-                nb[j] = 0.0 if above else e
-            for j in range(stop - start):
-                h = hv[j]
-                r = 8 * np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
-                flat[r] += pb[j]
-                flat[r + 1] += db[j]
-                e = ub[j]
-                less = e < flat[r + 2]
-                flat[r + 4] = np.float64(start + j) if less else flat[r + 4]
-                flat[r + 2] = e if less else flat[r + 2]
-                flat[r + 3] = max(flat[r + 3], nb[j])
-        else:
-            for j in range(stop - start):
-                h = hv[j]
-                h = np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
-                flat[2 * h] += pb[j]  # a literal stride: a shift, where acc[h, 0] multiplies
-                flat[2 * h + 1] += db[j]
+                e = _low_marg_t(tok, _get(kv, j), _get(lov, j), _get(wv, j), _get(av, j), _get(bv, j), _get(hiv, j))
+                at = lb[j] == lam_at
+                up = e if (at and e > lam_at) else np.inf
+                ub[j] = up
+                c_up = min(c_up, up)
+                c_dn = max(c_dn, e if (at and e <= lam_at) else 0.0)
+            e_dn = max(e_dn, c_dn)
+            if c_up < e_up:  # a new smallest: find its first page in this chunk
+                e_up = c_up
+                for j in range(stop - start):
+                    if ub[j] == c_up:
+                        e_page = start + j
+                        break
+        for j in range(stop - start):
+            h = hv[j]
+            h = np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
+            flat[2 * h] += pb[j]  # a literal stride: a shift, where acc[h, 0] multiplies
+            flat[2 * h + 1] += db[j]
     for g in range(G):
         s_g[g] = acc[g, 0]
         ds_g[g] = acc[g, 1]
     if track:
-        for g in range(G):
-            e_up[g] = acc[g, 2]
-            e_dn[g] = acc[g, 3]
-            e_page[g] = np.int64(acc[g, 4])
+        brk[0] = e_up
+        brk[1] = e_dn
+        brk[2] = e_page
 
 
 @njit(**_PLAIN)
@@ -1449,8 +1443,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     the host's model, else a log-log Newton step; one that leaves the host's bracket, or does not
     halve its error, is replaced by a geometric bisection (an expansion while the bracket is open).
     With ``singular`` (pages whose marginal value is flat or constant where they leave p_min: Σp falls
-    like 1/log(e - λ) below their breakpoint e, or jumps there), the passes also track each group's
-    breakpoints next to its point; when the steps are slow and the next breakpoint above λ's bracket
+    like 1/log(e - λ) below their breakpoint e, or jumps there), the passes also track the breakpoints
+    next to λ among the pages evaluated at λ; when the steps are slow and the next breakpoint above λ's bracket
     is the only one in it, or lies just above it, that page is taken out of F and F_rest + p_i = 0 is
     bisected with F_rest linear and p_i exact.
 
@@ -1485,11 +1479,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     sure = np.ones(G, dtype=np.bool_)
     overshot = np.zeros(G, dtype=np.bool_)
     work = np.empty(G, dtype=np.int64)
-    acc = np.empty((G, 8 if singular else 2))
+    acc = np.empty((G, 2))
     imu = np.empty(G)
-    e_up = np.empty(G if singular else 0)
-    e_dn = np.empty(G if singular else 0)
-    e_page = np.full(G if singular else 0, -1, dtype=np.int64)
+    brk = np.empty(3 if singular else 0)  # breakpoints next to λ among the groups evaluated there
+    lam_at = lam0  # the multiplier of the groups evaluated at λ, as stored in mu
     e_a = np.inf  # smallest breakpoint of the free groups above the lower end of λ's bracket
     i_a = -1  # its page
     e_bd = 0.0  # largest breakpoint of the free groups at or below its upper end
@@ -1506,11 +1499,13 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         if not (pre and it == 1):  # with ``pre``, the caller has done the first pass (host_bounds_at)
             for g in range(G):
                 imu[g] = 1.0 / mu[g]
-            group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, e_up, e_dn, e_page)
+            group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at)
         lam = 1.0 / (u * u)
-        e_k = np.inf
+        e_k = np.inf  # smallest breakpoint above λ among the groups evaluated at λ, its page, the largest below
         i_k = -1
         e_kd = 0.0
+        if singular:
+            e_k, e_kd, i_k = brk[0], brk[1], int(brk[2])
         R = -budget
         R_low = -budget  # R with each unsure host at its sum instead of its cap: R_low <= F(λ) <= R
         D = 0.0
@@ -1560,10 +1555,6 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 bind[g] = False
                 done[g] = True
                 sure[g] = True
-            if singular and ug >= u:  # evaluated at λ (free, or over its cap there)
-                if e_up[g] < e_k:
-                    e_k, i_k = e_up[g], e_page[g]
-                e_kd = max(e_kd, e_dn[g])
             hosts_ok &= done[g]
         # bracket on the root of F (F increases with u)
         if R < 0.0:
@@ -1652,6 +1643,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             return -1, lam, 0.0, it
         u = un
         lam = 1.0 / (u * u)
+        lam_at = lam
         for g in range(G):
             if fixed[g]:
                 continue

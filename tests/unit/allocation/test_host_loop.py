@@ -149,3 +149,39 @@ def test_host_bounds_at_is_host_bounds_and_the_first_pass(kind):
     np.testing.assert_allclose(s, s_ref, rtol=1e-13)
     np.testing.assert_allclose(ds, ds_ref, rtol=1e-13)
     assert np.isinf(up[n_hosts]) and s.shape == (n_hosts + 1,)
+
+
+def test_group_pass_breakpoints_next_to_lambda():
+    # detection with p_min = 0: page i leaves p_min at λ = w_i. Over the pages of the groups evaluated at
+    # λ = 1 (hosts 0, 2 and the pages without a host), brk holds the smallest w above 1, the largest w at
+    # or below 1 and the first page at the smallest; host 1 sits at its own multiplier and is left out.
+    # The sums per group are those of the uncapped pass at each group's multiplier.
+    rng = np.random.default_rng(8)
+    n = 700  # more than two chunks
+    w = rng.uniform(0.2, 3.0, n)
+    delta = rng.lognormal(0.0, 1.0, n)
+    hosts = rng.integers(-1, 3, n)
+    lam = 1.0
+    mu = np.array([lam, 1.7, lam, lam])  # hosts 0, 1, 2, then the pages without a host
+    at = mu[np.where(hosts < 0, 3, hosts)] == lam
+    w[np.flatnonzero(at & (w > lam))[5]] = 1.0 + 1e-9  # the smallest above λ, twice, on pages in order
+    w[np.flatnonzero(at & (w > lam))[9]] = 1.0 + 1e-9
+    w[np.flatnonzero(~at)[0]] = 1.0 + 1e-12  # nearer still, but on host 1: not counted
+    prob = solve._KernelProblem(n, K.DETECTION, w, delta, 0.0, 0.0, np.inf)
+    s, ds, acc, brk = np.empty(4), np.empty(4), np.empty((4, 2)), np.empty(3)
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s, ds, acc, brk, lam)
+    above = at & (w > lam)
+    assert brk[0] == w[above].min() == 1.0 + 1e-9
+    assert brk[1] == w[at & (w <= lam)].max()
+    assert brk[2] == np.flatnonzero(above & (w == brk[0]))[0]
+    for g in range(4):
+        pages = np.flatnonzero(np.where(hosts < 0, 3, hosts) == g)
+        sub = solve._KernelProblem(pages.size, K.DETECTION, w[pages], delta[pages], 0.0, 0.0, np.inf)
+        ref, dref = sub.global_sum(mu[g])
+        assert s[g] == pytest.approx(ref, rel=1e-12) and ds[g] == pytest.approx(dref, rel=1e-12)
+    # no tracking: the sums alone, and a scratch of the wrong width is refused
+    s2 = np.empty(4)
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, acc, np.empty(0), lam)
+    np.testing.assert_array_equal(s2, s)
+    with pytest.raises(ValueError, match="acc must have shape"):
+        K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, np.empty((4, 3)), np.empty(0), lam)

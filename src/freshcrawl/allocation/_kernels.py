@@ -1280,7 +1280,7 @@ def _low_marg_t(tok, k, lo, w, a, b, hi):
     """w f'(p_min), the multiplier at which a page leaves its lower bound; inf when p_max <= p_min."""
     if not hi > lo:
         return np.inf
-    if lo <= 0.0:
+    if lo <= 0.0:  # the same value; a literal 0 lets the p <= 0 branch of the marginal fold away
         return _marg_t(tok, k, 0.0, w, a, b)
     return _marg_t(tok, k, lo, w, a, b)
 
@@ -1448,8 +1448,9 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     is the only one in it, or lies just above it, that page is taken out of F and F_rest + p_i = 0 is
     bisected with F_rest linear and p_i exact.
 
-    With ``pre`` (not with ``singular``), ``s_g``, ``ds_g`` already hold the first pass, every group at
-    ``lam0`` and the fixed ones at their lower bounds (:func:`host_bounds_at`).
+    With ``pre``, ``s_g``, ``ds_g`` already hold the first pass, every group at ``lam0`` and the fixed
+    ones at their lower bounds (:func:`host_bounds_at`); with ``singular`` it is made again here, since
+    it must also find the breakpoints next to λ.
 
     With ``loose`` (for objectives whose Σp is smooth), λ and each host also stop once their Newton
     step is below :data:`LOOSE_STEP` relative instead of a few ulps: the final first-order correction
@@ -1495,6 +1496,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     for g in range(G):
         ue[g] = 0.0 if fixed[g] else u
         mu[g] = np.inf if fixed[g] else lam0
+    pre = pre and not singular  # the caller's first pass carries no breakpoints: then make it here
     for it in range(1, max_pass + 1):
         if not (pre and it == 1):  # with ``pre``, the caller has done the first pass (host_bounds_at)
             for g in range(G):

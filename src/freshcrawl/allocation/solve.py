@@ -608,12 +608,13 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter, first=None, 
     cap_g[:n_hosts] = caps
     fixed = np.zeros(groups, dtype=np.bool_)
     fixed[:n_hosts] = np.isinf(lamhat)  # pinned at their lower bounds
+    first_sums = None
     if first is None:
         lam0 = float(_initial_lambda(prob, budget, tol)[0])
     else:
         lam0, s_1, ds_1 = first
         # the hosts pinned at their lower bounds are evaluated at λ = inf in the joint iteration
-        first = (np.where(fixed, low, s_1), np.where(fixed, 0.0, ds_1))
+        first_sums = (np.where(fixed, low, s_1), np.where(fixed, 0.0, ds_1))
     if not (lam0 > 0 and np.isfinite(lam0)):
         return None, 0
     singular = prob.has_flat_marginals()
@@ -621,10 +622,10 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter, first=None, 
     # pass early); the rates are then checked, and solved again with the strict stop if they miss
     loose = not singular
     out, passes = _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular,
-                                  loose, first)
+                                  loose, first_sums)
     if loose and out is not None and not _meets(out, budget, caps, tol):
         out, more = _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular,
-                                    False, first)
+                                    False, first_sums)
         passes += more
         if out is not None:
             out = out[:4] + (passes,) + out[5:]
@@ -647,18 +648,25 @@ _LOOSE_KKT = 1e-10  # KKT residual a loose stop must reach (the strict one reach
 
 
 def _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular, loose,
-                    first=None):
-    """One run of :func:`_kernels.capped_newton` and the rates from it (see :func:`_solve_capped`)."""
+                    first_sums=None):
+    """One run of :func:`_kernels.capped_newton` and the rates from it (see :func:`_solve_capped`).
+
+    ``first_sums = (sums, derivatives)`` per group at λ0: the first pass, already made.
+    """
     n_hosts = caps.shape[0]
     groups = n_hosts + 1
     mu, dmu = np.empty(groups), np.empty(groups)
-    s_g, ds_g = (np.empty(groups), np.empty(groups)) if first is None else (first[0].copy(), first[1].copy())
+    if first_sums is None:
+        s_g, ds_g = np.empty(groups), np.empty(groups)
+    else:
+        s_g, ds_g = first_sums[0].copy(), first_sums[1].copy()  # capped_newton writes its passes over them
     bind, done = np.zeros(groups, dtype=np.bool_), np.zeros(groups, dtype=np.bool_)
     la_g, s_la, ds_la = np.zeros(groups), np.zeros(groups), np.zeros(groups)
     jump = np.zeros(2)
     status, lam, dlam, passes = K.capped_newton(prob.tok, prob.n, *prob._args(), hosts, cap_g, fixed, budget, lam0,
                                                 tol, min(max_iter, _FAST_PASSES), mu, dmu, s_g, ds_g, bind, done,
-                                                la_g, s_la, ds_la, singular, jump, loose, first is not None)
+                                                la_g, s_la, ds_la, singular, jump, loose,
+                                                first_sums is not None)
     if status < 0:
         return None, passes
     p = np.empty(prob.n)
@@ -1139,8 +1147,9 @@ def _check_hosts(hosts, host_caps, n):
         else:
             raise ValueError(f"hosts must be integer host indices (-1 for none); got dtype {h.dtype}")
     h = np.ascontiguousarray(h, dtype=np.intp)
+    h_min, h_max = K.index_range(h) if n else (0, -1)  # one compiled pass; numpy masks below only on error
     if host_caps is None:
-        n_hosts = int(K.index_range(h)[1]) + 1 if n else 0
+        n_hosts = int(h_max) + 1
         caps = np.full(max(n_hosts, 0), np.inf)
     else:
         caps = check_array("host_caps", np.atleast_1d(np.asarray(host_caps, dtype=np.float64)), low=0.0,
@@ -1148,7 +1157,6 @@ def _check_hosts(hosts, host_caps, n):
         if caps.ndim != 1:
             raise ValueError(f"host_caps must have shape (n_hosts,); got {caps.shape}")
     n_hosts = caps.shape[0]
-    h_min, h_max = K.index_range(h) if n else (0, 0)  # one compiled pass; the numpy masks below only on error
     if h_min < -1 or h_max >= n_hosts:
         bad = (h < -1) | (h >= n_hosts)
         i = int(np.flatnonzero(bad)[0])

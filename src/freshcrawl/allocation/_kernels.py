@@ -1087,6 +1087,58 @@ def index_range(idx):
 
 
 @njit(**_PLAIN)
+def host_census(hosts, n_hosts, lo):
+    """Per host: its number of pages, Σ p_min over them (in page order) and its last page (-1 if none).
+
+    Three arrays of shape (n_hosts,); pages without a host (``hosts[i] < 0``) are skipped.
+    """
+    count = np.zeros(n_hosts, dtype=np.int64)
+    low = np.zeros(n_hosts)
+    page = np.full(n_hosts, -1, dtype=np.int64)
+    for i in range(hosts.shape[0]):
+        h = hosts[i]
+        if h >= 0:
+            count[h] += 1
+            low[h] += _get(lo, i)
+            page[h] = i
+    return count, low, page
+
+
+@njit(**_PLAIN)
+def remap_hosts(hosts, new_id, fold, lo, hi):
+    """Host indices of a reduced problem, shape (n,), and each page's cap folded into its p_max.
+
+    ``new_id[h]``: the host's index in the reduced problem (-1: among the pages without a host);
+    ``fold[h]``: a cap to fold into p_max of its pages (inf: none; -inf: pin them at p_min). ``hi``
+    (shape (n,) or empty when nothing is folded) is updated in place.
+    """
+    n = hosts.shape[0]
+    out = np.empty(n, dtype=hosts.dtype)
+    folds = hi.shape[0] > 0
+    for i in range(n):
+        h = hosts[i]
+        if h < 0:
+            out[i] = -1
+            continue
+        out[i] = new_id[h]
+        if folds:
+            f = fold[h]
+            if f < hi[i]:
+                hi[i] = max(f, _get(lo, i))
+    return out
+
+
+@njit(**_PLAIN)
+def page_marginals(tok, idx, x, k, w, a, b):
+    """w_i f_i'(x_j) for the pages i = idx[j], shape (idx.shape[0],)."""
+    out = np.empty(idx.shape[0])
+    for j in range(idx.shape[0]):
+        i = idx[j]
+        out[j] = _marg_t(tok, _get(k, i), x[j], _get(w, i), _get(a, i), _get(b, i))
+    return out
+
+
+@njit(**_PLAIN)
 def _collect(hosts, i, mask, slot, n_hosts, found, found_slot, m):
     """Append the pages from i on whose host is in ``mask`` (and their slots) until the buffers are full.
 

@@ -477,8 +477,95 @@ def _solve(prob, budget, hosts, caps, tol, max_iter):
     """Rates, λ, per-host multipliers, passes and convergence of one problem.
 
     With host caps a seventh entry may follow, ``(KKT residual, per-host sums)`` of the returned rates,
-    when the pass that wrote them measured both (:func:`_kernels.finish_groups`).
+    when the pass that wrote them measured both (:func:`_kernels.finish_groups`); the sums are exact
+    for the capped hosts and the total, while an uncapped host's pages may be counted with the pages
+    without a host (entry n_hosts). Many hosts that need no multiplier of their own (see
+    :func:`_reduce_hosts`) are first taken out of the problem.
     """
+    if hosts.shape[0] and caps.shape[0] and isinstance(prob, _KernelProblem):
+        reduced = _reduce_hosts(prob, hosts, caps)
+        if reduced is not None:
+            return _solve_reduced(prob, budget, hosts, caps, tol, max_iter, *reduced)
+    return _solve_groups(prob, budget, hosts, caps, tol, max_iter)
+
+
+_REDUCE_SHARE = 1.0 / 64.0  # reduce when the hosts taken out number at least this share of the pages
+
+
+def _reduce_hosts(prob, hosts, caps):
+    """The same problem without the hosts that need no multiplier of their own, or None.
+
+    Such hosts are those without pages, without a cap, with one page (its cap becomes part of that
+    page's p_max) and those pinned at their lower bounds (cap <= Σ p_min; each page's p_max becomes its
+    p_min). The other hosts are renumbered in order, and the pages of the hosts taken out join the
+    pages without a host. Each host costs the joint iteration about as much as a few dozen pages a
+    pass, so this pays where there are many such hosts for the pages (a long tail of one-page hosts);
+    it costs one more array of host indices (and of p_max, when caps are folded). Returns None where
+    it does not pay, or where a cap is below its host's Σ p_min (for :func:`_solve_groups` to report).
+    Otherwise ``(reduced problem, reduced host indices, kept hosts, pinned hosts, one-page hosts,
+    their pages, Σ p_min per host)``.
+    """
+    n, n_hosts = prob.n, caps.shape[0]
+    count, low, page = K.host_census(hosts, n_hosts, prob.lo)
+    capped = np.isfinite(caps)
+    if np.any(capped & (low > caps)):
+        return None
+    pinned = capped & (caps <= low)
+    single = capped & ~pinned & (count == 1)
+    keep = capped & ~pinned & (count > 1)
+    kept = np.flatnonzero(keep)
+    if n_hosts - kept.size < _REDUCE_SHARE * n:
+        return None
+    new_id = np.full(n_hosts, -1, dtype=hosts.dtype)
+    new_id[kept] = np.arange(kept.size, dtype=hosts.dtype)
+    folds = bool(np.any(single) or np.any(pinned & (count > 0)))
+    lo, hi = prob.lo, prob.hi
+    if folds:
+        fold = np.where(single, caps, np.where(pinned, -np.inf, np.inf))
+        hi = np.array(np.broadcast_to(hi, (n,)), dtype=np.float64)
+        lo = np.ascontiguousarray(np.broadcast_to(lo, (n,)), dtype=np.float64)
+        hosts_r = K.remap_hosts(hosts, new_id, fold, lo, hi)
+    else:
+        hosts_r = K.remap_hosts(hosts, new_id, np.zeros(0), lo, np.zeros(0))
+    red = _KernelProblem.__new__(_KernelProblem)
+    red.__dict__.update(prob.__dict__)
+    red.lo, red.hi = lo, hi
+    singles = np.flatnonzero(single)
+    return red, hosts_r, kept, pinned, singles, page[singles], low
+
+
+def _solve_reduced(prob, budget, hosts, caps, tol, max_iter, red, hosts_r, kept, pinned, singles, pages, low):
+    """:func:`_solve_groups` on the problem of :func:`_reduce_hosts`, its multipliers and sums mapped back.
+
+    A one-page host binds where its page sits at the cap (below the page's own p_max), with the
+    page's marginal value w f'(c_h) as its multiplier when that exceeds λ; a pinned host takes inf.
+    """
+    n_hosts = caps.shape[0]
+    p, lam, lamhat_r, _, n_iter, converged, *checked = _solve_groups(red, budget, hosts_r, caps[kept], tol,
+                                                                        max_iter)
+    lamhat = np.zeros(n_hosts)
+    lamhat[kept] = lamhat_r
+    lamhat[pinned] = np.inf
+    if singles.size:
+        c = caps[singles]
+        at_cap = (p[pages] >= c) & (c < np.broadcast_to(prob.hi, (prob.n,))[pages])
+        m = K.page_marginals(prob.tok, pages, c, prob.k, prob.w, prob.a, prob.b)
+        lamhat[singles] = np.where(at_cap & (m > lam), m, 0.0)
+    out = (p, lam, lamhat, np.maximum(lam, lamhat), n_iter, converged)
+    if not checked:
+        return out
+    kkt, sums_r = checked[0]
+    sums = np.zeros(n_hosts + 1)
+    sums[kept] = sums_r[:-1]
+    sums[singles] = p[pages]
+    pin = np.flatnonzero(pinned)
+    sums[pin] = low[pin]
+    sums[n_hosts] = sums_r[-1] - float(np.sum(sums[singles])) - float(np.sum(sums[pin]))
+    return out + ((kkt, sums),)
+
+
+def _solve_groups(prob, budget, hosts, caps, tol, max_iter):
+    """:func:`_solve` on the hosts as given."""
     n = prob.n
     n_hosts = caps.shape[0]
     use_hosts = hosts.shape[0] > 0 and n_hosts > 0

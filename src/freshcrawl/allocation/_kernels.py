@@ -732,7 +732,7 @@ def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
     starting λ) folded into the feasibility sums: one read of the pages instead of two.
     """
     G = n_hosts + 1
-    acc = np.zeros(8 * G)  # one cache line a host, indexed with a literal stride (a shift)
+    acc = np.zeros(5 * G)  # five sums a host side by side, indexed with a literal stride
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
     zb = np.empty(_CHUNK)
@@ -748,13 +748,13 @@ def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
             zb[j] = hi_i if _active_t(tok, ki, wi, ai, bi) else lo_i
         for j in range(stop - start):
             h = hv[j]
-            r = 8 * np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
+            r = 5 * np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
             acc[r] += _get(lov, j)
             acc[r + 1] += zb[j]
             acc[r + 2] += _get(hiv, j)
             acc[r + 3] += pb[j]
             acc[r + 4] += db[j]
-    return acc[0::8].copy(), acc[1::8].copy(), acc[2::8].copy(), acc[3::8].copy(), acc[4::8].copy()
+    return acc[0::5].copy(), acc[1::5].copy(), acc[2::5].copy(), acc[3::5].copy(), acc[4::5].copy()
 
 
 @njit(**_LOOP)
@@ -1084,6 +1084,32 @@ def index_range(idx):
         lo = min(lo, v)
         hi = max(hi, v)
     return lo, hi
+
+
+@njit(**_PLAIN)
+def caps_met(sums, caps, lamhat, lam, rtol):
+    """Whether every binding host (λ_h > λ, finite: not pinned at its lower bounds) has Σp within rtol of
+    its cap; all arrays of shape (n_hosts,)."""
+    for h in range(caps.shape[0]):
+        m = lamhat[h]
+        if m > lam and m < np.inf and not abs(sums[h] - caps[h]) <= rtol * caps[h]:
+            return False
+    return True
+
+
+@njit(**_PLAIN)
+def host_page_counts(hosts, n_hosts):
+    """Per host: 0, 1 or 2 for no page, one page, more than one (uint8, shape (n_hosts,)).
+
+    A byte a host keeps the table in the first-level cache: a cheap pass to decide whether
+    :func:`host_census` is worth making.
+    """
+    count = np.zeros(n_hosts, dtype=np.uint8)
+    for i in range(hosts.shape[0]):
+        h = hosts[i]
+        if h >= 0:
+            count[h] = min(count[h] + 1, 2)
+    return count
 
 
 @njit(**_PLAIN)
@@ -1419,7 +1445,8 @@ def _model_root(A, C, kink, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
 
     The left side is concave, piecewise linear and nondecreasing in u, with a kink where each group
     reaches its cap. Groups whose kink lies outside the bracket are linear or constant inside it and
-    are summed once; Newton then runs over the others (``work``: scratch indices, shape (n_groups,)).
+    are summed once; Newton then runs over the others, copied side by side into ``work`` (scratch,
+    shape (3, n_groups): A, C, cap) so that each step is one vectorised loop (:func:`_model_sum`).
     From any start it lands at or left of the root after one step and then climbs to it
     monotonically, exactly once it reaches the root's linear piece; it stops after a few dozen steps
     (the models are approximations far from the root anyway). Where the models have no slope left
@@ -1430,30 +1457,25 @@ def _model_root(A, C, kink, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
     base = -budget  # value and slope of the groups without a kink inside the bracket
     base_der = 0.0
     m_k = 0
-    for g in range(G):
-        if fixed[g]:
-            base += s_fix[g]
-            continue
-        if A[g] <= 0.0:
-            base += min(cap[g], -C[g])
-            continue
-        if kink[g] <= u_lo:
-            base += cap[g]
-        elif kink[g] >= u_hi:
-            base -= C[g]
-            base_der += A[g]
-        else:
-            work[m_k] = g
-            m_k += 1
+    for g in range(G):  # without branches: which case a group falls in does not follow a pattern
+        a_g, c_g, cap_g, k_g = A[g], C[g], cap[g], kink[g]
+        free = not fixed[g]
+        slope = free and a_g > 0.0
+        capped = slope and k_g <= u_lo
+        linear = slope and k_g >= u_hi
+        inside = slope and not capped and not linear
+        flat = min(cap_g, -c_g) if free and not slope else 0.0
+        base += (s_fix[g] if not free else flat) + (cap_g if capped else 0.0) - (c_g if linear else 0.0)
+        base_der += a_g if linear else 0.0
+        work[0, m_k] = a_g  # written always, kept when inside (the slot is reused otherwise)
+        work[1, m_k] = c_g
+        work[2, m_k] = cap_g
+        m_k += 1 if inside else 0
+    w_a, w_c, w_cap = work[0, :m_k], work[1, :m_k], work[2, :m_k]
     for _ in range(12):
-        val = base + base_der * u
-        der = base_der
-        for j in range(m_k):
-            g = work[j]
-            m = A[g] * u - C[g]
-            less = m < cap[g]
-            val += m if less else cap[g]
-            der += A[g] if less else 0.0
+        val, der = _model_sum(w_a, w_c, w_cap, u)
+        val += base + base_der * u
+        der += base_der
         if val == 0.0:
             return u
         if der <= 0.0:
@@ -1470,6 +1492,19 @@ def _model_root(A, C, kink, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
             return un
         u = un
     return u
+
+
+@njit(**_LOOP)
+def _model_sum(A, C, cap, u):
+    """Σ min(cap, A u - C) and its slope in u, over arrays of one shape: a vectorised loop."""
+    val = 0.0
+    der = 0.0
+    for j in range(A.shape[0]):
+        m = A[j] * u - C[j]
+        less = m < cap[j]
+        val += m if less else cap[j]
+        der += A[j] if less else 0.0
+    return val, der
 
 
 @njit(**_PLAIN)
@@ -1531,7 +1566,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     grow = np.full(G, 2.0)
     sure = np.ones(G, dtype=np.bool_)
     overshot = np.zeros(G, dtype=np.bool_)
-    work = np.empty(G, dtype=np.int64)
+    work = np.empty((3, G))
     acc = np.empty((G, 2))
     imu = np.empty(G)
     brk = np.empty(3 if singular else 0)  # breakpoints next to λ among the groups evaluated there

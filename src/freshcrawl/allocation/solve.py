@@ -506,8 +506,13 @@ def _reduce_hosts(prob, hosts, caps):
     their pages, Σ p_min per host)``.
     """
     n, n_hosts = prob.n, caps.shape[0]
-    count, low, page = K.host_census(hosts, n_hosts, prob.lo)
     capped = np.isfinite(caps)
+    if n_hosts < _REDUCE_SHARE * n:
+        return None
+    few = K.host_page_counts(hosts, n_hosts)
+    if np.count_nonzero(capped & (few == 2)) > n_hosts - _REDUCE_SHARE * n:
+        return None
+    count, low, page = K.host_census(hosts, n_hosts, prob.lo)
     if np.any(capped & (low > caps)):
         return None
     pinned = capped & (caps <= low)
@@ -727,8 +732,7 @@ def _meets(out, budget, caps, tol):
     n_hosts = caps.shape[0]
     if not (kkt <= _LOOSE_KKT and abs(float(np.sum(sums)) - budget) <= 10.0 * tol * budget):
         return False
-    binding = np.isfinite(out[2]) & (out[2] > out[1])  # λ_h > λ (not pinned at the lower bounds)
-    return bool(np.all(np.abs(sums[:n_hosts][binding] - caps[binding]) <= 10.0 * tol * caps[binding]))
+    return bool(K.caps_met(sums[:n_hosts], caps, out[2], out[1], 10.0 * tol))
 
 
 _LOOSE_KKT = 1e-10  # KKT residual a loose stop must reach (the strict one reaches about 1e-14)

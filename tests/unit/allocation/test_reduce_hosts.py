@@ -120,6 +120,7 @@ def test_reduction_only_where_it_pays():
 def test_host_census_and_remap_exact():
     hosts = np.array([2, -1, 0, 2, 2, 3], dtype=np.intp)
     lo = np.array([0.1, 9.0, 0.2, 0.3, 0.4, 0.0])
+    np.testing.assert_array_equal(K.host_page_counts(hosts, 5), [1, 0, 2, 1, 0])
     count, low, page = K.host_census(hosts, 5, lo)
     np.testing.assert_array_equal(count, [1, 0, 3, 1, 0])
     np.testing.assert_allclose(low, [0.2, 0.0, 0.1 + 0.3 + 0.4, 0.0, 0.0], rtol=0, atol=1e-15)

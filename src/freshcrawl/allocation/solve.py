@@ -29,6 +29,7 @@ caps allow (the maximiser of Σ log p over them): any split is optimal, this one
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -532,8 +533,7 @@ def _reduce_hosts(prob, hosts, caps):
         hosts_r = K.remap_hosts(hosts, new_id, fold, lo, hi)
     else:
         hosts_r = K.remap_hosts(hosts, new_id, np.zeros(0), lo, np.zeros(0))
-    red = _KernelProblem.__new__(_KernelProblem)
-    red.__dict__.update(prob.__dict__)
+    red = copy.copy(prob)  # the same pages, with the folded bounds
     red.lo, red.hi = lo, hi
     singles = np.flatnonzero(single)
     return red, hosts_r, kept, pinned, singles, page[singles], low

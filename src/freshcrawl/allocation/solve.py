@@ -499,7 +499,7 @@ def _reduce_hosts(prob, hosts, caps):
     Such hosts are those without pages, without a cap, with one page (its cap becomes part of that
     page's p_max) and those pinned at their lower bounds (cap <= Σ p_min; each page's p_max becomes its
     p_min). The other hosts are renumbered in order, and the pages of the hosts taken out join the
-    pages without a host. Each host costs the joint iteration about as much as a few dozen pages a
+    pages without a host. Each host costs the joint iteration about as much as ten pages a
     pass, so this pays where there are many such hosts for the pages (a long tail of one-page hosts);
     it costs one more array of host indices (and of p_max, when caps are folded). Returns None where
     it does not pay, or where a cap is below its host's Σ p_min (for :func:`_solve_groups` to report).

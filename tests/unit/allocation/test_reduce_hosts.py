@@ -135,3 +135,20 @@ def test_host_census_and_remap_exact():
     # nothing folded: hi is not touched (an empty array)
     out = K.remap_hosts(hosts, new_id, fold, 0.0, np.zeros(0))
     np.testing.assert_array_equal(out, [0, -1, -1, 0, 0, -1])
+
+
+@pytest.mark.parametrize("objective", ["freshness-poisson", "harmonic", "freshness-periodic", "detection"])
+def test_reduction_with_unit_weights_and_scalar_bounds(objective, monkeypatch):
+    # weights and bounds shared by every page (scalars in the kernels) become per-page p_max arrays
+    rng = np.random.default_rng(3)
+    delta = rng.lognormal(0.0, 1.0, 300)
+    hosts = rng.integers(0, 400, 300)
+    caps = np.full(400, 1.0)
+    red = allocate(delta, 100.0, objective=objective, hosts=hosts, host_caps=caps, p_min=0.01)
+    monkeypatch.setattr(solve, "_REDUCE_SHARE", np.inf)
+    full = allocate(delta, 100.0, objective=objective, hosts=hosts, host_caps=caps, p_min=0.01)
+    assert red.success and red.kkt_residual <= 1e-12
+    assert np.sum(red.host_lam > red.lam) > 10
+    np.testing.assert_allclose(red.p, full.p, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(red.host_lam, full.host_lam, rtol=1e-9)
+    assert red.lam == pytest.approx(full.lam, rel=1e-9)

@@ -943,6 +943,36 @@ def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, host
 
 
 @njit(**_PLAIN)
+def finish_jump_hosts(tok, out, perm, start, sel, lam_b, lam_a, theta, k, w, a, b, lo, hi, sums):
+    """Final rates of the hosts whose root sits on a jump of their Σp, over their own pages.
+
+    Group ``sel[j]`` holds the pages perm[start[sel[j]]:start[sel[j] + 1]] (:func:`group_pages`); its
+    pages take (1 - θ) p(λb) + θ p(λa) (``lam_b``, ``lam_a``, ``theta``: shape (sel.shape[0],)), clipped
+    to their bounds, written to ``out``; ``sums`` (shape (sel.shape[0],)) receives each host's Σp.
+    Returns the largest KKT residual of those pages against λb, relative, as in :func:`finish_groups`.
+    """
+    worst = 0.0
+    for j in range(sel.shape[0]):
+        g = sel[j]
+        L, L2, th = lam_b[j], lam_a[j], theta[j]
+        acc = 0.0
+        for q in range(start[g], start[g + 1]):
+            i = perm[q]
+            ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+            p_b, _ = _resp_t(tok, ki, L, wi, ai, bi, lo_i, hi_i)
+            p_a, _ = _resp_t(tok, ki, L2, wi, ai, bi, lo_i, hi_i)
+            p = min(max(_jump(p_b, p_a, th), lo_i), hi_i)
+            out[i] = p
+            acc += p
+            d = min(_marg_t(tok, ki, p, wi, ai, bi), 1e300) - L
+            if hi_i > lo_i:
+                r = max(d, 0.0) if p <= lo_i else (max(-d, 0.0) if p >= hi_i else abs(d))
+                worst = max(worst, r / L)
+        sums[j] = acc
+    return worst
+
+
+@njit(**_PLAIN)
 def pages_of_hosts(hosts, selected):
     """Indices of the pages whose host is selected (selected: bool per host)."""
     count = 0

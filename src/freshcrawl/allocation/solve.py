@@ -329,7 +329,7 @@ class _NumpyProblem:
 class _Roots:
     """Outcome of a vectorised root-find: per group λ, and how to finish the rates."""
 
-    __slots__ = ("lam", "lam2", "theta", "dlam", "n_iter", "converged", "inf_jump", "gap")
+    __slots__ = ("lam", "lam2", "theta", "dlam", "n_iter", "converged", "inf_jump", "gap", "pages")
 
     def __init__(self, G):
         self.lam = np.zeros(G)
@@ -340,6 +340,7 @@ class _Roots:
         self.dlam = np.zeros(G)
         self.n_iter = 0
         self.converged = np.zeros(G, dtype=bool)
+        self.pages = None  # (perm, start) of the groups' pages, where the compiled per-host loop grouped them
 
 
 def _newton(evaluate, target, lam0, tol, max_iter, breakpoint=None, la0=None, s_a0=None,
@@ -774,18 +775,29 @@ def _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, 
         roots = _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, (la_g, s_la, ds_la))
         passes += roots.n_iter
         converged = bool(roots.converged.all())
-    if status == 2 or np.any(roots.theta != 0.0) or roots.inf_jump.any():
+    on_jump = roots.theta != 0.0
+    if status == 2 or roots.inf_jump.any() or (on_jump.any() and (roots.pages is None or not converged)):
         lam2, theta = (float(jump[0]), float(jump[1])) if status == 2 else (0.0, 0.0)
         return _finish_with_jumps(prob, p, budget, lam, dlam, lam2, theta, mu, dmu, bind, fixed, roots, idx, hosts,
                                   passes, converged), passes
     if idx.size:
         mu[idx], dmu[idx] = roots.lam, roots.dlam
+        # a host whose root sits on a jump of its Σp (the compiled loop found both ends) is left at its
+        # lower bounds by the pass below, then finished over its own pages, grouped by that loop
+        mu[idx[on_jump]], dmu[idx[on_jump]] = np.inf, 0.0
     binding = bind[:n_hosts] & ~fixed[:n_hosts]
     lam_out = lam + dlam
     # rates, KKT residual and per-host sums in one pass (``allocate`` would otherwise make three)
     sums = np.empty(groups)
     kkt = K.finish_groups(prob.tok, p, mu, dmu, *prob._args(), hosts, sums)
     lamhat_out = np.where(binding, mu[:n_hosts] + dmu[:n_hosts], lamhat)
+    if on_jump.any():
+        sel = np.flatnonzero(on_jump)
+        s_sel = np.empty(sel.size)
+        kkt = max(kkt, K.finish_jump_hosts(prob.tok, p, *roots.pages, sel, roots.lam[sel], roots.lam2[sel],
+                                           roots.theta[sel], *prob._args(), s_sel))
+        sums[idx[sel]] = s_sel
+        lamhat_out[idx[sel]] = roots.lam[sel]
     return (p, lam_out, lamhat_out, np.maximum(lam_out, lamhat_out), passes, converged, (kkt, sums)), passes
 
 
@@ -900,6 +912,7 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Ro
     K.host_newton(prob.tok, perm, start, caps[idx], lam_b, s_h[idx], ds_h[idx], *prob._args(), tol,
                   min(max_iter, _HOST_ITER), sqrt_step, lam_h, dlam_h, lam2_h, theta_h, iters)
     out = _Roots(g)
+    out.pages = (perm, start)
     ok = (iters >= 0) & (lam_h >= lam_b)  # a root at or above its lower end (on a jump of λ, maybe below λ)
     out.lam[ok], out.dlam[ok], out.converged[ok] = lam_h[ok], dlam_h[ok], True
     out.lam2[ok], out.theta[ok] = lam2_h[ok], theta_h[ok]

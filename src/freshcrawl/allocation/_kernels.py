@@ -1478,7 +1478,7 @@ def _model_root(A, C, kink, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
     are summed once; Newton then runs over the others, copied side by side into ``work`` (scratch,
     shape (3, n_groups): A, C, cap) so that each step is one vectorised loop (:func:`_model_sum`).
     From any start it lands at or left of the root after one step and then climbs to it
-    monotonically, exactly once it reaches the root's linear piece; it stops after a few dozen steps
+    monotonically, exactly once it reaches the root's linear piece; it stops after 12 steps
     (the models are approximations far from the root anyway). Where the models have no slope left
     and stay below the budget, returns an expansion of u instead.
     """

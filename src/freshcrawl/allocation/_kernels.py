@@ -1393,6 +1393,50 @@ def _low_marg_t(tok, k, lo, w, a, b, hi):
     return _marg_t(tok, k, lo, w, a, b)
 
 
+def _nonpos_scalar(x):  # pragma: no cover - compiled through the overload
+    return np.ndim(x) == 0 and x <= 0.0
+
+
+@overload(_nonpos_scalar)
+def _nonpos_scalar_ol(x):
+    if isinstance(x, types.Array):
+        return lambda x: False
+    return lambda x: x <= 0.0
+
+
+@njit(cache=True, error_model="numpy", fastmath=_FM | {"nnan"})
+def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, db):
+    """Over one chunk: the smallest breakpoint above ``lam_at`` and the largest at or below it, among the
+    pages evaluated there (``lb[j] == lam_at``); each page's breakpoint above it (else inf) is left in
+    ``ub`` (``db``: scratch).
+
+    Written as a store loop and two reduction loops, each of which vectorises (one loop with both does
+    not, and its branches follow the hosts); breakpoints w f'(p_min) are never NaN, and min and max
+    reductions vectorise only without NaNs. A scalar p_min <= 0 gets a loop of its own, where the
+    marginal value at 0 folds to its short form.
+    """
+    if _nonpos_scalar(lov):
+        for j in range(m):
+            e = _marg_t(tok, _get(kv, j), 0.0, _get(wv, j), _get(av, j), _get(bv, j))
+            e = e if _get(hiv, j) > lov else np.inf
+            at = lb[j] == lam_at
+            ub[j] = e if at & (e > lam_at) else np.inf
+            db[j] = e if at & (e <= lam_at) else 0.0
+    else:
+        for j in range(m):
+            e = _low_marg_t(tok, _get(kv, j), _get(lov, j), _get(wv, j), _get(av, j), _get(bv, j), _get(hiv, j))
+            at = lb[j] == lam_at
+            ub[j] = e if at & (e > lam_at) else np.inf
+            db[j] = e if at & (e <= lam_at) else 0.0
+    c_up = np.inf
+    for j in range(m):
+        c_up = min(c_up, ub[j])
+    c_dn = 0.0
+    for j in range(m):
+        c_dn = max(c_dn, db[j])
+    return c_up, c_dn
+
+
 @njit(**_LOOP)
 def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
@@ -1418,6 +1462,7 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
     ub = np.empty(_CHUNK)
+    tb = np.empty(_CHUNK)
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
@@ -1437,15 +1482,7 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
                 pb[j] = p
                 db[j] = dp
         if track:
-            c_up = np.inf
-            c_dn = 0.0
-            for j in range(stop - start):
-                e = _low_marg_t(tok, _get(kv, j), _get(lov, j), _get(wv, j), _get(av, j), _get(bv, j), _get(hiv, j))
-                at = lb[j] == lam_at
-                up = e if (at and e > lam_at) else np.inf
-                ub[j] = up
-                c_up = min(c_up, up)
-                c_dn = max(c_dn, e if (at and e <= lam_at) else 0.0)
+            c_up, c_dn = _track_chunk(tok, stop - start, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, tb)
             e_dn = max(e_dn, c_dn)
             if c_up < e_up:  # a new smallest: find its first page in this chunk
                 e_up = c_up

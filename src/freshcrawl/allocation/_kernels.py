@@ -577,6 +577,18 @@ def _resp_il_t_ol(tok, k, il, w, a, b, lo, hi):
     return lambda tok, k, il, w, a, b, lo, hi: fn(k, 1.0 / il, w, a, b, lo, hi)
 
 
+def _flat_tail(tok):  # pragma: no cover - compiled through the overload
+    raise NotImplementedError
+
+
+@overload(_flat_tail)
+def _flat_tail_ol(tok):
+    """Whether pages of the kind may leave p_min with a flat marginal value, their rate falling like
+    1/log(e - λ) below their breakpoint e (periodic freshness, detection; a compile-time constant)."""
+    flag = _BY_DTYPE[str(tok.dtype)] in (PERIODIC, DETECTION, None)
+    return lambda tok: flag
+
+
 @overload(_marg_t)
 def _marg_t_ol(tok, k, p, w, a, b):
     fn = _funcs_for(tok)[2]
@@ -1128,18 +1140,21 @@ def caps_met(sums, caps, lamhat, lam, rtol):
 
 
 @njit(**_PLAIN)
-def host_page_counts(hosts, n_hosts):
-    """Per host: 0, 1 or 2 for no page, one page, more than one (uint8, shape (n_hosts,)).
+def capped_multi_page_hosts(hosts, caps):
+    """The number of capped hosts (finite cap) with more than one page.
 
-    A byte a host keeps the table in the first-level cache: a cheap pass to decide whether
-    :func:`host_census` is worth making.
+    Counted in a byte a host (0, 1, 2 for more), which keeps the table in the first-level cache: a
+    cheap pass to decide whether :func:`host_census` is worth making.
     """
-    count = np.zeros(n_hosts, dtype=np.uint8)
+    count = np.zeros(caps.shape[0], dtype=np.uint8)
     for i in range(hosts.shape[0]):
         h = hosts[i]
         if h >= 0:
             count[h] = min(count[h] + 1, 2)
-    return count
+    multi = 0
+    for h in range(caps.shape[0]):
+        multi += 1 if count[h] == 2 and caps[h] < np.inf else 0
+    return multi
 
 
 @njit(**_PLAIN)
@@ -1158,6 +1173,94 @@ def host_census(hosts, n_hosts, lo):
             low[h] += _get(lo, i)
             page[h] = i
     return count, low, page
+
+
+@njit(**_PLAIN)
+def reduction_plan(count, low, caps, dtype_like):
+    """Which hosts a reduced problem keeps, from :func:`host_census` (``count``, ``low``: Σ p_min).
+
+    A capped host with more than one page that is not pinned (cap > Σ p_min) is kept; one with one page
+    has its cap folded into that page's p_max; a pinned one has its pages' p_max set to p_min; hosts
+    without pages or without a cap are taken out as they are. Returns ``(new_id, fold, kept, singles,
+    pinned, infeasible, folds)``: the kept hosts' new indices (-1 for the others; the dtype of
+    ``dtype_like``), the cap to fold per host (inf: none, -inf: pin), the kept and one-page hosts in
+    order, whether each host is pinned, whether some cap is below its host's Σ p_min, and whether
+    anything is folded.
+    """
+    H = caps.shape[0]
+    new_id = np.full(H, -1, dtype=dtype_like.dtype)
+    fold = np.full(H, np.inf)
+    pinned = np.zeros(H, dtype=np.bool_)
+    kept = np.empty(H, dtype=np.int64)
+    singles = np.empty(H, dtype=np.int64)
+    n_kept = 0
+    n_single = 0
+    infeasible = False
+    folds = False
+    for h in range(H):
+        c = caps[h]
+        if not c < np.inf:
+            continue
+        if low[h] > c:
+            infeasible = True
+        if c <= low[h]:
+            pinned[h] = True
+            fold[h] = -np.inf
+            folds |= count[h] > 0
+        elif count[h] == 1:
+            fold[h] = c
+            singles[n_single] = h
+            n_single += 1
+            folds = True
+        elif count[h] > 1:
+            new_id[h] = n_kept
+            kept[n_kept] = h
+            n_kept += 1
+    return new_id, fold, kept[:n_kept], singles[:n_single], pinned, infeasible, folds
+
+
+@njit(**_PLAIN)
+def reduced_multipliers(tok, p, lam, lamhat_r, kept, pinned, singles, pages, caps, k, w, a, b, hi):
+    """Per-host multipliers of the full problem from those of the reduced one (shape (n_hosts,)).
+
+    Kept hosts take theirs, pinned hosts inf, a one-page host the marginal value w f'(c_h) of its page
+    where that page sits at the cap (below its own p_max) and the value exceeds λ, else 0.
+    """
+    lamhat = np.zeros(caps.shape[0])
+    for j in range(kept.shape[0]):
+        lamhat[kept[j]] = lamhat_r[j]
+    for h in range(caps.shape[0]):
+        if pinned[h]:
+            lamhat[h] = np.inf
+    for j in range(singles.shape[0]):
+        h = singles[j]
+        i = pages[j]
+        c = caps[h]
+        if p[i] >= c and c < _get(hi, i):
+            m = _marg_t(tok, _get(k, i), c, _get(w, i), _get(a, i), _get(b, i))
+            lamhat[h] = m if m > lam else 0.0
+    return lamhat
+
+
+@njit(**_PLAIN)
+def reduced_sums(sums_r, p, kept, singles, pages, pinned, low):
+    """Per-host Σp of the full problem (shape (n_hosts + 1,); last: the pages without a host) from the
+    reduced one's (shape (n_kept + 1,)): one-page hosts take their page's rate, pinned hosts Σ p_min."""
+    H = pinned.shape[0]
+    sums = np.zeros(H + 1)
+    for j in range(kept.shape[0]):
+        sums[kept[j]] = sums_r[j]
+    rest = sums_r[sums_r.shape[0] - 1]
+    for j in range(singles.shape[0]):
+        v = p[pages[j]]
+        sums[singles[j]] = v
+        rest -= v
+    for h in range(H):
+        if pinned[h]:
+            sums[h] = low[h]
+            rest -= low[h]
+    sums[H] = rest
+    return sums
 
 
 @njit(**_PLAIN)
@@ -1278,6 +1381,26 @@ def _segment_breakpoints(tok, perm, p0, p1, la, lb, lt, k, w, a, b, lo, hi):
     return best, up, dn
 
 
+@njit(**_INL)
+def _singular_step(e, lam, err, ds):
+    """Next λ below a breakpoint e where S falls like 1/log(e - λ) (a page leaving p_min with a flat marginal).
+
+    The periodic-freshness and detection rates are Δ / x with 1 - (1 + x) e^{-x} = λ / e near such a
+    breakpoint: linear in z = 1 / x, in which the other pages' part of S is flat close to e. So while
+    λ >= e / 2 the step is Newton in z (dλ/dz = -e x³ e^{-x}), and farther below e Newton in
+    log(e - λ). ``err``: S(λ) - target, ``ds``: dS/dλ (< 0). Where the step in z goes past 0, or closer to e than
+    floats resolve (the root sits on the jump of S at e), a few ulps below e.
+    """
+    y = lam / e
+    if y >= 0.5 and y < 1.0:
+        x = lambert_x(y)[0]
+        z = 1.0 / x - err / (ds * -e * x * x * x * math.exp(-x))
+        # past z = 0, or closer to e than floats resolve: the root sits on the jump at e, probe next to it
+        return min(e * phi(1.0 / z) if z > 0.0 else e, e * (1.0 - 8.881784197001252e-16))
+    dist = max(e - lam, 8.881784197001252e-16 * e)
+    return e - dist * math.exp(err / (ds * dist))
+
+
 @njit(**_PLAIN)
 def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, hi, tol, max_iter, sqrt_step,
                 out_lam, out_dlam, out_lam2, out_theta, out_iter):
@@ -1346,10 +1469,22 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
                     if l1 > la and l1 < lb:
                         ln = l1
             inside = ln > la and ln < lb
+            tail = False
+            if _flat_tail(tok) and lb < np.inf and inside and slow == 0:
+                # just below a breakpoint where a page leaves p_min with a flat marginal, its rate falls
+                # like 1/log(e - λ), which Newton in log λ crawls along: the step made for that tail
+                e_in, e_up, e_dn = _segment_breakpoints(tok, perm, p0, p1, la, lb, ln, k, w, a, b, lo, hi)
+                if e_up < np.inf and max(e_up - lb, 4.0 * eps * e_up) < 0.25 * (e_up - la) and not e_in < lb:
+                    l_sing = _singular_step(e_up, L, err, ds)
+                    if l_sing > la and l_sing < lb:
+                        ln = l_sing
+                        tail = True
             if lb == np.inf:
                 if not ln > L:
                     ln = 8.0 * la
                 ln = min(ln, 1e30 * L)
+            elif tail:
+                pass
             elif not inside or slow > 0:
                 width = lb - la
                 half = 0.5 * (la + lb)
@@ -1367,9 +1502,9 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
                     dist_b = max(e_up - lb, 4.0 * eps * e_up)
                     if e_up < np.inf and dist_b < 0.25 * dist_a:
                         # S may be singular at e_up: Newton in log(e_up - λ), else bisect that log-distance
-                        dist = max(e_up - L, 4.0 * eps * e_up)
-                        l_sing = e_up - dist * math.exp(err / (ds * dist))
-                        if l_sing > la and l_sing < lb and slow < 2:
+                        l_sing = _singular_step(e_up, L, err, ds)
+                        # (a probe next to e, where the root sits on the jump there, is taken however slow)
+                        if l_sing > la and l_sing < lb and (slow < 2 or l_sing >= e_up * (1.0 - 16.0 * eps)):
                             ln = l_sing
                         else:
                             ln = e_up - math.sqrt(dist_a * dist_b)

@@ -508,35 +508,23 @@ def _reduce_hosts(prob, hosts, caps):
     their pages, Σ p_min per host)``.
     """
     n, n_hosts = prob.n, caps.shape[0]
-    capped = np.isfinite(caps)
     if n_hosts < _REDUCE_SHARE * n:
         return None
-    few = K.host_page_counts(hosts, n_hosts)
-    if np.count_nonzero(capped & (few == 2)) > n_hosts - _REDUCE_SHARE * n:
+    if K.capped_multi_page_hosts(hosts, caps) > n_hosts - _REDUCE_SHARE * n:
         return None
     count, low, page = K.host_census(hosts, n_hosts, prob.lo)
-    if np.any(capped & (low > caps)):
+    new_id, fold, kept, singles, pinned, infeasible, folds = K.reduction_plan(count, low, caps, hosts[:0])
+    if infeasible or n_hosts - kept.size < _REDUCE_SHARE * n:
         return None
-    pinned = capped & (caps <= low)
-    single = capped & ~pinned & (count == 1)
-    keep = capped & ~pinned & (count > 1)
-    kept = np.flatnonzero(keep)
-    if n_hosts - kept.size < _REDUCE_SHARE * n:
-        return None
-    new_id = np.full(n_hosts, -1, dtype=hosts.dtype)
-    new_id[kept] = np.arange(kept.size, dtype=hosts.dtype)
-    folds = bool(np.any(single) or np.any(pinned & (count > 0)))
     lo, hi = prob.lo, prob.hi
     if folds:
-        fold = np.where(single, caps, np.where(pinned, -np.inf, np.inf))
         hi = np.array(np.broadcast_to(hi, (n,)), dtype=np.float64)
         lo = np.ascontiguousarray(np.broadcast_to(lo, (n,)), dtype=np.float64)
         hosts_r = K.remap_hosts(hosts, new_id, fold, lo, hi)
     else:
-        hosts_r = K.remap_hosts(hosts, new_id, np.zeros(0), lo, np.zeros(0))
+        hosts_r = K.remap_hosts(hosts, new_id, fold[:0], lo, np.zeros(0))
     red = copy.copy(prob)  # the same pages, with the folded bounds
     red.lo, red.hi = lo, hi
-    singles = np.flatnonzero(single)
     return red, hosts_r, kept, pinned, singles, page[singles], low
 
 
@@ -546,28 +534,15 @@ def _solve_reduced(prob, budget, hosts, caps, tol, max_iter, red, hosts_r, kept,
     A one-page host binds where its page sits at the cap (below the page's own p_max), with the
     page's marginal value w f'(c_h) as its multiplier when that exceeds λ; a pinned host takes inf.
     """
-    n_hosts = caps.shape[0]
     p, lam, lamhat_r, _, n_iter, converged, *checked = _solve_groups(red, budget, hosts_r, caps[kept], tol,
                                                                         max_iter)
-    lamhat = np.zeros(n_hosts)
-    lamhat[kept] = lamhat_r
-    lamhat[pinned] = np.inf
-    if singles.size:
-        c = caps[singles]
-        at_cap = (p[pages] >= c) & (c < np.broadcast_to(prob.hi, (prob.n,))[pages])
-        m = K.page_marginals(prob.tok, pages, c, prob.k, prob.w, prob.a, prob.b)
-        lamhat[singles] = np.where(at_cap & (m > lam), m, 0.0)
+    lamhat = K.reduced_multipliers(prob.tok, p, lam, lamhat_r, kept, pinned, singles, pages, caps, prob.k, prob.w,
+                                   prob.a, prob.b, prob.hi)
     out = (p, lam, lamhat, np.maximum(lam, lamhat), n_iter, converged)
     if not checked:
         return out
     kkt, sums_r = checked[0]
-    sums = np.zeros(n_hosts + 1)
-    sums[kept] = sums_r[:-1]
-    sums[singles] = p[pages]
-    pin = np.flatnonzero(pinned)
-    sums[pin] = low[pin]
-    sums[n_hosts] = sums_r[-1] - float(np.sum(sums[singles])) - float(np.sum(sums[pin]))
-    return out + ((kkt, sums),)
+    return out + ((kkt, K.reduced_sums(sums_r, p, kept, singles, pages, pinned, low)),)
 
 
 def _solve_groups(prob, budget, hosts, caps, tol, max_iter):

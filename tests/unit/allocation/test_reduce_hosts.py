@@ -120,7 +120,9 @@ def test_reduction_only_where_it_pays():
 def test_host_census_and_remap_exact():
     hosts = np.array([2, -1, 0, 2, 2, 3], dtype=np.intp)
     lo = np.array([0.1, 9.0, 0.2, 0.3, 0.4, 0.0])
-    np.testing.assert_array_equal(K.host_page_counts(hosts, 5), [1, 0, 2, 1, 0])
+    # pages per host: [1, 0, 3, 1, 0]; only host 2 has more than one, and counts when capped
+    assert K.capped_multi_page_hosts(hosts, np.array([1.0, 1.0, 1.0, 1.0, 1.0])) == 1
+    assert K.capped_multi_page_hosts(hosts, np.array([1.0, 1.0, np.inf, 1.0, 1.0])) == 0
     count, low, page = K.host_census(hosts, 5, lo)
     np.testing.assert_array_equal(count, [1, 0, 3, 1, 0])
     np.testing.assert_allclose(low, [0.2, 0.0, 0.1 + 0.3 + 0.4, 0.0, 0.0], rtol=0, atol=1e-15)
@@ -135,6 +137,36 @@ def test_host_census_and_remap_exact():
     # nothing folded: hi is not touched (an empty array)
     out = K.remap_hosts(hosts, new_id, fold, 0.0, np.zeros(0))
     np.testing.assert_array_equal(out, [0, -1, -1, 0, 0, -1])
+
+
+def test_reduction_plan_and_mapping_back_exact():
+    count = np.array([1, 0, 3, 1, 0, 2, 2])
+    low = np.array([0.2, 0.0, 0.8, 0.0, 0.0, 0.5, 0.1])
+    caps = np.array([0.5, 1.0, 2.0, 0.0, np.inf, 0.5, np.inf])
+    new_id, fold, kept, singles, pinned, infeasible, folds = K.reduction_plan(count, low, caps,
+                                                                                np.zeros(0, dtype=np.intp))
+    # host 0: one page, folded; 1: no page; 2: kept; 3: pinned (cap 0 <= Σ p_min); 4, 6: uncapped;
+    # 5: pinned with its pages (cap = Σ p_min)
+    np.testing.assert_array_equal(new_id, [-1, -1, 0, -1, -1, -1, -1])
+    assert new_id.dtype == np.intp
+    np.testing.assert_array_equal(fold, [0.5, np.inf, np.inf, -np.inf, np.inf, -np.inf, np.inf])
+    np.testing.assert_array_equal(kept, [2])
+    np.testing.assert_array_equal(singles, [0])
+    np.testing.assert_array_equal(pinned, [False, False, False, True, False, True, False])
+    assert not infeasible and folds
+    assert K.reduction_plan(count, low, np.where(np.arange(7) == 2, 0.7, caps), new_id)[5]  # 0.7 < 0.8
+    # mapping back: page 4 is host 0's; at its cap 0.5 (below p_max 1), so host 0 takes w f'(0.5)
+    p = np.array([0.3, 0.2, 0.1, 0.6, 0.5])
+    lamhat = K.reduced_multipliers(K.TOKENS[K.POISSON], p, 0.1, np.array([0.7]), kept, pinned, singles,
+                                   np.array([4]), caps, K.POISSON, 2.0, np.full(5, 1.0), 0.0, 1.0)
+    np.testing.assert_allclose(lamhat, [2.0 / 1.5**2, 0.0, 0.7, np.inf, 0.0, np.inf, 0.0], rtol=1e-15)
+    # the same page below its cap: host 0 does not bind
+    lamhat = K.reduced_multipliers(K.TOKENS[K.POISSON], p * 0.5, 0.1, np.array([0.7]), kept, pinned, singles,
+                                   np.array([4]), caps, K.POISSON, 2.0, np.full(5, 1.0), 0.0, 1.0)
+    assert lamhat[0] == 0.0
+    sums = K.reduced_sums(np.array([1.5, 4.0]), p, kept, singles, np.array([4]), pinned, low)
+    np.testing.assert_allclose(sums, [0.5, 0.0, 1.5, 0.0, 0.0, 0.5, 0.0, 4.0 - 0.5 - 0.0 - 0.5], rtol=0,
+                               atol=1e-15)
 
 
 @pytest.mark.parametrize("objective", ["freshness-poisson", "harmonic", "freshness-periodic", "detection"])

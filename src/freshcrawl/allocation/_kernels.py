@@ -1250,16 +1250,21 @@ def reduced_sums(sums_r, p, kept, singles, pages, pinned, low):
     sums = np.zeros(H + 1)
     for j in range(kept.shape[0]):
         sums[kept[j]] = sums_r[j]
-    rest = sums_r[sums_r.shape[0] - 1]
-    for j in range(singles.shape[0]):
-        v = p[pages[j]]
-        sums[singles[j]] = v
-        rest -= v
-    for h in range(H):
-        if pinned[h]:
-            sums[h] = low[h]
-            rest -= low[h]
-    sums[H] = rest
+    taken = 0.0  # compensated (Neumaier) sum of what the pages without a host lose
+    comp = 0.0
+    for j in range(singles.shape[0] + H):
+        if j < singles.shape[0]:
+            v = p[pages[j]]
+            sums[singles[j]] = v
+        elif pinned[j - singles.shape[0]]:
+            v = low[j - singles.shape[0]]
+            sums[j - singles.shape[0]] = v
+        else:
+            continue
+        t = taken + v
+        comp += (taken - t) + v if abs(taken) >= abs(v) else (v - t) + taken
+        taken = t
+    sums[H] = sums_r[sums_r.shape[0] - 1] - (taken + comp)
     return sums
 
 

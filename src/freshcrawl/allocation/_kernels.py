@@ -1488,9 +1488,7 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
                 if not ln > L:
                     ln = 8.0 * la
                 ln = min(ln, 1e30 * L)
-            elif tail:
-                pass
-            elif not inside or slow > 0:
+            elif not tail and (not inside or slow > 0):
                 width = lb - la
                 half = 0.5 * (la + lb)
                 ln_bis = half if width <= 1e-3 * lb else math.sqrt(la * lb)
@@ -1550,24 +1548,23 @@ def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, db):
     pages evaluated there (``lb[j] == lam_at``); each page's breakpoint above it (else inf) is left in
     ``ub`` (``db``: scratch).
 
-    Written as a store loop and two reduction loops, each of which vectorises (one loop with both does
-    not, and its branches follow the hosts); breakpoints w f'(p_min) are never NaN, and min and max
+    Written as loops that store the breakpoints, sort them to either side, and reduce, each of which
+    vectorises (one loop with all does not, and its branches follow the hosts); breakpoints w f'(p_min) are never NaN, and min and max
     reductions vectorise only without NaNs. A scalar p_min <= 0 gets a loop of its own, where the
     marginal value at 0 folds to its short form.
     """
     if _nonpos_scalar(lov):
         for j in range(m):
             e = _marg_t(tok, _get(kv, j), 0.0, _get(wv, j), _get(av, j), _get(bv, j))
-            e = e if _get(hiv, j) > lov else np.inf
-            at = lb[j] == lam_at
-            ub[j] = e if at & (e > lam_at) else np.inf
-            db[j] = e if at & (e <= lam_at) else 0.0
+            db[j] = e if _get(hiv, j) > lov else np.inf
     else:
         for j in range(m):
-            e = _low_marg_t(tok, _get(kv, j), _get(lov, j), _get(wv, j), _get(av, j), _get(bv, j), _get(hiv, j))
-            at = lb[j] == lam_at
-            ub[j] = e if at & (e > lam_at) else np.inf
-            db[j] = e if at & (e <= lam_at) else 0.0
+            db[j] = _low_marg_t(tok, _get(kv, j), _get(lov, j), _get(wv, j), _get(av, j), _get(bv, j), _get(hiv, j))
+    for j in range(m):
+        e = db[j]
+        at = lb[j] == lam_at
+        ub[j] = e if at & (e > lam_at) else np.inf
+        db[j] = e if at & (e <= lam_at) else 0.0
     c_up = np.inf
     for j in range(m):
         c_up = min(c_up, ub[j])

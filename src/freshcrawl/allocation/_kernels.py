@@ -1641,6 +1641,35 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
         brk[2] = e_page
 
 
+@njit(**_LOOP)
+def _model_setup(A, C, kink, cap, fixed, s_fix, u_lo, u_hi, work):
+    """The groups of :func:`_model_root` sorted by where their kink lies, without branches or compaction.
+
+    Returns the value at u = 0 and slope of the groups whose kink lies outside (u_lo, u_hi), which are
+    linear or constant inside it, and how many have theirs inside. The latter are written to ``work``
+    (shape (3, n_groups): A, C, cap) and every other group as zeros, which adds min(0, 0 u - 0) = 0 and no
+    slope to :func:`_model_sum`: one vectorised loop, where copying only the groups inside is a serial chain.
+    """
+    base = 0.0
+    base_der = 0.0
+    m_k = 0
+    for g in range(A.shape[0]):
+        a_g, c_g, cap_g, k_g = A[g], C[g], cap[g], kink[g]
+        free = fixed[g] ^ True
+        slope = free & (a_g > 0.0)
+        capped = slope & (k_g <= u_lo)
+        linear = slope & (k_g >= u_hi)
+        inside = slope & (capped ^ True) & (linear ^ True)
+        flat = min(cap_g, -c_g) if free & (slope ^ True) else 0.0
+        base += (flat if free else s_fix[g]) + (cap_g if capped else 0.0) - (c_g if linear else 0.0)
+        base_der += a_g if linear else 0.0
+        work[0, g] = a_g if inside else 0.0
+        work[1, g] = c_g if inside else 0.0
+        work[2, g] = cap_g if inside else 0.0
+        m_k += inside
+    return base, base_der, m_k
+
+
 @njit(**_PLAIN)
 def _model_root(A, C, kink, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
     """Root in u of Σ_g min(cap_g, A_g u - C_g) = budget (fixed groups: s_fix), inside (u_lo, u_hi).
@@ -1649,35 +1678,19 @@ def _model_root(A, C, kink, cap, fixed, s_fix, budget, u, u_lo, u_hi, work):
 
     The left side is concave, piecewise linear and nondecreasing in u, with a kink where each group
     reaches its cap. Groups whose kink lies outside the bracket are linear or constant inside it and
-    are summed once; Newton then runs over the others, copied side by side into ``work`` (scratch,
-    shape (3, n_groups): A, C, cap) so that each step is one vectorised loop (:func:`_model_sum`).
+    are summed once (:func:`_model_setup`); Newton then runs over the others, each step one vectorised
+    loop (:func:`_model_sum`; ``work``: scratch, shape (3, n_groups)).
     From any start it lands at or left of the root after one step and then climbs to it
     monotonically, exactly once it reaches the root's linear piece; it stops after 12 steps
     (the models are approximations far from the root anyway). Where the models have no slope left
     and stay below the budget, returns an expansion of u instead.
     """
-    G = A.shape[0]
     u0 = u
-    base = -budget  # value and slope of the groups without a kink inside the bracket
-    base_der = 0.0
-    m_k = 0
-    for g in range(G):  # without branches: which case a group falls in does not follow a pattern
-        a_g, c_g, cap_g, k_g = A[g], C[g], cap[g], kink[g]
-        free = not fixed[g]
-        slope = free and a_g > 0.0
-        capped = slope and k_g <= u_lo
-        linear = slope and k_g >= u_hi
-        inside = slope and not capped and not linear
-        flat = min(cap_g, -c_g) if free and not slope else 0.0
-        base += (s_fix[g] if not free else flat) + (cap_g if capped else 0.0) - (c_g if linear else 0.0)
-        base_der += a_g if linear else 0.0
-        work[0, m_k] = a_g  # written always, kept when inside (the slot is reused otherwise)
-        work[1, m_k] = c_g
-        work[2, m_k] = cap_g
-        m_k += 1 if inside else 0
-    w_a, w_c, w_cap = work[0, :m_k], work[1, :m_k], work[2, :m_k]
+    base, base_der, m_k = _model_setup(A, C, kink, cap, fixed, s_fix, u_lo, u_hi, work)
+    base -= budget
+    w_a, w_c, w_cap = work[0], work[1], work[2]
     for _ in range(12):
-        val, der = _model_sum(w_a, w_c, w_cap, u)
+        val, der = _model_sum(w_a, w_c, w_cap, u) if m_k else (0.0, 0.0)
         val += base + base_der * u
         der += base_der
         if val == 0.0:
@@ -1709,6 +1722,151 @@ def _model_sum(A, C, cap, u):
         val += m if less else cap[j]
         der += A[j] if less else 0.0
     return val, der
+
+
+@njit(**_LOOP)
+def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, overshot, A, C, kink, bind, done, sure,
+            tol, loose):
+    """Take in one pass's per-group sums: each group's model, bracket and state (:func:`capped_newton`).
+
+    Per group g: the model S_g ≈ A_g u - C_g matched to its sum and derivative at its point ``ue[g]``
+    (for a host that overshot its root, from the point where it was last over its cap), where it reaches
+    its cap (``kink``), the bracket on its root, and whether it binds at λ = u^(-2), has converged and
+    surely binds. Returns F's terms (R: each binding host at its cap; R_low: each unsure one at its sum),
+    Σ dS of the groups at λ, and the counts of groups with a sum that is not finite, unsure and open.
+
+    Two loops without branches, which vectorise (one loop storing to all twelve arrays does not).
+    """
+    eps = 2.220446049250313e-16
+    R = 0.0
+    R_low = 0.0
+    D = 0.0
+    n_bad = 0
+    n_unsure = 0
+    n_open = 0
+    step_own = LOOSE_STEP if loose else 4.0 * eps
+    G = s_g.shape[0]
+    for g in range(G):
+        S, dS, c = s_g[g], ds_g[g], cap[g]
+        fx = fixed[g]
+        n_bad += (abs(S) + abs(dS) < np.inf) ^ True
+        ug, mg = ue[g], mu[g]
+        own = ug < u
+        over = (S > c) & (fx ^ True)
+        under = (S < c) & (fx ^ True)
+        uhi_old, la_old, sla_old, dsla_old = u_hi[g], la_g[g], s_la[g], ds_la[g]
+        uhi = ug if (over & (ug < uhi_old)) else uhi_old
+        e_g = abs(S - c)
+        remodel = own & under & (uhi_old < np.inf)
+        # the model at u_a = λ_a^(-1/2), where it was last over its cap: A = -2 S'(λ_a) λ_a^(3/2), A u_a - S
+        m1 = -2.0 * dsla_old * la_old
+        a0 = -2.0 * dS / (ug * ug * ug)
+        Ag = m1 * math.sqrt(la_old) if remodel else a0
+        Cg = (m1 - sla_old) if remodel else (a0 * ug - S)
+        Ag = 0.0 if fx else Ag
+        Cg = 0.0 if fx else Cg
+        A[g] = Ag
+        C[g] = Cg
+        kink[g] = (c + Cg) / Ag if Ag > 0.0 else np.nan
+        bnd = (own | over) & (fx ^ True)
+        dn = (e_g <= tol * c) | (e_g <= -dS * (step_own if own else 4.0 * eps) * mg)
+        sr = dn | (uhi <= u)
+        bind[g] = fx | bnd
+        done[g] = fx | (bnd ^ True) | dn
+        sure[g] = (bnd ^ True) | sr
+        R += c if bnd else S
+        R_low += c if (bnd & sr) else S
+        D += 0.0 if (fx | bnd) else dS
+        n_unsure += bnd & (sr ^ True)
+        n_open += bnd & (dn ^ True)
+    for g in range(G):  # then the brackets, from the signs of S_h - c_h (a loop of its own: it vectorises)
+        S, c, fx = s_g[g], cap[g], fixed[g]
+        ug, uhi_old = ue[g], u_hi[g]
+        over = (S > c) & (fx ^ True)
+        under = (S < c) & (fx ^ True)
+        new_hi = over & (ug < uhi_old)
+        u_hi[g] = ug if new_hi else uhi_old
+        la_g[g] = mu[g] if new_hi else la_g[g]
+        s_la[g] = S if new_hi else s_la[g]
+        ds_la[g] = ds_g[g] if new_hi else ds_la[g]
+        ulo = u_lo[g]
+        u_lo[g] = ug if (under & (ug > ulo)) else ulo
+        overshot[g] = overshot[g] | (under & (ug < u) & (abs(S - c) > tol * c))
+    return R, R_low, D, n_bad, n_unsure, n_open
+
+
+@njit(**_LOOP)
+def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, sure, done, overshot, prev_g, grow,
+                 slow):
+    """Each group's next evaluation point ``ue[g]`` (in u) and multiplier ``mu[g]`` for the pass at λ = u^(-2).
+
+    Uncapped groups go to λ. A host under its cap at λ, unsure whether it binds there after an
+    overshoot, or prone to overshoots and not yet known to bind at the new λ goes to its model's root if
+    that says it binds at the new λ by a clear margin (and it has not overshot), else to λ. A binding
+    host steps to its model's root, or by bisection of its bracket (an expansion while the bracket is
+    open) where that root leaves the bracket or the last step did not halve its error; where the root
+    lies outside the bracket and S_g > 0 > S_g', a log-log Newton step is tried first, in a second
+    loop over those hosts only (``slow``: scratch flags), since log and exp keep the main loop from
+    vectorising. A host whose point would be at or above u goes to λ; a converged one stays.
+    """
+    lam = 1.0 / (u * u)
+    n_slow = 0
+    for g in range(cap.shape[0]):
+        fx, c = fixed[g], cap[g]
+        ug, mg, S, dS = ue[g], mu[g], s_g[g], ds_g[g]
+        kg, lo_g, hi_g, ov, pv, gr = kink[g], u_lo[g], u_hi[g], overshot[g], prev_g[g], grow[g]
+        free = (c < np.inf) ^ True
+        # under its cap at λ, or unsure whether it binds there after an overshoot, or prone to overshoots and
+        # not yet known to bind at the new λ: at its model's root if that says it binds at the new λ by a
+        # clear margin (and it has not overshot), else at λ
+        model = (((bind[g] & sure[g]) ^ True) | (ov & (hi_g > u) & (done[g] ^ True))) & ((fx | free) ^ True)
+        ur1 = kg if A[g] > 0.0 else np.inf
+        ok = (ur1 < (1.0 - 1e-3) * u) & (ur1 > lo_g) & (ur1 < hi_g) & (ov ^ True)
+        ue1 = ur1 if ok else u
+        # binding: Newton on its own model, bisection where that leaves the bracket or does not halve the error
+        e = abs(S - c)
+        halved = e <= 0.5 * pv
+        stay = done[g] & (ug < u) & ((fx | free | model) ^ True)  # converged and still binding
+        inside = (kg > lo_g) & (kg < hi_g)
+        log_step = (inside ^ True) & (S > 0.0) & (dS < 0.0)  # a log-log Newton step: left to the loop below
+        bisect = (inside ^ True) | (halved ^ True)
+        expand = lo_g > 0.0
+        ur2 = (math.sqrt(lo_g * hi_g) if expand else hi_g / gr) if bisect else kg
+        ue2 = u if ur2 >= u else ur2
+        newton = (fx | free | model | stay) ^ True
+        mark = newton & log_step
+        keep = fx | stay | mark
+        ue_n = u if free else (ue1 if model else ue2)
+        ue_n = ug if keep else ue_n
+        ue[g] = ue_n
+        mu[g] = mg if keep else 1.0 / (ue_n * ue_n)
+        pv_n = np.inf if (model | (ue2 == u)) else e
+        prev_g[g] = e if stay else (pv if (fx | free | mark) else pv_n)
+        grow[g] = min(gr * gr, 1e30) if (newton & bisect & (expand ^ True) & (mark ^ True)) else gr
+        slow[g] = mark
+        n_slow += mark
+    if n_slow == 0:
+        return
+    for g in range(cap.shape[0]):  # the log-log Newton steps (rare): log and exp do not vectorise
+        if not slow[g]:
+            continue
+        ug, S, dS, c = ue[g], s_g[g], ds_g[g], cap[g]
+        halved = abs(S - c) <= 0.5 * prev_g[g]
+        prev_g[g] = abs(S - c)
+        ur = ug * math.exp(0.5 * (math.log(S) - math.log(c)) * S / (mu[g] * dS))
+        if not (ur > u_lo[g] and ur < u_hi[g]) or not halved:
+            if u_lo[g] > 0.0:
+                ur = math.sqrt(u_lo[g] * u_hi[g])
+            else:
+                ur = u_hi[g] / grow[g]
+                grow[g] = min(grow[g] * grow[g], 1e30)
+        if ur >= u:
+            ue[g] = u
+            mu[g] = lam
+            prev_g[g] = np.inf
+        else:
+            ue[g] = ur
+            mu[g] = 1.0 / (ur * ur)
 
 
 @njit(**_PLAIN)
@@ -1771,6 +1929,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     sure = np.ones(G, dtype=np.bool_)
     overshot = np.zeros(G, dtype=np.bool_)
     work = np.empty((3, G))
+    slow = np.zeros(G, dtype=np.bool_)
     acc = np.empty((G, 2))
     imu = np.empty(G)
     brk = np.empty(3 if singular else 0)  # breakpoints next to λ among the groups evaluated there
@@ -1799,56 +1958,14 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         e_kd = 0.0
         if singular:
             e_k, e_kd, i_k = brk[0], brk[1], int(brk[2])
-        R = -budget
-        R_low = -budget  # R with each unsure host at its sum instead of its cap: R_low <= F(λ) <= R
-        D = 0.0
-        exact = True
-        hosts_ok = True
-        for g in range(G):
-            S, dS, c = s_g[g], ds_g[g], cap[g]
-            if not (abs(S) < np.inf and abs(dS) < np.inf):
-                return -1, lam, 0.0, it
-            if fixed[g]:
-                R += S
-                R_low += S
-                bind[g] = True
-                done[g] = True
-                continue
-            ug = ue[g]
-            A[g] = -2.0 * dS / (ug * ug * ug)
-            C[g] = A[g] * ug - S
-            if S > c:
-                if ug < u_hi[g]:
-                    u_hi[g] = ug
-                    la_g[g], s_la[g], ds_la[g] = mu[g], S, dS
-            elif S < c:
-                u_lo[g] = max(u_lo[g], ug)
-                if ug < u and not abs(S - c) <= tol * c:
-                    overshot[g] = True
-            if ug < u and S < c and u_hi[g] < np.inf:
-                # overshot its root: model it from the point where it was last found over its cap, the
-                # better guide to whether it binds at λ
-                u_a = 1.0 / math.sqrt(la_g[g])
-                A[g] = -2.0 * ds_la[g] / (u_a * u_a * u_a)
-                C[g] = A[g] * u_a - s_la[g]
-            kink[g] = (c + C[g]) / A[g] if A[g] > 0.0 else np.nan
-            if ug < u or S > c:  # binds at λ: at its own point, or found over its cap at λ
-                R += c
-                bind[g] = True
-                e_g = abs(S - c)
-                done[g] = e_g <= tol * c or e_g <= -dS * (LOOSE_STEP if loose and ug < u else 4.0 * eps) * mu[g]
-                # counting c_h is exact when the host surely binds at λ: S_h(λ) >= S_h(λ') > c_h, λ' >= λ
-                sure[g] = done[g] or u_hi[g] <= u
-                exact &= sure[g]
-                R_low += c if sure[g] else S
-            else:
-                R += S
-                R_low += S
-                D += dS
-                bind[g] = False
-                done[g] = True
-                sure[g] = True
-            hosts_ok &= done[g]
+        R, R_low, D, n_bad, n_unsure, n_open = _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la,
+                                                       ds_la, overshot, A, C, kink, bind, done, sure, tol, loose)
+        if n_bad:
+            return -1, lam, 0.0, it
+        R -= budget  # F(λ) with each binding host at its cap; R_low <= F(λ) <= R, each unsure host at its sum
+        R_low -= budget
+        exact = n_unsure == 0  # counting c_h is exact when the host surely binds at λ: S_h(λ) >= S_h(λ') > c_h
+        hosts_ok = n_open == 0
         # bracket on the root of F (F increases with u)
         if R < 0.0:
             if u > gu_lo:
@@ -1937,46 +2054,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         u = un
         lam = 1.0 / (u * u)
         lam_at = lam
-        for g in range(G):
-            if fixed[g]:
-                continue
-            if not cap[g] < np.inf:
-                ue[g] = u
-                mu[g] = lam
-                continue
-            ug = ue[g]
-            S, dS, c = s_g[g], ds_g[g], cap[g]
-            if not (bind[g] and sure[g]) or (overshot[g] and u_hi[g] > u and not done[g]):
-                # under its cap at λ, or unsure whether it binds there after an overshoot, or prone to
-                # overshoots and not yet known to bind at the new λ: evaluate at its model's root if that
-                # says it binds at the new λ by a clear margin (and it has not overshot), else at λ
-                ur = kink[g] if A[g] > 0.0 else np.inf
-                ok = ur < (1.0 - 1e-3) * u and ur > u_lo[g] and ur < u_hi[g] and not overshot[g]
-                ue[g] = ur if ok else u
-                mu[g] = 1.0 / (ur * ur) if ok else lam
-                prev_g[g] = np.inf
-                continue
-            e = abs(S - c)
-            halved = e <= 0.5 * prev_g[g]
-            prev_g[g] = e
-            if done[g] and ug < u:
-                continue  # converged and still binding: stays
-            ur = kink[g]
-            if not (ur > u_lo[g] and ur < u_hi[g]) and S > 0.0 and dS < 0.0:
-                ur = ug * math.exp(0.5 * (math.log(S) - math.log(c)) * S / (mu[g] * dS))  # log-log Newton
-            if not (ur > u_lo[g] and ur < u_hi[g]) or not halved:
-                if u_lo[g] > 0.0:
-                    ur = math.sqrt(u_lo[g] * u_hi[g])
-                else:
-                    ur = u_hi[g] / grow[g]
-                    grow[g] = min(grow[g] * grow[g], 1e30)
-            if ur >= u:  # its root is below the new λ, as far as its model tells: evaluate at λ
-                ue[g] = u
-                mu[g] = lam
-                prev_g[g] = np.inf
-            else:
-                ue[g] = ur
-                mu[g] = 1.0 / (ur * ur)
+        _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, sure, done, overshot, prev_g, grow,
+                     slow)
     return -1, 1.0 / (u * u), 0.0, max_pass
 
 

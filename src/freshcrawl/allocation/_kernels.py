@@ -1749,7 +1749,7 @@ def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, ove
     for g in range(G):
         S, dS, c = s_g[g], ds_g[g], cap[g]
         fx = fixed[g]
-        n_bad += (abs(S) + abs(dS) < np.inf) ^ True
+        n_bad += ((abs(S) < np.inf) & (abs(dS) < np.inf)) ^ True
         ug, mg = ue[g], mu[g]
         own = ug < u
         over = (S > c) & (fx ^ True)

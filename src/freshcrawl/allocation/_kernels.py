@@ -1643,7 +1643,7 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
 
 @njit(**_LOOP)
 def _model_setup(A, C, kink, cap, fixed, s_fix, u_lo, u_hi, work):
-    """The groups of :func:`_model_root` sorted by where their kink lies, without branches or compaction.
+    """The groups of :func:`_model_root` told apart by where their kink lies, without branches or compaction.
 
     Returns the value at u = 0 and slope of the groups whose kink lies outside (u_lo, u_hi), which are
     linear or constant inside it, and how many have theirs inside. The latter are written to ``work``
@@ -1795,6 +1795,16 @@ def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, ove
     return R, R_low, D, n_bad, n_unsure, n_open
 
 
+@njit(**_INL)
+def _bisect_point(u_lo, u_hi, grow):
+    """A binding host's fallback point in u: the geometric midpoint of its bracket (u_lo, u_hi), or, while
+    the bracket is open below (u_lo = 0), u_hi / grow, with grow squared (up to 1e30) for the next time.
+    Returns (point, grow)."""
+    if u_lo > 0.0:
+        return math.sqrt(u_lo * u_hi), grow
+    return u_hi / grow, min(grow * grow, 1e30)
+
+
 @njit(**_LOOP)
 def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, sure, done, overshot, prev_g, grow,
                  slow):
@@ -1830,8 +1840,8 @@ def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, su
         inside = (kg > lo_g) & (kg < hi_g)
         log_step = (inside ^ True) & (S > 0.0) & (dS < 0.0)  # a log-log Newton step: left to the loop below
         bisect = (inside ^ True) | (halved ^ True)
-        expand = lo_g > 0.0
-        ur2 = (math.sqrt(lo_g * hi_g) if expand else hi_g / gr) if bisect else kg
+        ur_b, gr_b = _bisect_point(lo_g, hi_g, gr)
+        ur2 = ur_b if bisect else kg
         ue2 = u if ur2 >= u else ur2
         newton = (fx | free | model | stay) ^ True
         mark = newton & log_step
@@ -1842,7 +1852,7 @@ def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, su
         mu[g] = mg if keep else 1.0 / (ue_n * ue_n)
         pv_n = np.inf if (model | (ue2 == u)) else e
         prev_g[g] = e if stay else (pv if (fx | free | mark) else pv_n)
-        grow[g] = min(gr * gr, 1e30) if (newton & bisect & (expand ^ True) & (mark ^ True)) else gr
+        grow[g] = gr_b if (newton & bisect & (mark ^ True)) else gr
         slow[g] = mark
         n_slow += mark
     if n_slow == 0:
@@ -1855,11 +1865,7 @@ def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, su
         prev_g[g] = abs(S - c)
         ur = ug * math.exp(0.5 * (math.log(S) - math.log(c)) * S / (mu[g] * dS))
         if not (ur > u_lo[g] and ur < u_hi[g]) or not halved:
-            if u_lo[g] > 0.0:
-                ur = math.sqrt(u_lo[g] * u_hi[g])
-            else:
-                ur = u_hi[g] / grow[g]
-                grow[g] = min(grow[g] * grow[g], 1e30)
+            ur, grow[g] = _bisect_point(u_lo[g], u_hi[g], grow[g])
         if ur >= u:
             ue[g] = u
             mu[g] = lam

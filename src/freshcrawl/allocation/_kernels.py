@@ -650,6 +650,12 @@ ULPS_STOP = 1e-8
 #: final first-order correction then leaves about LOOSE_STEP² (and a page whose breakpoint lies within
 #: the step, a KKT residual below LOOSE_STEP); a pass saved where the last step would be that small.
 LOOSE_STEP = 1e-11
+#: Passes :func:`capped_newton` goes on making for the binding hosts once λ has settled, where its passes
+#: run over the pages listed near a bound (cheap); the hosts still open then go to the per-host loop.
+WAIT_PASSES = 8
+#: Largest window (relative, in u = λ^(-1/2)) of :func:`window_pass`; the pages are listed only once λ's
+#: last step fits in it.
+WINDOW_MAX = 0.1
 
 
 @njit(**_LOOP)
@@ -1641,6 +1647,210 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
         brk[2] = e_page
 
 
+def _buffer(x, m):  # pragma: no cover - compiled through the overload
+    return np.empty(m, dtype=x.dtype) if np.ndim(x) else x
+
+
+@overload(_buffer)
+def _buffer_ol(x, m):
+    if isinstance(x, types.Array):
+        return lambda x, m: np.empty(m, dtype=x.dtype)
+    return lambda x, m: x  # a scalar shared by every page stays one
+
+
+def _put(dst, pos, src, j):  # pragma: no cover - compiled through the overload
+    pass
+
+
+@overload(_put)
+def _put_ol(dst, pos, src, j):
+    if isinstance(src, types.Array):
+        def impl(dst, pos, src, j):
+            dst[pos] = src[j]
+        return impl
+    return lambda dst, pos, src, j: None
+
+
+def _head(x, m):  # pragma: no cover - compiled through the overload
+    return x[:m] if np.ndim(x) else x
+
+
+@overload(_head)
+def _head_ol(x, m):
+    if isinstance(x, types.Array):
+        return lambda x, m: x[:m]
+    return lambda x, m: x
+
+
+@njit(**_LOOP)
+def window_pass(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_l, w_l, a_l, b_l, lo_l, hi_l, hosts_l):
+    """:func:`group_pass` for Poisson freshness that also lists the pages whose rate may leave or reach a
+    bound while their group's u = mu^(-1/2) moves by less than its window eps relative; ``tab`` (shape
+    (n_groups, 2)) holds each group's 1/mu and eps.
+
+    A page's unclipped rate is c_i u - Δ_i with c_i = sqrt(w_i Δ_i), the inverse marginal
+    sqrt(w Δ / λ) - Δ of p / (p + Δ) (Azar et al. 2018; seed 001, Sec. 5) in u = λ^(-1/2): at u(1 + t)
+    it is r + x t, with r and x = c_i u its value and slope at u, so it keeps its side of a bound b for
+    |t| < eps unless |r - b| < eps x. Every other page is affine in u (or constant) across the window,
+    and a group's sum over them is exactly affine there. The listed pages' data (those of k ... hi that
+    are arrays, and the host) are copied, in page order, to the ``*_l`` buffers (of one length, >= 1;
+    a scalar's buffer is the scalar). Returns their count, or -1 where it exceeds the buffers.
+    ``s_g``, ``ds_g``, ``acc`` as in :func:`group_pass`.
+    """
+    G = tab.shape[0]
+    cap_n = hosts_l.shape[0]
+    if acc.shape[1] != 2 or tab.shape[1] != 2:
+        raise ValueError("window_pass: acc and tab must have shape (n_groups, 2)")
+    flat_t = tab.reshape(tab.size)
+    acc[:, 0] = 0.0
+    acc[:, 1] = 0.0
+    flat = acc.reshape(acc.size)
+    lb = np.empty(_CHUNK)
+    eb = np.empty(_CHUNK)
+    pb = np.empty(_CHUNK)
+    db = np.empty(_CHUNK)
+    fb = np.empty(_CHUNK, dtype=np.int64)
+    ib = np.empty(_CHUNK, dtype=np.int64)
+    m = 0
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        hv = hosts[start:stop]
+        kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+        for j in range(stop - start):
+            h = hv[j]
+            r = 2 * np.uint64(h + (h < 0) * G)
+            lb[j] = flat_t[r]
+            eb[j] = flat_t[r + 1]
+        for j in range(stop - start):
+            il, wi, ai, lo_i, hi_i = lb[j], _get(wv, j), _get(av, j), _get(lov, j), _get(hiv, j)
+            p, dp = _resp_il_t(tok, _get(kv, j), il, wi, ai, _get(bv, j), lo_i, hi_i)
+            pb[j] = p
+            db[j] = dp
+            x = math.sqrt(wi * ai * il)
+            r = x - ai
+            ex = eb[j] * x
+            fb[j] = (abs(r - lo_i) < ex) | (abs(r - hi_i) < ex)
+        for j in range(stop - start):
+            h = hv[j]
+            h = np.uint64(h + (h < 0) * G)
+            flat[2 * h] += pb[j]
+            flat[2 * h + 1] += db[j]
+        c = 0
+        for j in range(stop - start):  # no branch: each position is written, and kept only where flagged
+            ib[c] = j
+            c += fb[j]
+        if m + c <= cap_n:
+            for q in range(c):
+                j = ib[q]
+                _put(k_l, m + q, kv, j)
+                _put(w_l, m + q, wv, j)
+                _put(a_l, m + q, av, j)
+                _put(b_l, m + q, bv, j)
+                _put(lo_l, m + q, lov, j)
+                _put(hi_l, m + q, hiv, j)
+                hosts_l[m + q] = hv[j]
+        m += c
+    for g in range(G):
+        s_g[g] = acc[g, 0]
+        ds_g[g] = acc[g, 1]
+    return m if m <= cap_n else -1
+
+
+@njit(**_LOOP)
+def _window_base(tok, m, imu, ue, k_l, w_l, a_l, b_l, lo_l, hi_l, hosts_l, s_g, ds_g, base_s, slope):
+    """After :func:`window_pass`: each group's sum over its pages not listed, as base_s + slope (u - ue)
+    with u its own point (shape (n_groups,)), from the pass's sums less the listed pages' own."""
+    G = s_g.shape[0]
+    t_d = np.empty(G)
+    for g in range(G):
+        base_s[g] = s_g[g]
+        t_d[g] = ds_g[g]
+    for j in range(m):
+        h = hosts_l[j]
+        g = h + (h < 0) * G
+        p, dp = _resp_il_t(tok, _get(k_l, j), imu[g], _get(w_l, j), _get(a_l, j), _get(b_l, j), _get(lo_l, j),
+                           _get(hi_l, j))
+        base_s[g] -= p
+        t_d[g] -= dp
+    for g in range(G):
+        u3 = ue[g] * ue[g] * ue[g]
+        slope[g] = -2.0 * t_d[g] / u3 if u3 > 0.0 else 0.0  # dS/dλ = -u³/2 dS/du
+
+
+@njit(**_LOOP)
+def _window_add(s_g, ds_g, ue, cu, base_s, slope):
+    """Adds each group's part outside the listed pages, exact while |ue - cu| < eps cu, to a pass over them."""
+    for g in range(s_g.shape[0]):
+        u = ue[g]
+        s_g[g] += base_s[g] + slope[g] * (u - cu[g])
+        ds_g[g] -= 0.5 * slope[g] * u * u * u
+
+
+@njit(**_LOOP)
+def _window_left(ue, cu, fixed, tab, left):
+    """Flags (``left``) and counts the groups whose point ``ue`` lies outside their window (``tab[:, 1]``,
+    relative) around ``cu``."""
+    out = 0
+    for g in range(ue.shape[0]):
+        f = (abs(ue[g] - cu[g]) >= tab[g, 1] * cu[g]) & (fixed[g] ^ True)
+        left[g] = f
+        out += f
+    return out
+
+
+@njit(**_PLAIN)
+def _list_groups(n, k, w, a, b, lo, hi, hosts, left, m, k_l, w_l, a_l, b_l, lo_l, hi_l, hosts_l):
+    """Lists every page of the groups flagged in ``left``: the listed pages of the other groups (the first
+    ``m`` in the buffers of :func:`window_pass`) are kept, then one read of the host indices appends
+    theirs. Returns the new count, or -1 where it exceeds the buffers."""
+    G = left.shape[0]
+    cap_n = hosts_l.shape[0]
+    m2 = 0
+    for j in range(m):
+        h = hosts_l[j]
+        if not left[h + (h < 0) * G]:
+            _put(k_l, m2, k_l, j)
+            _put(w_l, m2, w_l, j)
+            _put(a_l, m2, a_l, j)
+            _put(b_l, m2, b_l, j)
+            _put(lo_l, m2, lo_l, j)
+            _put(hi_l, m2, hi_l, j)
+            hosts_l[m2] = h
+            m2 += 1
+    for i in range(n):
+        h = hosts[i]
+        if left[np.uint64(h + (h < 0) * G)]:  # rare: the branch is predicted
+            if m2 == cap_n:
+                return -1
+            _put(k_l, m2, k, i)
+            _put(w_l, m2, w, i)
+            _put(a_l, m2, a, i)
+            _put(b_l, m2, b, i)
+            _put(lo_l, m2, lo, i)
+            _put(hi_l, m2, hi, i)
+            hosts_l[m2] = h
+            m2 += 1
+    return m2
+
+
+@njit(**_LOOP)
+def _window_table(tab, mu, ue, uprev, fixed, base):
+    """Each group's 1/mu and window (relative, in u): at least ``base``, else min(2 s, 4 s²) for a last
+    step s (a model step leaves an error of order s²: about 0.4 s² for λ on the benchmark instances), and
+    inf (every page listed) where that exceeds WINDOW_MAX for a host at its own multiplier (far from λ,
+    its root still moving). Returns λ's window (the last group, the pages without a host, is always at
+    λ); the pages are listed only where it is below WINDOW_MAX.
+    """
+    u = ue[-1]
+    for g in range(ue.shape[0]):
+        at_lam = ue[g] == u
+        step = abs(ue[g] - uprev[g]) / ue[g] if ue[g] > 0.0 else 0.0
+        wide = max(base, min(2.0 * step, 4.0 * step * step))
+        tab[g, 0] = 1.0 / mu[g]
+        tab[g, 1] = 0.0 if fixed[g] else (wide if (wide <= WINDOW_MAX) | at_lam else np.inf)
+    return tab[-1, 1]
+
+
 @njit(**_LOOP)
 def _model_setup(A, C, kink, cap, fixed, s_fix, u_lo, u_hi, work):
     """The groups of :func:`_model_root` told apart by where their kink lies, without branches or compaction.
@@ -1877,7 +2087,7 @@ def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, su
 
 @njit(**_PLAIN)
 def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
-                  bind, done, la_g, s_la, ds_la, singular, jump, loose, pre=False):
+                  bind, done, la_g, s_la, ds_la, singular, jump, loose, pre=False, window=0.0):
     """λ and the multipliers λ_h > λ of the binding hosts together, one pass over the pages per step.
 
     Groups g (shape (n_groups,)): the hosts, then the pages without a host (last; ``cap = inf``);
@@ -1953,11 +2163,55 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         ue[g] = 0.0 if fixed[g] else u
         mu[g] = np.inf if fixed[g] else lam0
     pre = pre and not singular  # the caller's first pass carries no breakpoints: then make it here
+    # ``window``: the pages listed by the last window_pass, and each group's sum over the others, affine in u
+    listing = window > 0.0 and not singular
+    cap_l = max(n // 8, 1024) if listing else 1  # at most this many pages listed
+    k_b, w_b, a_b, b_b = _buffer(k, cap_l), _buffer(w, cap_l), _buffer(a, cap_l), _buffer(b, cap_l)
+    lo_b, hi_b, hosts_b = _buffer(lo, cap_l), _buffer(hi, cap_l), np.empty(cap_l, dtype=hosts.dtype)
+    m_l = -1  # pages listed (-1: no list)
+    cu = np.zeros(G)  # each group's point when they were listed
+    uprev = ue.copy()  # each group's point at the previous pass
+    tab = np.zeros((G, 2))  # 1/mu and window
+    left = np.zeros(G, dtype=np.bool_)  # groups outside their windows
+    base_s = np.zeros(G)
+    slope = np.zeros(G)
+    n_wait = 0  # passes made for the hosts after λ has settled
     for it in range(1, max_pass + 1):
         if not (pre and it == 1):  # with ``pre``, the caller has done the first pass (host_bounds_at)
             for g in range(G):
                 imu[g] = 1.0 / mu[g]
-            group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at)
+            n_left = _window_left(ue, cu, fixed, tab, left) if listing and m_l >= 0 else G
+            if n_left and not left[G - 1] and n_left * 16 <= G:
+                # a few hosts have left their windows (λ has not): all their pages are listed
+                m_l = _list_groups(n, k, w, a, b, lo, hi, hosts, left, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b, hosts_b)
+                if m_l >= 0:
+                    for g in range(G):
+                        base_s[g] = 0.0 if left[g] else base_s[g]
+                        slope[g] = 0.0 if left[g] else slope[g]
+                        tab[g, 1] = np.inf if left[g] else tab[g, 1]
+                    n_left = 0
+                else:
+                    listing = False
+            if n_left == 0:
+                # every group within its window: its listed pages, and the rest affine in u (exact)
+                group_pass(tok, m_l, mu, imu, _head(k_b, m_l), _head(w_b, m_l), _head(a_b, m_l), _head(b_b, m_l),
+                           _head(lo_b, m_l), _head(hi_b, m_l), hosts_b[:m_l], s_g, ds_g, acc, brk, lam_at)
+                _window_add(s_g, ds_g, ue, cu, base_s, slope)
+            elif listing and it > 1 and _window_table(tab, mu, ue, uprev, fixed, window) <= WINDOW_MAX:
+                # λ's last step was small: list the pages near a bound within each group's window
+                m_l = window_pass(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_b, w_b, a_b, b_b, lo_b,
+                                  hi_b, hosts_b)
+                if m_l < 0:
+                    listing = False  # too many pages near a bound: full passes from here
+                else:
+                    for g in range(G):
+                        cu[g] = ue[g]
+                    _window_base(tok, m_l, imu, ue, _head(k_b, m_l), _head(w_b, m_l), _head(a_b, m_l),
+                                 _head(b_b, m_l), _head(lo_b, m_l), _head(hi_b, m_l), hosts_b[:m_l], s_g, ds_g,
+                                 base_s, slope)
+            else:
+                m_l = -1
+                group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at)
         lam = 1.0 / (u * u)
         e_k = np.inf  # smallest breakpoint above λ among the groups evaluated at λ, its page, the largest below
         i_k = -1
@@ -1972,18 +2226,28 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         R_low -= budget
         exact = n_unsure == 0  # counting c_h is exact when the host surely binds at λ: S_h(λ) >= S_h(λ') > c_h
         hosts_ok = n_open == 0
+        waiting = n_wait > 0  # λ stays where it settled while the hosts go on
         # bracket on the root of F (F increases with u)
-        if R < 0.0:
+        if R < 0.0 and not waiting:
             if u > gu_lo:
                 gu_lo, f_lo, F_lo, e_bd = u, R, R, e_kd
-        elif R_low > 0.0:
+        elif R_low > 0.0 and not waiting:
             if u < gu_hi:
                 gu_hi, f_hi, F_hi, e_a, i_a = u, R_low, R_low, e_k, i_k
-        collapsed = gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo <= 8.0 * eps * gu_hi
+        collapsed = not waiting and gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo <= 8.0 * eps * gu_hi
         r = abs(R)
         small = r <= tol * budget or (D < 0.0 and r <= -D * (LOOSE_STEP if loose else 4.0 * eps) * lam
                                       and r <= ULPS_STOP * budget)
-        if collapsed or (exact and small):
+        settled = exact and small
+        if settled and not (collapsed or hosts_ok) and listing and m_l >= 0 and n_wait < WAIT_PASSES:
+            # λ has settled; passes over the listed pages are cheap, so the open hosts go on here
+            n_wait += 1
+            uprev[:] = ue
+            _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, sure, done, overshot, prev_g,
+                         grow, slow)
+            continue
+        n_wait = 0
+        if collapsed or settled:
             dlam = -R / D if D < 0.0 and not collapsed else 0.0
             for g in range(G):
                 if fixed[g] or not done[g]:
@@ -2060,6 +2324,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         u = un
         lam = 1.0 / (u * u)
         lam_at = lam
+        uprev[:] = ue
         _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, sure, done, overshot, prev_g, grow,
                      slow)
     return -1, 1.0 / (u * u), 0.0, max_pass

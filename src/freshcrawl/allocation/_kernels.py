@@ -2087,7 +2087,7 @@ def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, su
 
 @njit(**_PLAIN)
 def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
-                  bind, done, la_g, s_la, ds_la, singular, jump, loose, pre=False, window=0.0):
+                  bind, done, la_g, s_la, ds_la, singular, jump, loose, pre, window, counts):
     """λ and the multipliers λ_h > λ of the binding hosts together, one pass over the pages per step.
 
     Groups g (shape (n_groups,)): the hosts, then the pages without a host (last; ``cap = inf``);
@@ -2116,6 +2116,17 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     With ``pre``, ``s_g``, ``ds_g`` already hold the first pass, every group at ``lam0`` and the fixed
     ones at their lower bounds (:func:`host_bounds_at`); with ``singular`` it is made again here, since
     it must also find the breakpoints next to λ.
+
+    With ``window`` > 0 (Poisson freshness only: each page's rate is affine in u between its bounds),
+    once λ's last step fits in WINDOW_MAX, a pass also lists the pages that may leave or reach a bound
+    within each group's window (:func:`window_pass`, :func:`_window_table`); while every group's point
+    stays inside its window, the next passes run over the listed pages only, with the rest of each group
+    exactly affine in u. A few hosts that leave their windows while λ stays inside its own get all
+    their pages listed (:func:`_list_groups`); otherwise the pages are listed again. The sums, and so
+    the iterates, are those of full passes (to rounding). Once λ has settled, up to WAIT_PASSES more
+    passes over the listed pages go to the binding hosts still open. ``counts`` (shape (4,), int) is
+    incremented per pass: full passes, listing passes, passes over the listed pages, hosts' pages
+    listed after they left their windows.
 
     With ``loose`` (for objectives whose Σp is smooth), λ and each host also stop once their Newton
     step is below :data:`LOOSE_STEP` relative instead of a few ulps: the final first-order correction
@@ -2185,6 +2196,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 # a few hosts have left their windows (λ has not): all their pages are listed
                 m_l = _list_groups(n, k, w, a, b, lo, hi, hosts, left, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b, hosts_b)
                 if m_l >= 0:
+                    counts[3] += 1
                     for g in range(G):
                         base_s[g] = 0.0 if left[g] else base_s[g]
                         slope[g] = 0.0 if left[g] else slope[g]
@@ -2194,11 +2206,13 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                     listing = False
             if n_left == 0:
                 # every group within its window: its listed pages, and the rest affine in u (exact)
+                counts[2] += 1
                 group_pass(tok, m_l, mu, imu, _head(k_b, m_l), _head(w_b, m_l), _head(a_b, m_l), _head(b_b, m_l),
                            _head(lo_b, m_l), _head(hi_b, m_l), hosts_b[:m_l], s_g, ds_g, acc, brk, lam_at)
                 _window_add(s_g, ds_g, ue, cu, base_s, slope)
             elif listing and it > 1 and _window_table(tab, mu, ue, uprev, fixed, window) <= WINDOW_MAX:
                 # λ's last step was small: list the pages near a bound within each group's window
+                counts[1] += 1
                 m_l = window_pass(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_b, w_b, a_b, b_b, lo_b,
                                   hi_b, hosts_b)
                 if m_l < 0:
@@ -2211,6 +2225,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                                  base_s, slope)
             else:
                 m_l = -1
+                counts[0] += 1
                 group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at)
         lam = 1.0 / (u * u)
         e_k = np.inf  # smallest breakpoint above λ among the groups evaluated at λ, its page, the largest below

@@ -714,7 +714,7 @@ def _meets(out, budget, caps, tol):
 #: Poisson freshness: after its first pass, the joint iteration lists the pages within this relative
 #: window (in λ^(-1/2)) of a bound and passes over those only while every group stays inside it
 #: (:func:`_kernels.window_pass`), where there are at least _WINDOW_PAGES pages a group.
-_WINDOW = 0.02
+_WINDOW = 0.01
 _WINDOW_PAGES = 4
 _LOOSE_KKT = 1e-10  # KKT residual a loose stop must reach (the strict one reaches about 1e-14)
 
@@ -739,7 +739,7 @@ def _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, 
     status, lam, dlam, passes = K.capped_newton(prob.tok, prob.n, *prob._args(), hosts, cap_g, fixed, budget, lam0,
                                                 tol, min(max_iter, _FAST_PASSES), mu, dmu, s_g, ds_g, bind, done,
                                                 la_g, s_la, ds_la, singular, jump, loose,
-                                                first_sums is not None, window)
+                                                first_sums is not None, window, np.zeros(4, dtype=np.int64))
     if status < 0:
         return None, passes
     p = np.empty(prob.n)

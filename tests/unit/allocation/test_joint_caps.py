@@ -911,3 +911,140 @@ def test_hosts_on_jumps_finished_over_their_own_pages(kind, seed, n, n_hosts, mo
     np.testing.assert_allclose(fast.host_lam, general.host_lam, rtol=1e-14)
     assert fast.lam == general.lam
     assert fast.kkt_residual == pytest.approx(general.kkt_residual, rel=0.1, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------------
+# 6. Poisson freshness: passes over the pages listed near a bound (window_pass)
+# ---------------------------------------------------------------------------------------------------
+def _poisson_pass_inputs(seed, n=4000, n_groups=41):
+    rng = np.random.default_rng(seed)
+    w = 0.1 + rng.pareto(1.5, n)
+    a = rng.lognormal(0.0, 1.5, n)
+    w[:50] = 0.0  # zero-value pages: constant at p_min, never listed
+    a[50:100] = 0.0
+    lo = np.where(rng.random(n) < 0.5, rng.uniform(0.0, 0.2, n), 0.0)
+    hi = np.where(rng.random(n) < 0.5, lo + rng.uniform(0.05, 2.0, n), np.inf)
+    hosts = rng.integers(-1, n_groups - 1, n)  # -1: no host (the last group)
+    mu = rng.uniform(0.2, 2.0, n_groups)
+    eps = rng.uniform(0.005, 0.1, n_groups)
+    eps[3] = np.inf  # every page of group 3 with a slope is listed
+    return w, a, lo, hi, hosts, mu, eps
+
+
+def _expected_list(w, a, lo, hi, hosts, mu, eps):
+    g = np.where(hosts < 0, mu.size - 1, hosts)
+    x = np.sqrt(w * a / mu[g])
+    r = x - a
+    with np.errstate(invalid="ignore"):
+        ex = eps[g] * x
+        return np.flatnonzero((np.abs(r - lo) < ex) | (np.abs(r - hi) < ex))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_window_pass_sums_and_listed_pages(seed):
+    w, a, lo, hi, hosts, mu, eps = _poisson_pass_inputs(seed)
+    tok, G, n = K.TOKENS[K.POISSON], mu.size, w.size
+    s_ref, ds_ref = np.empty(G), np.empty(G)
+    K.group_pass(tok, n, mu, 1.0 / mu, 0, w, a, 0.0, lo, hi, hosts, s_ref, ds_ref, np.empty((G, 2)), np.empty(0), 1.0)
+    tab = np.column_stack([1.0 / mu, eps])
+    w_l, a_l, lo_l, hi_l, hosts_l = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+    s_g, ds_g = np.empty(G), np.empty(G)
+    m = K.window_pass(tok, n, tab, 0, w, a, 0.0, lo, hi, hosts, s_g, ds_g, np.empty((G, 2)), 0, w_l, a_l, 0.0,
+                      lo_l, hi_l, hosts_l)
+    np.testing.assert_allclose(s_g, s_ref, rtol=1e-13)
+    np.testing.assert_allclose(ds_g, ds_ref, rtol=1e-13)
+    want = _expected_list(w, a, lo, hi, hosts, mu, eps)
+    assert 100 < m == want.size < n // 2  # some pages near a bound, most not
+    assert np.all(np.isin(np.flatnonzero(hosts == 3), want) | (w[hosts == 3] * a[hosts == 3] == 0))
+    for got, full in ((w_l, w), (a_l, a), (lo_l, lo), (hi_l, hi), (hosts_l, hosts)):
+        np.testing.assert_array_equal(got[:m], full[want])  # the listed pages' data, in page order
+    # a buffer too short for them: -1, the sums still complete
+    short = [np.empty(1), np.empty(1), np.empty(1), np.empty(1), np.empty(1, dtype=np.int64)]
+    m1 = K.window_pass(tok, n, tab, 0, w, a, 0.0, lo, hi, hosts, s_g, ds_g, np.empty((G, 2)), 0, short[0],
+                       short[1], 0.0, short[2], short[3], short[4])
+    assert m1 == -1
+    np.testing.assert_allclose(s_g, s_ref, rtol=1e-13)
+
+
+def test_sums_over_listed_pages_are_exact_inside_the_windows():
+    # each group's pages not listed are affine in u = λ^(-1/2) inside its window: the pass over the
+    # listed pages plus that affine part gives the full pass's sums at any point inside the windows
+    w, a, lo, hi, hosts, mu, eps = _poisson_pass_inputs(5)
+    tok, G, n = K.TOKENS[K.POISSON], mu.size, w.size
+    tab = np.column_stack([1.0 / mu, eps])
+    bufs = [np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)]
+    s_g, ds_g = np.empty(G), np.empty(G)
+    m = K.window_pass(tok, n, tab, 0, w, a, 0.0, lo, hi, hosts, s_g, ds_g, np.empty((G, 2)), 0, bufs[0], bufs[1],
+                      0.0, bufs[2], bufs[3], bufs[4])
+    w_l, a_l, lo_l, hi_l, hosts_l = (b[:m] for b in bufs)
+    cu = mu ** -0.5
+    base_s, slope = np.empty(G), np.empty(G)
+    K._window_base(tok, m, 1.0 / mu, cu, 0, w_l, a_l, 0.0, lo_l, hi_l, hosts_l, s_g, ds_g, base_s, slope)
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        ue = cu * (1.0 + rng.uniform(-0.999, 0.999, G) * np.minimum(eps, 0.5))  # inside every window
+        mu2 = ue ** -2.0
+        s_ref, ds_ref = np.empty(G), np.empty(G)
+        K.group_pass(tok, n, mu2, 1.0 / mu2, 0, w, a, 0.0, lo, hi, hosts, s_ref, ds_ref, np.empty((G, 2)),
+                     np.empty(0), 1.0)
+        s2, ds2 = np.empty(G), np.empty(G)
+        K.group_pass(tok, m, mu2, 1.0 / mu2, 0, w_l, a_l, 0.0, lo_l, hi_l, hosts_l, s2, ds2, np.empty((G, 2)),
+                     np.empty(0), 1.0)
+        K._window_add(s2, ds2, ue, cu, base_s, slope)
+        np.testing.assert_allclose(s2, s_ref, rtol=1e-11)
+        np.testing.assert_allclose(ds2, ds_ref, rtol=1e-11)
+
+
+def test_list_groups_lists_every_page_of_the_groups_that_left():
+    w, a, lo, hi, hosts, mu, eps = _poisson_pass_inputs(7)
+    tok, G, n = K.TOKENS[K.POISSON], mu.size, w.size
+    tab = np.column_stack([1.0 / mu, eps])
+    bufs = [np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)]
+    m = K.window_pass(tok, n, tab, 0, w, a, 0.0, lo, hi, hosts, np.empty(G), np.empty(G), np.empty((G, 2)), 0,
+                      bufs[0], bufs[1], 0.0, bufs[2], bufs[3], bufs[4])
+    listed = _expected_list(w, a, lo, hi, hosts, mu, eps)
+    left = np.zeros(G, dtype=bool)
+    left[[2, 7, G - 1]] = True  # two hosts and the pages without a host
+    m2 = K._list_groups(n, 0, w, a, 0.0, lo, hi, hosts, left, m, 0, bufs[0], bufs[1], 0.0, bufs[2], bufs[3],
+                        bufs[4])
+    g = np.where(hosts < 0, G - 1, hosts)
+    kept = listed[~left[g[listed]]]
+    want = np.concatenate([kept, np.flatnonzero(left[g])])
+    assert m2 == want.size
+    for got, full in zip(bufs, (w, a, lo, hi, hosts)):
+        np.testing.assert_array_equal(got[:m2], full[want])
+    room = [b[: kept.size + 1] for b in bufs]  # room for one page of theirs
+    assert K._list_groups(n, 0, w, a, 0.0, lo, hi, hosts, left, m, 0, room[0], room[1], 0.0, room[2], room[3],
+                          room[4]) == -1
+
+
+_COUNTS_ARG = list(inspect.signature(K.capped_newton.py_func).parameters).index("counts")
+
+
+@pytest.mark.parametrize("seed, n, n_hosts, bounds", [(0, 20000, 100, False), (1, 20000, 400, True),
+                                                      (3, 30000, 1000, False), (5, 20000, 200, True)])
+def test_passes_over_listed_pages_reach_the_same_optimum(seed, n, n_hosts, bounds, monkeypatch):
+    # Poisson freshness with many pages a host: after the first passes, the joint iteration passes over
+    # the pages listed near a bound only (with bounds, some hosts leave their windows and get all their
+    # pages listed: seeds 1 and 5); the rates and multipliers are those of full passes
+    inst = make_instance("freshness-poisson", seed, n, n_hosts, bounds=bounds, uncapped_frac=0.1, zero_pages=0.05)
+    counts = []
+    orig = K.capped_newton
+
+    def spy(*args):
+        out = orig(*args)
+        counts.append(args[_COUNTS_ARG].copy())
+        return out
+
+    monkeypatch.setattr(K, "capped_newton", spy)
+    listed = allocate(inst["delta"], inst["budget"], **inst["kw"])
+    assert len(counts) == 1
+    full, listing, over_listed, _ = counts[0]
+    assert listing >= 1 and over_listed >= 1  # the pages were listed and passed over
+    monkeypatch.setattr(solve, "_WINDOW", 0.0)
+    counts.clear()
+    plain = allocate(inst["delta"], inst["budget"], **inst["kw"])
+    assert counts[0][1] == counts[0][2] == 0
+    check_optimal(listed, inst, kkt_tol=1e-12)
+    check_same(listed, plain, inst)
+    assert listed.lam == pytest.approx(plain.lam, rel=1e-12)

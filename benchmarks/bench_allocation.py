@@ -1,6 +1,7 @@
 """Speed and exactness of the allocation solver on one core: prints markdown tables.
 
-Run as ``python benchmarks/bench_allocation.py [--min-n 1e4] [--max-n 1e7] [--repeats 2] [--skip-scipy]``.
+Run as ``python benchmarks/bench_allocation.py [--min-n 1e4] [--max-n 1e7] [--repeats 2] [--skip-scipy]
+[--objectives NAME ...]``.
 Not a pass/fail gate. Times are the best of --repeats runs (of up to 20 below 10^6 pages, where a
 solve takes milliseconds and the timings are the noisiest).
 
@@ -64,14 +65,14 @@ def warm_up():
     allocate(d, 10_000.0, weights=w, objective="harmonic", observed_completely=complete)
 
 
-def scaling_table(sizes, repeats):
+def scaling_table(sizes, repeats, objectives=OBJECTIVES):
     rows = []
     for n in sizes:
         delta, w, hosts = instance(n)
         budget = 0.5 * n
         caps = host_caps(hosts, budget)
         reps = max(repeats, min(20, 10**6 // n))  # the small sizes take milliseconds and are the noisiest
-        for name in OBJECTIVES:
+        for name in objectives:
             t_plain, r_plain = timed(lambda: allocate(delta, budget, weights=w, objective=name), reps)
             t_caps, r_caps = timed(
                 lambda: allocate(delta, budget, weights=w, objective=name, hosts=hosts, host_caps=caps), reps
@@ -141,21 +142,24 @@ def main():
     parser.add_argument("--max-n", type=float, default=1e7)
     parser.add_argument("--skip-scipy", action="store_true", help="leave out the minutes-long SLSQP runs")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--objectives", nargs="+", choices=OBJECTIVES, default=OBJECTIVES,
+                        help="objectives of the scaling table (default: all four)")
     args = parser.parse_args()
     warm_up()
     sizes = [int(10**k) for k in range(4, 8) if args.min_n <= 10**k <= args.max_n]
-    scaling_table(sizes, args.repeats)
+    scaling_table(sizes, args.repeats, args.objectives)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     n = sizes[-1]
     delta, w, hosts = instance(n)
-    tracemalloc.start()
-    allocate(delta, 0.5 * n, weights=w, objective="harmonic", hosts=hosts, host_caps=host_caps(hosts, 0.5 * n))
-    solve_peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
     print(f"\nPeak RSS of the process after the scaling runs: {peak:.0f} MiB (its inputs at N = {n:.0e}: Δ, w "
           f"float64 and host int64, {n * 24 / 2**20:.0f} MiB). Arrays allocated by one solve at N = {n:.0e} "
-          f"(harmonic, host caps; tracemalloc peak): {solve_peak / 2**20:.0f} MiB = "
-          f"{solve_peak / (8 * n):.2f} arrays of N float64, the returned rates included.")
+          f"(host caps; tracemalloc peak, the returned rates included):")
+    for name in ("harmonic", "freshness-poisson"):  # Poisson freshness also lists the pages near a bound
+        tracemalloc.start()
+        allocate(delta, 0.5 * n, weights=w, objective=name, hosts=hosts, host_caps=host_caps(hosts, 0.5 * n))
+        solve_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"  {name}: {solve_peak / 2**20:.0f} MiB = {solve_peak / (8 * n):.2f} arrays of N float64")
     if not args.skip_scipy:
         scipy_table()
     lambdacrawl_table(args.repeats)

@@ -13,7 +13,10 @@ fallbacks (see :func:`_newton`), from the exact λ of a strided sample of the pa
 every binding host's λ_h are found together (:func:`_solve_capped`, :func:`_kernels.capped_newton`):
 each pass evaluates every host at its own multiplier (λ_h while it surely binds, or its model says it
 binds by a clear margin; else λ), one gather-compute-scatter over the pages, and fits each host a model
-of ``S_h`` from which the next λ and λ_h follow; hosts still unsettled when λ has converged are finished
+of ``S_h`` from which the next λ and λ_h follow. Under Poisson freshness, whose rates are affine in
+λ^(-1/2) between their bounds, once λ's step is small a pass lists the pages near a bound within each
+host's window, and the next passes run over those only, the rest of each host exactly affine while its
+multiplier stays inside the window. Hosts still unsettled when λ has converged are finished
 host by host in one compiled loop over their pages grouped by host (a counting sort). When that
 iteration cannot settle λ, the general path finds λ first from the per-host sums at λ, then the binding
 hosts' λ_h. The last pass applies the first-order correction ``p_i += p_i'(λ) δλ`` that makes the budget

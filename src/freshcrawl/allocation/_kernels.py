@@ -741,16 +741,30 @@ def host_bounds(tok, n, n_hosts, k, w, a, b, lo, hi, hosts):
     return acc[:, 0].copy(), acc[:, 1].copy(), acc[:, 2].copy()
 
 
+def _scalar_bounds(lo, hi):  # pragma: no cover - compiled through the overload
+    return np.ndim(lo) == 0 and np.ndim(hi) == 0
+
+
+@overload(_scalar_bounds)
+def _scalar_bounds_ol(lo, hi):
+    both = not isinstance(lo, types.Array) and not isinstance(hi, types.Array)
+    return lambda lo, hi: both
+
+
 @njit(**_LOOP)
 def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
     """:func:`host_bounds` and, in the same pass, each host's Σ p_i(λ) and its derivative at one λ.
 
     Returns five arrays of shape (n_hosts + 1,): Σ lo, Σ at λ -> 0+, Σ hi, Σ p(λ), Σ dp/dλ (entry
     n_hosts: the pages without a host). The first pass of :func:`capped_newton` (every host at its
-    starting λ) folded into the feasibility sums: one read of the pages instead of two.
+    starting λ) folded into the feasibility sums: one read of the pages instead of two. With scalar
+    bounds the first three follow from each host's count of pages and of valued pages (four sums a
+    page instead of five).
     """
     G = n_hosts + 1
-    acc = np.zeros(5 * G)  # five sums a host side by side, indexed with a literal stride
+    scalar = _scalar_bounds(lo, hi)
+    R = 4 if scalar else 5  # sums a host, side by side, indexed with a literal stride
+    acc = np.zeros(R * G)
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
     zb = np.empty(_CHUNK)
@@ -763,15 +777,34 @@ def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
             p, dp = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
             pb[j] = p
             db[j] = dp
-            zb[j] = hi_i if _active_t(tok, ki, wi, ai, bi) else lo_i
-        for j in range(stop - start):
-            h = hv[j]
-            r = 5 * np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
-            acc[r] += _get(lov, j)
-            acc[r + 1] += zb[j]
-            acc[r + 2] += _get(hiv, j)
-            acc[r + 3] += pb[j]
-            acc[r + 4] += db[j]
+            act = _active_t(tok, ki, wi, ai, bi)
+            zb[j] = (1.0 if act else 0.0) if scalar else (hi_i if act else lo_i)
+        if scalar:
+            for j in range(stop - start):
+                h = hv[j]
+                r = 4 * np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
+                acc[r] += 1.0
+                acc[r + 1] += zb[j]
+                acc[r + 2] += pb[j]
+                acc[r + 3] += db[j]
+        else:
+            for j in range(stop - start):
+                h = hv[j]
+                r = 5 * np.uint64(h + (h < 0) * G)
+                acc[r] += _get(lov, j)
+                acc[r + 1] += zb[j]
+                acc[r + 2] += _get(hiv, j)
+                acc[r + 3] += pb[j]
+                acc[r + 4] += db[j]
+    if scalar:
+        lo_s, hi_s = _get(lo, 0), _get(hi, 0)
+        count, valued = acc[0::4], acc[1::4]
+        s_lo, s_z, s_hi = np.empty(G), np.empty(G), np.empty(G)
+        for g in range(G):  # (inf * 0 would be NaN: a host without pages, or without valued pages)
+            s_lo[g] = lo_s * count[g]
+            s_hi[g] = hi_s * count[g] if count[g] > 0.0 else 0.0
+            s_z[g] = (hi_s * valued[g] if valued[g] > 0.0 else 0.0) + lo_s * (count[g] - valued[g])
+        return s_lo, s_z, s_hi, acc[2::4].copy(), acc[3::4].copy()
     return acc[0::5].copy(), acc[1::5].copy(), acc[2::5].copy(), acc[3::5].copy(), acc[4::5].copy()
 
 

@@ -1614,7 +1614,7 @@ def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, db):
 
 
 @njit(**_LOOP)
-def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at):
+def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at, keep):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
 
     A group is a host; the last group holds the pages without a host (``hosts[i] = -1``); ``imu`` is
@@ -1625,9 +1625,14 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     at the global λ), the smallest breakpoint above it where a page leaves its lower bound, w f'(p_min)
     (inf if none; Σp may be singular just below it), the largest at or below it (0 if none) and the
     index of the first page at the smallest (-1 if none): vectorised reductions, no scatter.
+
+    ``keep`` (bool, shape (n_groups,), or (0,) for none): groups whose point has not moved since the last
+    pass keep their sums, and their pages are not evaluated again (for the kinds whose rate needs more
+    than 1/λ, where a rate costs far more than the test: the Lambert-W responses).
     """
     G = mu.shape[0]
     track = brk.shape[0] > 0
+    skip = keep.shape[0] > 0 and not _uses_il(tok)
     if acc.shape[1] != 2:  # the scatter below indexes with this literal stride
         raise ValueError("group_pass: acc must have shape (n_groups, 2)")
     acc[:, 0] = 0.0
@@ -1648,6 +1653,18 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
             for j in range(stop - start):
                 p, dp = _resp_il_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j),
                                    _get(hiv, j))
+                pb[j] = p
+                db[j] = dp
+        elif skip:
+            _gather(lb, mu, hv)
+            for j in range(stop - start):
+                h = hv[j]
+                if keep[h + (h < 0) * G]:
+                    pb[j] = 0.0
+                    db[j] = 0.0
+                    continue
+                p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j),
+                                _get(hiv, j))
                 pb[j] = p
                 db[j] = dp
         else:
@@ -1672,8 +1689,9 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
             flat[2 * h] += pb[j]  # a literal stride: a shift, where acc[h, 0] multiplies
             flat[2 * h + 1] += db[j]
     for g in range(G):
-        s_g[g] = acc[g, 0]
-        ds_g[g] = acc[g, 1]
+        kept = skip and keep[g]
+        s_g[g] = s_g[g] if kept else acc[g, 0]
+        ds_g[g] = ds_g[g] if kept else acc[g, 1]
     if track:
         brk[0] = e_up
         brk[1] = e_dn
@@ -2217,6 +2235,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     uprev = ue.copy()  # each group's point at the previous pass
     tab = np.zeros((G, 2))  # 1/mu and window
     left = np.zeros(G, dtype=np.bool_)  # groups outside their windows
+    keep = np.zeros(G, dtype=np.bool_)  # groups whose point has not moved since the last pass
     base_s = np.zeros(G)
     slope = np.zeros(G)
     n_wait = 0  # passes made for the hosts after λ has settled
@@ -2241,7 +2260,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 # every group within its window: its listed pages, and the rest affine in u (exact)
                 counts[2] += 1
                 group_pass(tok, m_l, mu, imu, _head(k_b, m_l), _head(w_b, m_l), _head(a_b, m_l), _head(b_b, m_l),
-                           _head(lo_b, m_l), _head(hi_b, m_l), hosts_b[:m_l], s_g, ds_g, acc, brk, lam_at)
+                           _head(lo_b, m_l), _head(hi_b, m_l), hosts_b[:m_l], s_g, ds_g, acc, brk, lam_at, left[:0])
                 _window_add(s_g, ds_g, ue, cu, base_s, slope)
             elif listing and it > 1 and _window_table(tab, mu, ue, uprev, fixed, window) <= WINDOW_MAX:
                 # λ's last step was small: list the pages near a bound within each group's window
@@ -2259,7 +2278,9 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             else:
                 m_l = -1
                 counts[0] += 1
-                group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at)
+                for g in range(G):  # the hosts whose point has not moved since the last pass keep their sums
+                    keep[g] = (ue[g] == uprev[g]) & ((ue[g] < u) | fixed[g]) & (it > 1)
+                group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at, keep)
         lam = 1.0 / (u * u)
         e_k = np.inf  # smallest breakpoint above λ among the groups evaluated at λ, its page, the largest below
         i_k = -1

@@ -8,6 +8,8 @@ import pytest
 from freshcrawl.allocation import _kernels as K
 from freshcrawl.allocation import allocate, solve
 
+_NO_KEEP = np.zeros(0, dtype=bool)  # group_pass: no group keeps its sums
+
 KERNEL_NAMES = ["freshness-poisson", "freshness-periodic", "harmonic", "detection", "detection-discrete"]
 
 
@@ -169,7 +171,7 @@ def test_group_pass_breakpoints_next_to_lambda():
     w[np.flatnonzero(~at)[0]] = 1.0 + 1e-12  # nearer still, but on host 1: not counted
     prob = solve._KernelProblem(n, K.DETECTION, w, delta, 0.0, 0.0, np.inf)
     s, ds, acc, brk = np.empty(4), np.empty(4), np.empty((4, 2)), np.empty(3)
-    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s, ds, acc, brk, lam)
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s, ds, acc, brk, lam, _NO_KEEP)
     above = at & (w > lam)
     assert brk[0] == w[above].min() == 1.0 + 1e-9
     assert brk[1] == w[at & (w <= lam)].max()
@@ -181,7 +183,35 @@ def test_group_pass_breakpoints_next_to_lambda():
         assert s[g] == pytest.approx(ref, rel=1e-12) and ds[g] == pytest.approx(dref, rel=1e-12)
     # no tracking: the sums alone, and a scratch of the wrong width is refused
     s2 = np.empty(4)
-    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, acc, np.empty(0), lam)
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, acc, np.empty(0), lam, _NO_KEEP)
     np.testing.assert_array_equal(s2, s)
     with pytest.raises(ValueError, match="acc must have shape"):
-        K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, np.empty((4, 3)), np.empty(0), lam)
+        K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, np.empty((4, 3)), np.empty(0), lam,
+                     _NO_KEEP)
+
+
+@pytest.mark.parametrize("name", ["detection", "freshness-periodic", "freshness-poisson"])
+def test_group_pass_keeps_the_sums_of_groups_that_did_not_move(name):
+    # flagged groups keep the sums they hold (their pages are not evaluated again) under the Lambert-W
+    # kinds; the others are summed as in a full pass; the closed forms (1/λ gathered) ignore the flags
+    rng = np.random.default_rng(3)
+    n, G = 3000, 31
+    delta = rng.lognormal(0.0, 1.5, n)
+    w = 0.1 + rng.pareto(1.5, n)
+    hosts = rng.integers(-1, G - 1, n)
+    obj = solve.get_objective(name)
+    prob = solve._KernelProblem(n, obj._kind, w, *obj._params(delta), 0.0, np.inf)
+    mu = rng.uniform(0.1, 2.0, G)
+    s_ref, ds_ref = np.empty(G), np.empty(G)
+    acc = np.empty((G, 2))
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s_ref, ds_ref, acc, np.empty(0), 1.0, _NO_KEEP)
+    keep = rng.random(G) < 0.5
+    s, ds = np.full(G, -7.0), np.full(G, 3.0)  # what the kept groups hold from "the last pass"
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s, ds, acc, np.empty(0), 1.0, keep)
+    if name == "freshness-poisson":
+        np.testing.assert_array_equal(s, s_ref)
+        return
+    np.testing.assert_array_equal(s[keep], -7.0)
+    np.testing.assert_array_equal(ds[keep], 3.0)
+    np.testing.assert_allclose(s[~keep], s_ref[~keep], rtol=1e-14)
+    np.testing.assert_allclose(ds[~keep], ds_ref[~keep], rtol=1e-14)

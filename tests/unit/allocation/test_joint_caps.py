@@ -26,6 +26,8 @@ from freshcrawl.allocation import SyncCost, allocate, solve
 from freshcrawl.allocation import _kernels as K
 from freshcrawl.errors import InfeasibleAllocation
 
+_NO_KEEP = np.zeros(0, dtype=bool)  # group_pass: no group keeps its sums
+
 # Objectives of the fast path (every built-in kernel). "harmonic-mixed" is "harmonic" with a third of
 # the pages observed completely (objective log(p/Δ), p <= Δ), so the pages have different kinds;
 # "freshness-mixed" is "freshness-poisson" with a third observed completely (f = p/Δ: a constant
@@ -945,7 +947,8 @@ def test_window_pass_sums_and_listed_pages(seed):
     w, a, lo, hi, hosts, mu, eps = _poisson_pass_inputs(seed)
     tok, G, n = K.TOKENS[K.POISSON], mu.size, w.size
     s_ref, ds_ref = np.empty(G), np.empty(G)
-    K.group_pass(tok, n, mu, 1.0 / mu, 0, w, a, 0.0, lo, hi, hosts, s_ref, ds_ref, np.empty((G, 2)), np.empty(0), 1.0)
+    K.group_pass(tok, n, mu, 1.0 / mu, 0, w, a, 0.0, lo, hi, hosts, s_ref, ds_ref, np.empty((G, 2)), np.empty(0), 1.0,
+                 _NO_KEEP)
     tab = np.column_stack([1.0 / mu, eps])
     w_l, a_l, lo_l, hi_l, hosts_l = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
     s_g, ds_g = np.empty(G), np.empty(G)
@@ -986,10 +989,10 @@ def test_sums_over_listed_pages_are_exact_inside_the_windows():
         mu2 = ue ** -2.0
         s_ref, ds_ref = np.empty(G), np.empty(G)
         K.group_pass(tok, n, mu2, 1.0 / mu2, 0, w, a, 0.0, lo, hi, hosts, s_ref, ds_ref, np.empty((G, 2)),
-                     np.empty(0), 1.0)
+                     np.empty(0), 1.0, _NO_KEEP)
         s2, ds2 = np.empty(G), np.empty(G)
         K.group_pass(tok, m, mu2, 1.0 / mu2, 0, w_l, a_l, 0.0, lo_l, hi_l, hosts_l, s2, ds2, np.empty((G, 2)),
-                     np.empty(0), 1.0)
+                     np.empty(0), 1.0, _NO_KEEP)
         K._window_add(s2, ds2, ue, cu, base_s, slope)
         np.testing.assert_allclose(s2, s_ref, rtol=1e-11)
         np.testing.assert_allclose(ds2, ds_ref, rtol=1e-11)

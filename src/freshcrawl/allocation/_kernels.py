@@ -653,8 +653,8 @@ LOOSE_STEP = 1e-11
 #: Passes :func:`capped_newton` goes on making for the binding hosts once λ has settled, where its passes
 #: run over the pages listed near a bound (cheap); the hosts still open then go to the per-host loop.
 WAIT_PASSES = 8
-#: Largest window (relative, in u = λ^(-1/2)) of :func:`window_pass`; the pages are listed only once λ's
-#: last step fits in it.
+#: Largest window (relative, in u = λ^(-1/2)) of :func:`window_pass`: the pages are listed only once λ's
+#: window fits in it, and a host whose own window would not gets all its pages listed.
 WINDOW_MAX = 0.1
 
 
@@ -1744,8 +1744,8 @@ def window_pass(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_l, w_l
     it is r + x t, with r and x = c_i u its value and slope at u, so it keeps its side of a bound b for
     |t| < eps unless |r - b| < eps x. Every other page is affine in u (or constant) across the window,
     and a group's sum over them is exactly affine there. The listed pages' data (those of k ... hi that
-    are arrays, and the host) are copied, in page order, to the ``*_l`` buffers (of one length, >= 1;
-    a scalar's buffer is the scalar). Returns their count, or -1 where it exceeds the buffers.
+    are arrays, and the host) are copied, in page order, to the ``*_l`` buffers (of one length; a
+    scalar's buffer is the scalar). Returns their count, or -1 where it exceeds the buffers.
     ``s_g``, ``ds_g``, ``acc`` as in :func:`group_pass`.
     """
     G = tab.shape[0]
@@ -2169,7 +2169,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     it must also find the breakpoints next to λ.
 
     With ``window`` > 0 (Poisson freshness only: each page's rate is affine in u between its bounds),
-    once λ's last step fits in WINDOW_MAX, a pass also lists the pages that may leave or reach a bound
+    once the window λ needs fits in WINDOW_MAX, a pass also lists the pages that may leave or reach a bound
     within each group's window (:func:`window_pass`, :func:`_window_table`); while every group's point
     stays inside its window, the next passes run over the listed pages only, with the rest of each group
     exactly affine in u. A few hosts that leave their windows while λ stays inside its own get all

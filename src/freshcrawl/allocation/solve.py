@@ -714,11 +714,13 @@ def _meets(out, budget, caps, tol):
     return bool(K.caps_met(sums[:n_hosts], caps, out[2], out[1], 10.0 * tol))
 
 
-#: Poisson freshness: after its first pass, the joint iteration lists the pages within this relative
-#: window (in λ^(-1/2)) of a bound and passes over those only while every group stays inside it
-#: (:func:`_kernels.window_pass`), where there are at least _WINDOW_PAGES pages a group.
+#: Poisson freshness: once λ's steps are small, the joint iteration lists the pages within a window (in
+#: λ^(-1/2), relative; at least this wide, wider after a larger step) of a bound and passes over those only
+#: while every group stays inside its window (:func:`_kernels.window_pass`), where there are at least
+#: _WINDOW_PAGES pages a group.
 _WINDOW = 0.01
 _WINDOW_PAGES = 4
+
 _LOOSE_KKT = 1e-10  # KKT residual a loose stop must reach (the strict one reaches about 1e-14)
 
 

@@ -1733,6 +1733,17 @@ def _head_ol(x, m):
     return lambda x, m: x
 
 
+@njit(**_INL)
+def _copy_page(pos, j, k, w, a, b, lo, hi, k_l, w_l, a_l, b_l, lo_l, hi_l):
+    """Page j's data (of k ... hi, the arrays among them) to position ``pos`` of the ``*_l`` buffers."""
+    _put(k_l, pos, k, j)
+    _put(w_l, pos, w, j)
+    _put(a_l, pos, a, j)
+    _put(b_l, pos, b, j)
+    _put(lo_l, pos, lo, j)
+    _put(hi_l, pos, hi, j)
+
+
 @njit(**_LOOP)
 def window_pass(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_l, w_l, a_l, b_l, lo_l, hi_l, hosts_l):
     """:func:`group_pass` for Poisson freshness that also lists the pages whose rate may leave or reach a
@@ -1793,12 +1804,7 @@ def window_pass(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_l, w_l
         if m + c <= cap_n:
             for q in range(c):
                 j = ib[q]
-                _put(k_l, m + q, kv, j)
-                _put(w_l, m + q, wv, j)
-                _put(a_l, m + q, av, j)
-                _put(b_l, m + q, bv, j)
-                _put(lo_l, m + q, lov, j)
-                _put(hi_l, m + q, hiv, j)
+                _copy_page(m + q, j, kv, wv, av, bv, lov, hiv, k_l, w_l, a_l, b_l, lo_l, hi_l)
                 hosts_l[m + q] = hv[j]
         m += c
     for g in range(G):
@@ -1860,12 +1866,7 @@ def _list_groups(n, k, w, a, b, lo, hi, hosts, left, m, k_l, w_l, a_l, b_l, lo_l
     for j in range(m):
         h = hosts_l[j]
         if not left[h + (h < 0) * G]:
-            _put(k_l, m2, k_l, j)
-            _put(w_l, m2, w_l, j)
-            _put(a_l, m2, a_l, j)
-            _put(b_l, m2, b_l, j)
-            _put(lo_l, m2, lo_l, j)
-            _put(hi_l, m2, hi_l, j)
+            _copy_page(m2, j, k_l, w_l, a_l, b_l, lo_l, hi_l, k_l, w_l, a_l, b_l, lo_l, hi_l)
             hosts_l[m2] = h
             m2 += 1
     for i in range(n):
@@ -1873,12 +1874,7 @@ def _list_groups(n, k, w, a, b, lo, hi, hosts, left, m, k_l, w_l, a_l, b_l, lo_l
         if left[np.uint64(h + (h < 0) * G)]:  # rare: the branch is predicted
             if m2 == cap_n:
                 return -1
-            _put(k_l, m2, k, i)
-            _put(w_l, m2, w, i)
-            _put(a_l, m2, a, i)
-            _put(b_l, m2, b, i)
-            _put(lo_l, m2, lo, i)
-            _put(hi_l, m2, hi, i)
+            _copy_page(m2, i, k, w, a, b, lo, hi, k_l, w_l, a_l, b_l, lo_l, hi_l)
             hosts_l[m2] = h
             m2 += 1
     return m2

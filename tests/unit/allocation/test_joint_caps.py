@@ -262,10 +262,22 @@ def check_same(fast, ref, inst):
     magnitude = max(abs(ref.objective), float(np.sum(terms)), float(np.sum(inst["w"])))
     # (-inf on both when a valued page gets p = 0 under a log objective: a host capped at 0)
     assert fast.objective == ref.objective or abs(fast.objective - ref.objective) <= OBJ_RTOL * magnitude
-    assert fast.lam == pytest.approx(ref.lam, rel=RTOL)
-    # host multipliers max(λ, λ_h): inf (pinned) on the same hosts, else equal to RTOL
+    # the multipliers: λ, and each host's max(λ, λ_h), are unique where a page at that multiplier sits strictly
+    # inside its bounds; where every such page is at a bound, any value between the neighbouring breakpoints
+    # is a multiplier of the same rates (check_optimal checks each path's against its rates)
+    hosts = inst["kw"].get("hosts")
+    hosts = np.full(ref.p.size, -1) if hosts is None else np.asarray(hosts)
+    inside = (ref.p > inst["lo"]) & (ref.p < inst["hi"])
+    on_lam = (hosts < 0) | (ref.host_lam[np.maximum(hosts, 0)] <= ref.lam * (1 + 1e-9))
+    lam_determined = bool(np.any(inside & on_lam))
+    if lam_determined:
+        assert fast.lam == pytest.approx(ref.lam, rel=RTOL)
+    # host multipliers: inf (pinned) on the same hosts, else equal to RTOL where determined
     assert np.array_equal(np.isfinite(fast.host_lam), np.isfinite(ref.host_lam))
-    fin = np.isfinite(ref.host_lam)
+    n_hosts = ref.host_lam.size
+    determined = np.bincount(hosts[inside & (hosts >= 0)], minlength=n_hosts)[:n_hosts] > 0
+    determined |= lam_determined & (ref.host_lam <= ref.lam * (1 + 1e-9))
+    fin = np.isfinite(ref.host_lam) & determined
     np.testing.assert_allclose(fast.host_lam[fin], ref.host_lam[fin], rtol=RTOL)
 
 
@@ -933,6 +945,17 @@ def _poisson_pass_inputs(seed, n=4000, n_groups=41):
     return w, a, lo, hi, hosts, mu, eps
 
 
+def _list_pages(tok, w, a, lo, hi, hosts, mu, eps, size=None):
+    """window_pass on these inputs (k = 0, b = 0): (count, s_g, ds_g, buffers w, a, lo, hi, hosts of ``size``)."""
+    n, G = w.size, mu.size
+    size = n if size is None else size
+    bufs = [np.empty(size), np.empty(size), np.empty(size), np.empty(size), np.empty(size, dtype=np.int64)]
+    s_g, ds_g = np.empty(G), np.empty(G)
+    m = K.window_pass(tok, n, np.column_stack([1.0 / mu, eps]), 0, w, a, 0.0, lo, hi, hosts, s_g, ds_g,
+                      np.empty((G, 2)), 0, bufs[0], bufs[1], 0.0, bufs[2], bufs[3], bufs[4])
+    return m, s_g, ds_g, bufs
+
+
 def _expected_list(w, a, lo, hi, hosts, mu, eps):
     g = np.where(hosts < 0, mu.size - 1, hosts)
     x = np.sqrt(w * a / mu[g])
@@ -949,11 +972,7 @@ def test_window_pass_sums_and_listed_pages(seed):
     s_ref, ds_ref = np.empty(G), np.empty(G)
     K.group_pass(tok, n, mu, 1.0 / mu, 0, w, a, 0.0, lo, hi, hosts, s_ref, ds_ref, np.empty((G, 2)), np.empty(0), 1.0,
                  _NO_KEEP)
-    tab = np.column_stack([1.0 / mu, eps])
-    w_l, a_l, lo_l, hi_l, hosts_l = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
-    s_g, ds_g = np.empty(G), np.empty(G)
-    m = K.window_pass(tok, n, tab, 0, w, a, 0.0, lo, hi, hosts, s_g, ds_g, np.empty((G, 2)), 0, w_l, a_l, 0.0,
-                      lo_l, hi_l, hosts_l)
+    m, s_g, ds_g, (w_l, a_l, lo_l, hi_l, hosts_l) = _list_pages(tok, w, a, lo, hi, hosts, mu, eps)
     np.testing.assert_allclose(s_g, s_ref, rtol=1e-13)
     np.testing.assert_allclose(ds_g, ds_ref, rtol=1e-13)
     want = _expected_list(w, a, lo, hi, hosts, mu, eps)
@@ -962,9 +981,7 @@ def test_window_pass_sums_and_listed_pages(seed):
     for got, full in ((w_l, w), (a_l, a), (lo_l, lo), (hi_l, hi), (hosts_l, hosts)):
         np.testing.assert_array_equal(got[:m], full[want])  # the listed pages' data, in page order
     # a buffer too short for them: -1, the sums still complete
-    short = [np.empty(1), np.empty(1), np.empty(1), np.empty(1), np.empty(1, dtype=np.int64)]
-    m1 = K.window_pass(tok, n, tab, 0, w, a, 0.0, lo, hi, hosts, s_g, ds_g, np.empty((G, 2)), 0, short[0],
-                       short[1], 0.0, short[2], short[3], short[4])
+    m1, s_g, _, _ = _list_pages(tok, w, a, lo, hi, hosts, mu, eps, size=1)
     assert m1 == -1
     np.testing.assert_allclose(s_g, s_ref, rtol=1e-13)
 
@@ -974,11 +991,7 @@ def test_sums_over_listed_pages_are_exact_inside_the_windows():
     # listed pages plus that affine part gives the full pass's sums at any point inside the windows
     w, a, lo, hi, hosts, mu, eps = _poisson_pass_inputs(5)
     tok, G, n = K.TOKENS[K.POISSON], mu.size, w.size
-    tab = np.column_stack([1.0 / mu, eps])
-    bufs = [np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)]
-    s_g, ds_g = np.empty(G), np.empty(G)
-    m = K.window_pass(tok, n, tab, 0, w, a, 0.0, lo, hi, hosts, s_g, ds_g, np.empty((G, 2)), 0, bufs[0], bufs[1],
-                      0.0, bufs[2], bufs[3], bufs[4])
+    m, s_g, ds_g, bufs = _list_pages(tok, w, a, lo, hi, hosts, mu, eps)
     w_l, a_l, lo_l, hi_l, hosts_l = (b[:m] for b in bufs)
     cu = mu ** -0.5
     base_s, slope = np.empty(G), np.empty(G)
@@ -1001,10 +1014,7 @@ def test_sums_over_listed_pages_are_exact_inside_the_windows():
 def test_list_groups_lists_every_page_of_the_groups_that_left():
     w, a, lo, hi, hosts, mu, eps = _poisson_pass_inputs(7)
     tok, G, n = K.TOKENS[K.POISSON], mu.size, w.size
-    tab = np.column_stack([1.0 / mu, eps])
-    bufs = [np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)]
-    m = K.window_pass(tok, n, tab, 0, w, a, 0.0, lo, hi, hosts, np.empty(G), np.empty(G), np.empty((G, 2)), 0,
-                      bufs[0], bufs[1], 0.0, bufs[2], bufs[3], bufs[4])
+    m, _, _, bufs = _list_pages(tok, w, a, lo, hi, hosts, mu, eps)
     listed = _expected_list(w, a, lo, hi, hosts, mu, eps)
     left = np.zeros(G, dtype=bool)
     left[[2, 7, G - 1]] = True  # two hosts and the pages without a host
@@ -1051,3 +1061,25 @@ def test_passes_over_listed_pages_reach_the_same_optimum(seed, n, n_hosts, bound
     check_optimal(listed, inst, kkt_tol=1e-12)
     check_same(listed, plain, inst)
     assert listed.lam == pytest.approx(plain.lam, rel=1e-12)
+
+
+def test_rates_at_their_bounds_leave_the_multiplier_free_between_breakpoints():
+    # (found by test_property_fast_path_matches_general_path) the budget is exactly one page's p_max and
+    # every other page sits at p_min = 0: any λ between the largest w/Δ of those pages (1/6) and that
+    # page's marginal value at p_max (3 * 10 / 12.5², 0.192) is a multiplier of the same rates, and the two
+    # paths may return different ones; the rates must agree and each λ must fit them
+    delta = np.array([0.0, 0, 0, 0, 0, 2, 0, 3, 10, 0, 0, 0])
+    w = np.array([0.0, 0, 0, 0, 0, 0.25, 0, 0.5, 3, 0, 0, 0])
+    hi = np.full(12, np.inf)
+    hi[8] = 2.5
+    kw = dict(weights=w, p_min=np.zeros(12), p_max=hi, hosts=np.zeros(12, dtype=int), host_caps=np.array([np.inf]),
+              objective="freshness-poisson")
+    data = dict(delta=delta, budget=2.5, kw=kw, hosts=kw["hosts"], caps=kw["host_caps"], lo=np.zeros(12), hi=hi,
+                w=w, marginal=marginal_fn("freshness-poisson", delta, w), scale=delta, flat=False)
+    ref = run_general(delta, 2.5, **kw)
+    fast, _ = run_fast(delta, 2.5, **kw)
+    for res in (fast, ref):
+        check_optimal(res, data)
+        assert 1.0 / 6.0 * (1 - 1e-12) <= res.lam <= 30.0 / 12.5**2 * (1 + 1e-12)
+        np.testing.assert_allclose(res.p, np.where(np.arange(12) == 8, 2.5, 0.0), rtol=0, atol=1e-12)
+    check_same(fast, ref, data)

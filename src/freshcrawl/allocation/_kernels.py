@@ -1613,6 +1613,17 @@ def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, db):
     return c_up, c_dn
 
 
+@njit(**_INL)
+def _scatter_pairs(flat, hv, pb, db, G):
+    """Adds each page's pb, db of a chunk to its group's pair in ``flat`` (an (n_groups, 2) array, flat),
+    host -1 to the last group."""
+    for j in range(hv.shape[0]):
+        h = hv[j]
+        h = np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
+        flat[2 * h] += pb[j]  # a literal stride: a shift, where acc[h, 0] multiplies
+        flat[2 * h + 1] += db[j]
+
+
 @njit(**_LOOP)
 def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at, keep):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
@@ -1627,8 +1638,9 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     index of the first page at the smallest (-1 if none): vectorised reductions, no scatter.
 
     ``keep`` (bool, shape (n_groups,), or (0,) for none): groups whose point has not moved since the last
-    pass keep their sums, and their pages are not evaluated again (for the kinds whose rate needs more
-    than 1/λ, where a rate costs far more than the test: the Lambert-W responses).
+    pass keep their sums, and their pages are not evaluated again (for the kinds that gather λ rather
+    than 1/λ, whose rates cost far more than the test: the Lambert-W responses, the polynomial sync
+    costs, mixed kinds).
     """
     G = mu.shape[0]
     track = brk.shape[0] > 0
@@ -1655,21 +1667,14 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
                                    _get(hiv, j))
                 pb[j] = p
                 db[j] = dp
-        elif skip:
-            _gather(lb, mu, hv)
-            for j in range(stop - start):
-                h = hv[j]
-                if keep[h + (h < 0) * G]:
-                    pb[j] = 0.0
-                    db[j] = 0.0
-                    continue
-                p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j),
-                                _get(hiv, j))
-                pb[j] = p
-                db[j] = dp
         else:
             _gather(lb, mu, hv)
             for j in range(stop - start):
+                h = hv[j]
+                if skip and keep[h + (h < 0) * G]:  # (skip is loop-invariant: the loop is unswitched)
+                    pb[j] = 0.0
+                    db[j] = 0.0
+                    continue
                 p, dp = _resp_t(tok, _get(kv, j), lb[j], _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j),
                                 _get(hiv, j))
                 pb[j] = p
@@ -1683,11 +1688,7 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
                     if ub[j] == c_up:
                         e_page = start + j
                         break
-        for j in range(stop - start):
-            h = hv[j]
-            h = np.uint64(h + (h < 0) * G)  # unsigned: no second wraparound test
-            flat[2 * h] += pb[j]  # a literal stride: a shift, where acc[h, 0] multiplies
-            flat[2 * h + 1] += db[j]
+        _scatter_pairs(flat, hv, pb, db, G)
     for g in range(G):
         kept = skip and keep[g]
         s_g[g] = s_g[g] if kept else acc[g, 0]
@@ -1720,17 +1721,6 @@ def _put_ol(dst, pos, src, j):
             dst[pos] = src[j]
         return impl
     return lambda dst, pos, src, j: None
-
-
-def _head(x, m):  # pragma: no cover - compiled through the overload
-    return x[:m] if np.ndim(x) else x
-
-
-@overload(_head)
-def _head_ol(x, m):
-    if isinstance(x, types.Array):
-        return lambda x, m: x[:m]
-    return lambda x, m: x
 
 
 @njit(**_INL)
@@ -1792,11 +1782,7 @@ def window_pass(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_l, w_l
             r = x - ai
             ex = eb[j] * x
             fb[j] = (abs(r - lo_i) < ex) | (abs(r - hi_i) < ex)
-        for j in range(stop - start):
-            h = hv[j]
-            h = np.uint64(h + (h < 0) * G)
-            flat[2 * h] += pb[j]
-            flat[2 * h + 1] += db[j]
+        _scatter_pairs(flat, hv, pb, db, G)
         c = 0
         for j in range(stop - start):  # no branch: each position is written, and kept only where flagged
             ib[c] = j
@@ -1883,7 +1869,7 @@ def _list_groups(n, k, w, a, b, lo, hi, hosts, left, m, k_l, w_l, a_l, b_l, lo_l
 @njit(**_LOOP)
 def _window_table(tab, mu, ue, uprev, fixed, base):
     """Each group's 1/mu and window (relative, in u): at least ``base``, else min(2 s, 4 s²) for a last
-    step s (a model step leaves an error of order s²: about 0.4 s² for λ on the benchmark instances), and
+    step s (a model step leaves an error of order s²: about 0.4 s² for λ at 10^6 pages on the benchmark), and
     inf (every page listed) where that exceeds WINDOW_MAX for a host at its own multiplier (far from λ,
     its root still moving). Returns λ's window (the last group, the pages without a host, is always at
     λ); the pages are listed only where it is below WINDOW_MAX.
@@ -2255,8 +2241,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             if n_left == 0:
                 # every group within its window: its listed pages, and the rest affine in u (exact)
                 counts[2] += 1
-                group_pass(tok, m_l, mu, imu, _head(k_b, m_l), _head(w_b, m_l), _head(a_b, m_l), _head(b_b, m_l),
-                           _head(lo_b, m_l), _head(hi_b, m_l), hosts_b[:m_l], s_g, ds_g, acc, brk, lam_at, left[:0])
+                group_pass(tok, m_l, mu, imu, *_views(0, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b), hosts_b[:m_l], s_g,
+                           ds_g, acc, brk, lam_at, left[:0])
                 _window_add(s_g, ds_g, ue, cu, base_s, slope)
             elif listing and it > 1 and _window_table(tab, mu, ue, uprev, fixed, window) <= WINDOW_MAX:
                 # λ's last step was small: list the pages near a bound within each group's window
@@ -2268,9 +2254,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 else:
                     for g in range(G):
                         cu[g] = ue[g]
-                    _window_base(tok, m_l, imu, ue, _head(k_b, m_l), _head(w_b, m_l), _head(a_b, m_l),
-                                 _head(b_b, m_l), _head(lo_b, m_l), _head(hi_b, m_l), hosts_b[:m_l], s_g, ds_g,
-                                 base_s, slope)
+                    _window_base(tok, m_l, imu, ue, *_views(0, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b), hosts_b[:m_l],
+                                 s_g, ds_g, base_s, slope)
             else:
                 m_l = -1
                 counts[0] += 1

@@ -1582,10 +1582,12 @@ def _nonpos_scalar_ol(x):
 
 
 @njit(cache=True, error_model="numpy", fastmath=_FM | {"nnan"})
-def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, db):
+def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, db, l_a, l_b, start, found, n_found):
     """Over one chunk: the smallest breakpoint above ``lam_at`` and the largest at or below it, among the
     pages evaluated there (``lb[j] == lam_at``); each page's breakpoint above it (else inf) is left in
-    ``ub`` (``db``: scratch).
+    ``ub`` (``db``: scratch). Those pages whose breakpoint lies strictly inside (l_a, l_b) are also
+    counted from ``n_found``, their indices (``start`` + j) written to ``found`` while it has room.
+    Returns (smallest above, largest at or below, new count).
 
     Written as loops that store the breakpoints, sort them to either side, and reduce, each of which
     vectorises (one loop with all does not, and its branches follow the hosts); breakpoints w f'(p_min) are never NaN, and min and max
@@ -1599,6 +1601,18 @@ def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, db):
     else:
         for j in range(m):
             db[j] = _low_marg_t(tok, _get(kv, j), _get(lov, j), _get(wv, j), _get(av, j), _get(bv, j), _get(hiv, j))
+    c_in = 0
+    for j in range(m):  # a count first (vectorises); the rare chunk with some inside is then read again
+        e = db[j]
+        c_in += (lb[j] == lam_at) & (e > l_a) & (e < l_b)
+    if c_in and n_found + c_in > found.shape[0]:
+        n_found += c_in  # no room left: only the count
+    elif c_in:
+        for j in range(m):
+            e = db[j]
+            if (lb[j] == lam_at) & (e > l_a) & (e < l_b):
+                found[n_found] = start + j
+                n_found += 1
     for j in range(m):
         e = db[j]
         at = lb[j] == lam_at
@@ -1610,7 +1624,7 @@ def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, db):
     c_dn = 0.0
     for j in range(m):
         c_dn = max(c_dn, db[j])
-    return c_up, c_dn
+    return c_up, c_dn, n_found
 
 
 @njit(**_INL)
@@ -1625,7 +1639,7 @@ def _scatter_pairs(flat, hv, pb, db, G):
 
 
 @njit(**_LOOP)
-def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at, keep):
+def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at, keep, found):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
 
     A group is a host; the last group holds the pages without a host (``hosts[i] = -1``); ``imu`` is
@@ -1635,7 +1649,10 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     When ``brk`` has shape (3,), it also receives, over the pages evaluated at ``lam_at`` (the groups
     at the global λ), the smallest breakpoint above it where a page leaves its lower bound, w f'(p_min)
     (inf if none; Σp may be singular just below it), the largest at or below it (0 if none) and the
-    index of the first page at the smallest (-1 if none): vectorised reductions, no scatter.
+    index of the first page at the smallest (-1 if none): vectorised reductions, no scatter. When
+    ``brk`` has shape (6,), ``brk[3]``, ``brk[4]`` give an interval (λa, λb) on input, and ``brk[5]``
+    receives the number of those pages whose breakpoint lies strictly inside it, the first
+    ``found.shape[0]`` of them written to ``found`` (int64).
 
     ``keep`` (bool, shape (n_groups,), or (0,) for none): groups whose point has not moved since the last
     pass keep their sums, and their pages are not evaluated again (for the kinds that gather λ rather
@@ -1651,6 +1668,8 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     acc[:, 1] = 0.0
     flat = acc.reshape(acc.size)  # C-contiguous: a view
     e_up, e_dn, e_page = np.inf, 0.0, -1
+    l_a, l_b = (brk[3], brk[4]) if brk.shape[0] >= 6 else (np.inf, 0.0)
+    n_found = 0
     lb = np.empty(_CHUNK)
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
@@ -1680,7 +1699,8 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
                 pb[j] = p
                 db[j] = dp
         if track:
-            c_up, c_dn = _track_chunk(tok, stop - start, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, tb)
+            c_up, c_dn, n_found = _track_chunk(tok, stop - start, kv, wv, av, bv, lov, hiv, lb, lam_at, ub, tb, l_a,
+                                               l_b, start, found, n_found)
             e_dn = max(e_dn, c_dn)
             if c_up < e_up:  # a new smallest: find its first page in this chunk
                 e_up = c_up
@@ -1697,6 +1717,8 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
         brk[0] = e_up
         brk[1] = e_dn
         brk[2] = e_page
+        if brk.shape[0] >= 6:
+            brk[5] = n_found
 
 
 def _buffer(x, m):  # pragma: no cover - compiled through the overload
@@ -2119,6 +2141,37 @@ def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, su
 
 
 @njit(**_PLAIN)
+def _takeout_root(tok, idx, R, D, lam, l_a, l_b, k, w, a, b, lo, hi):
+    """The root in (l_a, l_b) of F_rest(x) + Σ_{i∈idx} p_i(x), where F(λ) = R, F'(λ) = D and F_rest is F
+    without the pages ``idx``, taken linear in x; the pages' rates exact (they may be singular or jump at
+    their breakpoints inside the bracket). Bisection, down to adjacent floats; returns a point strictly
+    inside (l_a, l_b) (a jump right at an end is then closed from the other side).
+    """
+    eps = 2.220446049250313e-16
+    f_rest, d_rest = R, D
+    for t in range(idx.shape[0]):
+        i = idx[t]
+        p_i, dp_i = _resp_t(tok, _get(k, i), lam, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
+        f_rest -= p_i
+        d_rest -= dp_i
+    x_a, x_b = l_a, l_b
+    for _ in range(200):
+        x_m = 0.5 * (x_a + x_b)
+        if not (x_m > x_a and x_m < x_b):
+            break
+        f_m = f_rest + d_rest * (x_m - lam)
+        for t in range(idx.shape[0]):
+            i = idx[t]
+            f_m += _resp_t(tok, _get(k, i), x_m, _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))[0]
+        if f_m > 0.0:
+            x_a = x_m
+        else:
+            x_b = x_m
+    l_s = x_b if x_b < l_b * (1.0 - 4.0 * eps) else x_a
+    return min(max(l_s, l_a * (1.0 + 8.0 * eps)), l_b * (1.0 - 8.0 * eps))
+
+
+@njit(**_PLAIN)
 def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
                   bind, done, la_g, s_la, ds_la, singular, jump, loose, pre, window, counts):
     """λ and the multipliers λ_h > λ of the binding hosts together, one pass over the pages per step.
@@ -2192,7 +2245,11 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     slow = np.zeros(G, dtype=np.bool_)
     acc = np.empty((G, 2))
     imu = np.empty(G)
-    brk = np.empty(3 if singular else 0)  # breakpoints next to λ among the groups evaluated there
+    brk = np.empty(6 if singular else 0)  # breakpoints next to λ among the groups evaluated there
+    # the pages at λ whose breakpoint lies inside λ's bracket, while they are few (``singular``)
+    found = np.empty(min(max(n // 4096, 32), 256) if singular else 0, dtype=np.int64)
+    e_found = np.empty(found.shape[0] + 1)
+    i_found = np.empty(found.shape[0] + 1, dtype=np.int64)
     lam_at = lam0  # the multiplier of the groups evaluated at λ, as stored in mu
     e_a = np.inf  # smallest breakpoint of the free groups above the lower end of λ's bracket
     i_a = -1  # its page
@@ -2242,7 +2299,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 # every group within its window: its listed pages, and the rest affine in u (exact)
                 counts[2] += 1
                 group_pass(tok, m_l, mu, imu, *_views(0, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b), hosts_b[:m_l], s_g,
-                           ds_g, acc, brk, lam_at, left[:0])
+                           ds_g, acc, brk, lam_at, left[:0], found)
                 _window_add(s_g, ds_g, ue, cu, base_s, slope)
             elif listing and it > 1 and _window_table(tab, mu, ue, uprev, fixed, window) <= WINDOW_MAX:
                 # λ's last step was small: list the pages near a bound within each group's window
@@ -2261,13 +2318,23 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 counts[0] += 1
                 for g in range(G):  # the hosts whose point has not moved since the last pass keep their sums
                     keep[g] = (ue[g] == uprev[g]) & ((ue[g] < u) | fixed[g]) & (it > 1)
-                group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at, keep)
+                # with ``singular``, once λ's bracket has closed: the breakpoints next to λ, and the pages with
+                # a breakpoint inside the bracket
+                closed = gu_lo > 0.0 and gu_hi < np.inf
+                if closed and singular:
+                    brk[3] = 1.0 / (gu_hi * gu_hi)
+                    brk[4] = 1.0 / (gu_lo * gu_lo)
+                group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk if closed else brk[:0],
+                           lam_at, keep, found)
+                if singular and not closed:
+                    brk[0], brk[1], brk[2], brk[5] = np.inf, 0.0, -1.0, 0.0
         lam = 1.0 / (u * u)
         e_k = np.inf  # smallest breakpoint above λ among the groups evaluated at λ, its page, the largest below
         i_k = -1
         e_kd = 0.0
+        n_in = 0
         if singular:
-            e_k, e_kd, i_k = brk[0], brk[1], int(brk[2])
+            e_k, e_kd, i_k, n_in = brk[0], brk[1], int(brk[2]), int(brk[5])
         R, R_low, D, n_bad, n_unsure, n_open = _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la,
                                                        ds_la, overshot, A, C, kink, bind, done, sure, tol, loose)
         if n_bad:
@@ -2332,7 +2399,27 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                     f_hi *= 0.5
             un = gu_lo - f_lo * (gu_hi - gu_lo) / (f_hi - f_lo)
         side = now
-        if singular and gu_lo > 0.0 and gu_hi < np.inf and e_a < np.inf:
+        took = False
+        if singular and gu_lo > 0.0 and gu_hi < np.inf and 0 < n_in <= found.shape[0]:
+            # few pages at λ have their breakpoint inside λ's bracket: F = F_rest + Σ those pages' rates,
+            # F_rest linear from this pass (smooth there), the pages' rates exact
+            l_a, l_b = 1.0 / (gu_hi * gu_hi), 1.0 / (gu_lo * gu_lo)
+            m_in = 0
+            for t in range(n_in):
+                i = found[t]
+                e = _low_marg_t(tok, _get(k, i), _get(lo, i), _get(w, i), _get(a, i), _get(b, i), _get(hi, i))
+                if e > l_a and e < l_b:
+                    i_found[m_in] = i
+                    e_found[m_in] = e
+                    m_in += 1
+            if m_in > 0:
+                if e_a >= l_b * (1.0 - 8.0 * eps) and i_a >= 0 and max(e_a - l_b, 4.0 * eps * e_a) < 0.25 * (e_a - l_a):
+                    i_found[m_in] = i_a  # the next breakpoint above the bracket, near its upper end
+                    m_in += 1
+                l_s = _takeout_root(tok, i_found[:m_in], R, D, lam, l_a, l_b, k, w, a, b, lo, hi)
+                un = 1.0 / math.sqrt(l_s)
+                took = True
+        if not took and singular and gu_lo > 0.0 and gu_hi < np.inf and e_a < np.inf:
             # mind the next breakpoint e above λa, where a page leaves p_min with a flat marginal (Σp
             # then falls like 1/log(e - λ)) or a constant one (Σp jumps): when it is the only one inside
             # λ's bracket [λa, λb], or the next one above it and λb is much nearer to it than λa, and

@@ -9,6 +9,7 @@ from freshcrawl.allocation import _kernels as K
 from freshcrawl.allocation import allocate, solve
 
 _NO_KEEP = np.zeros(0, dtype=bool)  # group_pass: no group keeps its sums
+_NO_FOUND = np.zeros(0, dtype=np.int64)  # group_pass: no pages listed by their breakpoint
 
 KERNEL_NAMES = ["freshness-poisson", "freshness-periodic", "harmonic", "detection", "detection-discrete"]
 
@@ -171,7 +172,7 @@ def test_group_pass_breakpoints_next_to_lambda():
     w[np.flatnonzero(~at)[0]] = 1.0 + 1e-12  # nearer still, but on host 1: not counted
     prob = solve._KernelProblem(n, K.DETECTION, w, delta, 0.0, 0.0, np.inf)
     s, ds, acc, brk = np.empty(4), np.empty(4), np.empty((4, 2)), np.empty(3)
-    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s, ds, acc, brk, lam, _NO_KEEP)
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s, ds, acc, brk, lam, _NO_KEEP, _NO_FOUND)
     above = at & (w > lam)
     assert brk[0] == w[above].min() == 1.0 + 1e-9
     assert brk[1] == w[at & (w <= lam)].max()
@@ -181,13 +182,24 @@ def test_group_pass_breakpoints_next_to_lambda():
         sub = solve._KernelProblem(pages.size, K.DETECTION, w[pages], delta[pages], 0.0, 0.0, np.inf)
         ref, dref = sub.global_sum(mu[g])
         assert s[g] == pytest.approx(ref, rel=1e-12) and ds[g] == pytest.approx(dref, rel=1e-12)
-    # no tracking: the sums alone, and a scratch of the wrong width is refused
+    # with an interval (brk[3], brk[4]): the pages at λ whose breakpoint lies strictly inside it, counted and
+    # listed in page order while the list has room; past that, counted only
+    inside = at & (w > 0.9) & (w < 1.3)
     s2 = np.empty(4)
-    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, acc, np.empty(0), lam, _NO_KEEP)
+    for room in (inside.sum() + 3, inside.sum() - 1):
+        brk6, found = np.array([0.0, 0.0, 0.0, 0.9, 1.3, -1.0]), np.full(room, -1)
+        K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, acc, brk6, lam, _NO_KEEP, found)
+        np.testing.assert_array_equal(brk6[:3], brk)
+        assert brk6[5] == inside.sum() > 20
+        if room > inside.sum():
+            np.testing.assert_array_equal(found[: inside.sum()], np.flatnonzero(inside))
+    # no tracking: the sums alone, and a scratch of the wrong width is refused
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, acc, np.empty(0), lam, _NO_KEEP,
+                 _NO_FOUND)
     np.testing.assert_array_equal(s2, s)
     with pytest.raises(ValueError, match="acc must have shape"):
         K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s2, ds, np.empty((4, 3)), np.empty(0), lam,
-                     _NO_KEEP)
+                     _NO_KEEP, _NO_FOUND)
 
 
 @pytest.mark.parametrize("name", ["detection", "freshness-periodic", "freshness-poisson"])
@@ -204,10 +216,11 @@ def test_group_pass_keeps_the_sums_of_groups_that_did_not_move(name):
     mu = rng.uniform(0.1, 2.0, G)
     s_ref, ds_ref = np.empty(G), np.empty(G)
     acc = np.empty((G, 2))
-    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s_ref, ds_ref, acc, np.empty(0), 1.0, _NO_KEEP)
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s_ref, ds_ref, acc, np.empty(0), 1.0, _NO_KEEP,
+                 _NO_FOUND)
     keep = rng.random(G) < 0.5
     s, ds = np.full(G, -7.0), np.full(G, 3.0)  # what the kept groups hold from "the last pass"
-    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s, ds, acc, np.empty(0), 1.0, keep)
+    K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s, ds, acc, np.empty(0), 1.0, keep, _NO_FOUND)
     if name == "freshness-poisson":
         np.testing.assert_array_equal(s, s_ref)
         return

@@ -27,6 +27,7 @@ from freshcrawl.allocation import _kernels as K
 from freshcrawl.errors import InfeasibleAllocation
 
 _NO_KEEP = np.zeros(0, dtype=bool)  # group_pass: no group keeps its sums
+_NO_FOUND = np.zeros(0, dtype=np.int64)  # group_pass: no pages listed by their breakpoint
 
 # Objectives of the fast path (every built-in kernel). "harmonic-mixed" is "harmonic" with a third of
 # the pages observed completely (objective log(p/Δ), p <= Δ), so the pages have different kinds;
@@ -971,7 +972,7 @@ def test_window_pass_sums_and_listed_pages(seed):
     tok, G, n = K.TOKENS[K.POISSON], mu.size, w.size
     s_ref, ds_ref = np.empty(G), np.empty(G)
     K.group_pass(tok, n, mu, 1.0 / mu, 0, w, a, 0.0, lo, hi, hosts, s_ref, ds_ref, np.empty((G, 2)), np.empty(0), 1.0,
-                 _NO_KEEP)
+                 _NO_KEEP, _NO_FOUND)
     m, s_g, ds_g, (w_l, a_l, lo_l, hi_l, hosts_l) = _list_pages(tok, w, a, lo, hi, hosts, mu, eps)
     np.testing.assert_allclose(s_g, s_ref, rtol=1e-13)
     np.testing.assert_allclose(ds_g, ds_ref, rtol=1e-13)
@@ -1002,10 +1003,10 @@ def test_sums_over_listed_pages_are_exact_inside_the_windows():
         mu2 = ue ** -2.0
         s_ref, ds_ref = np.empty(G), np.empty(G)
         K.group_pass(tok, n, mu2, 1.0 / mu2, 0, w, a, 0.0, lo, hi, hosts, s_ref, ds_ref, np.empty((G, 2)),
-                     np.empty(0), 1.0, _NO_KEEP)
+                     np.empty(0), 1.0, _NO_KEEP, _NO_FOUND)
         s2, ds2 = np.empty(G), np.empty(G)
         K.group_pass(tok, m, mu2, 1.0 / mu2, 0, w_l, a_l, 0.0, lo_l, hi_l, hosts_l, s2, ds2, np.empty((G, 2)),
-                     np.empty(0), 1.0, _NO_KEEP)
+                     np.empty(0), 1.0, _NO_KEEP, _NO_FOUND)
         K._window_add(s2, ds2, ue, cu, base_s, slope)
         np.testing.assert_allclose(s2, s_ref, rtol=1e-11)
         np.testing.assert_allclose(ds2, ds_ref, rtol=1e-11)
@@ -1083,3 +1084,36 @@ def test_rates_at_their_bounds_leave_the_multiplier_free_between_breakpoints():
         assert 1.0 / 6.0 * (1 - 1e-12) <= res.lam <= 30.0 / 12.5**2 * (1 + 1e-12)
         np.testing.assert_allclose(res.p, np.where(np.arange(12) == 8, 2.5, 0.0), rtol=0, atol=1e-12)
     check_same(fast, ref, data)
+
+
+@pytest.mark.parametrize("name", ["detection", "freshness-periodic"])
+def test_takeout_root_solves_the_model_with_the_listed_pages_exact(name):
+    # F(x) = R + D (x - λ) - Σ_listed [p_i(λ) + p_i'(λ)(x - λ)] + Σ_listed p_i(x): the listed pages have their
+    # breakpoint inside the bracket, where their rates fall to p_min like 1/log(e - x). The root returned is
+    # the model's, to a few ulps (the model changes sign across it), strictly inside the bracket.
+    rng = np.random.default_rng(11)
+    obj = solve.get_objective(name)
+    n = 12
+    delta = rng.lognormal(0.0, 1.0, n)
+    w = rng.uniform(0.5, 2.0, n)
+    a, b = obj._params(delta)
+    prob = solve._KernelProblem(n, obj._kind, w, a, b, 0.0, np.inf)
+    e = np.array([K._low_marg_t(prob.tok, prob.k, 0.0, w[i], a[i], b, np.inf) for i in range(n)])
+    order = np.argsort(e)
+    l_a, l_b = e[order[3]] * (1 - 1e-9), e[order[8]] * (1 + 1e-9)  # breakpoints 3 to 8 inside
+    idx = order[3:9].astype(np.int64)
+    lam = 0.5 * (l_a + l_b)
+    # the rest of F: a line through zero at x0 inside the bracket, less the listed pages' sum there, so that
+    # the model's root is x0
+    listed = solve._KernelProblem(idx.size, obj._kind, w[idx], a[idx], b, 0.0, np.inf)
+    slope = -50.0
+    x0 = l_a + 0.3 * (l_b - l_a)
+    f_rest = lambda x: slope * (x - x0) - listed.global_sum(x0)[0]  # noqa: E731
+    s_lam, ds_lam = listed.global_sum(lam)
+    R = f_rest(lam) + s_lam
+    D = slope + ds_lam
+    root = K._takeout_root(prob.tok, idx, R, D, lam, l_a, l_b, *prob._args())
+    assert l_a < root < l_b
+    model = lambda x: f_rest(x) + listed.global_sum(x)[0]  # noqa: E731
+    assert model(root * (1 - 4e-16)) >= -1e-9 and model(root * (1 + 4e-16)) <= 1e-9
+    assert root == pytest.approx(x0, rel=1e-12)

@@ -1415,13 +1415,32 @@ def _segment_sum(tok, perm, p0, p1, lam, k, w, a, b, lo, hi):
 
 
 @njit(**_PLAIN)
-def _segment_breakpoints(tok, perm, p0, p1, la, lb, lt, k, w, a, b, lo, hi):
-    """As :func:`global_breakpoint` over the pages perm[p0:p1]."""
+def _host_breakpoints(tok, perm, p0, p1, k, w, a, b, lo, hi, e_lo, e_hi):
+    """Each page's breakpoints, perm[p0:p1], into e_lo[:p1 - p0] (where it leaves p_min, w f'(p_min)) and
+    e_hi (where it reaches a finite p_max); NaN where a page has none (p_max <= p_min, no value)."""
+    for q in range(p0, p1):
+        i = perm[q]
+        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+        on = hi_i > lo_i and _active_t(tok, ki, wi, ai, bi)
+        e_lo[q - p0] = _marg_t(tok, ki, lo_i, wi, ai, bi) if on else np.nan
+        e_hi[q - p0] = _marg_t(tok, ki, hi_i, wi, ai, bi) if on and hi_i < np.inf else np.nan
+
+
+@njit(**_PLAIN)
+def _listed_breakpoints(e_lo, e_hi, m, la, lb, lt):
+    """As :func:`global_breakpoint`, over the breakpoints of m pages listed by :func:`_host_breakpoints`
+    (NaN: none)."""
     best = np.nan
     up = np.inf
     dn = 0.0
-    for q in range(p0, p1):
-        best, up, dn = _page_breakpoints(tok, perm[q], k, w, a, b, lo, hi, la, lb, lt, best, up, dn)
+    for j in range(m):
+        for e in (e_lo[j], e_hi[j]):
+            if _closer(e, la, lb, lt, best):
+                best = e
+            if e >= lb and e < up:
+                up = e
+            if e <= la and e > dn:
+                dn = e
     return best, up, dn
 
 
@@ -1463,9 +1482,15 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
     ``out_lam``, ``out_lam2`` are its ends and ``out_theta`` the fraction of it taken.
     """
     eps = 2.220446049250313e-16
+    size = 0
+    for j in range(target.shape[0]):
+        size = max(size, start[j + 1] - start[j])
+    e_lo = np.empty(size)  # the host's breakpoints, listed once (each step may look for them)
+    e_hi = np.empty(size)
     for j in range(target.shape[0]):
         c = target[j]
         p0, p1 = start[j], start[j + 1]
+        listed = False  # the host's breakpoints, listed at the first step that looks for them
         la, lb = lam_g[j], np.inf
         s, ds, L = s_lam[j], ds_lam[j], lam_g[j]
         s_a, ds_a, s_b = s, ds, np.nan
@@ -1517,7 +1542,10 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
             if _flat_tail(tok) and lb < np.inf and inside and slow == 0:
                 # just below a breakpoint where a page leaves p_min with a flat marginal, its rate falls
                 # like 1/log(e - λ), which Newton in log λ crawls along: the step made for that tail
-                e_in, e_up, e_dn = _segment_breakpoints(tok, perm, p0, p1, la, lb, ln, k, w, a, b, lo, hi)
+                if not listed:
+                    _host_breakpoints(tok, perm, p0, p1, k, w, a, b, lo, hi, e_lo, e_hi)
+                    listed = True
+                e_in, e_up, e_dn = _listed_breakpoints(e_lo, e_hi, p1 - p0, la, lb, ln)
                 if e_up < np.inf and max(e_up - lb, 4.0 * eps * e_up) < 0.25 * (e_up - la) and not e_in < lb:
                     l_sing = _singular_step(e_up, L, err, ds)
                     if l_sing > la and l_sing < lb:
@@ -1531,8 +1559,10 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
                 width = lb - la
                 half = 0.5 * (la + lb)
                 ln_bis = half if width <= 1e-3 * lb else math.sqrt(la * lb)
-                e_in, e_up, e_dn = _segment_breakpoints(tok, perm, p0, p1, la, lb, ln if inside else half, k, w,
-                                                        a, b, lo, hi)
+                if not listed:
+                    _host_breakpoints(tok, perm, p0, p1, k, w, a, b, lo, hi, e_lo, e_hi)
+                    listed = True
+                e_in, e_up, e_dn = _listed_breakpoints(e_lo, e_hi, p1 - p0, la, lb, ln if inside else half)
                 right = la * (1.0 + 6.0 * eps)
                 if (la - e_dn <= 4.0 * eps * la) and right < lb and -ds_a * width > 100.0 * (s_a - s_b):
                     ln = right  # λa on a breakpoint where S is far steeper than across the bracket

@@ -2224,10 +2224,13 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     the host's model, else a log-log Newton step; one that leaves the host's bracket, or does not
     halve its error, is replaced by a geometric bisection (an expansion while the bracket is open).
     With ``singular`` (pages whose marginal value is flat or constant where they leave p_min: Σp falls
-    like 1/log(e - λ) below their breakpoint e, or jumps there), the passes also track the breakpoints
-    next to λ among the pages evaluated at λ; when the steps are slow and the next breakpoint above λ's bracket
-    is the only one in it, or lies just above it, that page is taken out of F and F_rest + p_i = 0 is
-    bisected with F_rest linear and p_i exact.
+    like 1/log(e - λ) below their breakpoint e, or jumps there), the passes made once λ's bracket has
+    closed also track the breakpoints next to λ among the pages evaluated at λ, and list those pages
+    whose breakpoint lies inside the bracket; where they are few (32 to 256, by n), they are taken out of
+    F, and F_rest + Σ p_i = 0 is bisected with F_rest linear from the pass and each p_i exact
+    (:func:`_takeout_root`; with them the page whose breakpoint is next above the bracket, within its
+    width). Else, when the steps are slow and the next breakpoint above λ's bracket is the only one in it,
+    or lies just above it, that page alone is taken out in the same way.
 
     With ``pre``, ``s_g``, ``ds_g`` already hold the first pass, every group at ``lam0`` and the fixed
     ones at their lower bounds (:func:`host_bounds_at`); with ``singular`` it is made again here, since
@@ -2278,12 +2281,13 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     brk = np.empty(6 if singular else 0)  # breakpoints next to λ among the groups evaluated there
     # the pages at λ whose breakpoint lies inside λ's bracket, while they are few (``singular``)
     found = np.empty(min(max(n // 4096, 32), 256) if singular else 0, dtype=np.int64)
-    e_found = np.empty(found.shape[0] + 1)
     i_found = np.empty(found.shape[0] + 1, dtype=np.int64)
     lam_at = lam0  # the multiplier of the groups evaluated at λ, as stored in mu
     e_a = np.inf  # smallest breakpoint of the free groups above the lower end of λ's bracket
     i_a = -1  # its page
     e_bd = 0.0  # largest breakpoint of the free groups at or below its upper end
+    e_bu = np.inf  # smallest above its upper end, and its page
+    i_bu = -1
     gu_lo, gu_hi = 0.0, np.inf  # bracket on the root of F in u, and F there
     f_lo, f_hi = -np.inf, np.inf
     F_lo, F_hi = -np.inf, np.inf  # the same, never rescaled
@@ -2377,7 +2381,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         # bracket on the root of F (F increases with u)
         if R < 0.0 and not waiting:
             if u > gu_lo:
-                gu_lo, f_lo, F_lo, e_bd = u, R, R, e_kd
+                gu_lo, f_lo, F_lo, e_bd, e_bu, i_bu = u, R, R, e_kd, e_k, i_k
         elif R_low > 0.0 and not waiting:
             if u < gu_hi:
                 gu_hi, f_hi, F_hi, e_a, i_a = u, R_low, R_low, e_k, i_k
@@ -2440,11 +2444,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 e = _low_marg_t(tok, _get(k, i), _get(lo, i), _get(w, i), _get(a, i), _get(b, i), _get(hi, i))
                 if e > l_a and e < l_b:
                     i_found[m_in] = i
-                    e_found[m_in] = e
                     m_in += 1
             if m_in > 0:
-                if e_a >= l_b * (1.0 - 8.0 * eps) and i_a >= 0 and max(e_a - l_b, 4.0 * eps * e_a) < 0.25 * (e_a - l_a):
-                    i_found[m_in] = i_a  # the next breakpoint above the bracket, near its upper end
+                if i_bu >= 0 and e_bu >= l_b and e_bu - l_b < l_b - l_a:
+                    i_found[m_in] = i_bu  # the next breakpoint above the bracket, within its width of it
                     m_in += 1
                 l_s = _takeout_root(tok, i_found[:m_in], R, D, lam, l_a, l_b, k, w, a, b, lo, hi)
                 un = 1.0 / math.sqrt(l_s)

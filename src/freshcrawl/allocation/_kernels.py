@@ -2020,14 +2020,16 @@ def _model_sum(A, C, cap, u):
 
 
 @njit(**_LOOP)
-def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, overshot, A, C, kink, bind, done, sure,
-            tol, loose):
+def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, f_end, overshot, A, C, kink, bind, done,
+            sure, tol, loose):
     """Take in one pass's per-group sums: each group's model, bracket and state (:func:`capped_newton`).
 
     Per group g: the model S_g ≈ A_g u - C_g matched to its sum and derivative at its point ``ue[g]``
     (for a host that overshot its root, from the point where it was last over its cap), where it reaches
     its cap (``kink``), the bracket on its root, and whether it binds at λ = u^(-2), has converged and
-    surely binds. Returns F's terms (R: each binding host at its cap; R_low: each unsure one at its sum),
+    surely binds; ``f_end`` (shape (3, n_groups)) keeps S_g - c_g at both ends of the bracket, for regula
+    falsi, the far end's halved when the same end moves twice in a row (Illinois), and which end moved
+    last. Returns F's terms (R: each binding host at its cap; R_low: each unsure one at its sum),
     Σ dS of the groups at λ, and the counts of groups with a sum that is not finite, unsure and open.
 
     Two loops without branches, which vectorise (one loop storing to all twelve arrays does not).
@@ -2085,7 +2087,14 @@ def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, ove
         s_la[g] = S if new_hi else s_la[g]
         ds_la[g] = ds_g[g] if new_hi else ds_la[g]
         ulo = u_lo[g]
-        u_lo[g] = ug if (under & (ug > ulo)) else ulo
+        new_lo = under & (ug > ulo)
+        u_lo[g] = ug if new_lo else ulo
+        # S - c at u_lo and u_hi for regula falsi, the far end's halved when the same end moves twice in a
+        # row (Illinois); f_end[2, g]: the end that moved last (-1: u_lo, 1: u_hi)
+        last = f_end[2, g]
+        f_end[0, g] = (S - c) if new_lo else (0.5 * f_end[0, g] if new_hi & (last > 0.0) else f_end[0, g])
+        f_end[1, g] = (S - c) if new_hi else (0.5 * f_end[1, g] if new_lo & (last < 0.0) else f_end[1, g])
+        f_end[2, g] = -1.0 if new_lo else (1.0 if new_hi else last)
         overshot[g] = overshot[g] | (under & (ug < u) & (abs(S - c) > tol * c))
     return R, R_low, D, n_bad, n_unsure, n_open
 
@@ -2101,15 +2110,16 @@ def _bisect_point(u_lo, u_hi, grow):
 
 
 @njit(**_LOOP)
-def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, sure, done, overshot, prev_g, grow,
+def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, f_end, bind, sure, done, overshot, prev_g, grow,
                  slow):
     """Each group's next evaluation point ``ue[g]`` (in u) and multiplier ``mu[g]`` for the pass at λ = u^(-2).
 
     Uncapped groups go to λ. A host under its cap at λ, unsure whether it binds there after an
     overshoot, or prone to overshoots and not yet known to bind at the new λ goes to its model's root if
     that says it binds at the new λ by a clear margin (and it has not overshot), else to λ. A binding
-    host steps to its model's root, or by bisection of its bracket (an expansion while the bracket is
-    open) where that root leaves the bracket or the last step did not halve its error; where the root
+    host steps to its model's root, or by regula falsi on its bracket (``f_end``, from :func:`_intake`;
+    a geometric bisection where that falls outside, an expansion while the bracket is open) where that
+    root leaves the bracket or the last step did not halve its error; where the root
     lies outside the bracket and S_g > 0 > S_g', a log-log Newton step is tried first, in a second
     loop over those hosts only (``slow``: scratch flags), since log and exp keep the main loop from
     vectorising. A host whose point would be at or above u goes to λ; a converged one stays.
@@ -2128,7 +2138,7 @@ def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, su
         ur1 = kg if A[g] > 0.0 else np.inf
         ok = (ur1 < (1.0 - 1e-3) * u) & (ur1 > lo_g) & (ur1 < hi_g) & (ov ^ True)
         ue1 = ur1 if ok else u
-        # binding: Newton on its own model, bisection where that leaves the bracket or does not halve the error
+        # binding: Newton on its own model, regula falsi where that leaves the bracket or does not halve the error
         e = abs(S - c)
         halved = e <= 0.5 * pv
         stay = done[g] & (ug < u) & ((fx | free | model) ^ True)  # converged and still binding
@@ -2136,6 +2146,10 @@ def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, su
         log_step = (inside ^ True) & (S > 0.0) & (dS < 0.0)  # a log-log Newton step: left to the loop below
         bisect = (inside ^ True) | (halved ^ True)
         ur_b, gr_b = _bisect_point(lo_g, hi_g, gr)
+        # with both ends known: regula falsi on the sums there, where it falls inside the bracket
+        f_lo, f_hi = f_end[0, g], f_end[1, g]
+        ur_f = lo_g - f_lo * (hi_g - lo_g) / (f_hi - f_lo)
+        ur_b = ur_f if (lo_g > 0.0) & (hi_g < np.inf) & (ur_f > lo_g) & (ur_f < hi_g) else ur_b
         ur2 = ur_b if bisect else kg
         ue2 = u if ur2 >= u else ur2
         newton = (fx | free | model | stay) ^ True
@@ -2161,6 +2175,10 @@ def _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, su
         ur = ug * math.exp(0.5 * (math.log(S) - math.log(c)) * S / (mu[g] * dS))
         if not (ur > u_lo[g] and ur < u_hi[g]) or not halved:
             ur, grow[g] = _bisect_point(u_lo[g], u_hi[g], grow[g])
+            f_lo, f_hi = f_end[0, g], f_end[1, g]
+            ur_f = u_lo[g] - f_lo * (u_hi[g] - u_lo[g]) / (f_hi - f_lo)
+            if u_lo[g] > 0.0 and u_hi[g] < np.inf and ur_f > u_lo[g] and ur_f < u_hi[g]:
+                ur = ur_f
         if ur >= u:
             ue[g] = u
             mu[g] = lam
@@ -2222,7 +2240,9 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     a regula falsi step on the bracket with the Illinois modification (the models miss pages that
     reach a bound, and Newton then creeps up to the root from one side). The next λ_h is the root of
     the host's model, else a log-log Newton step; one that leaves the host's bracket, or does not
-    halve its error, is replaced by a geometric bisection (an expansion while the bracket is open).
+    halve its error, is replaced by regula falsi on the host's bracket with the Illinois modification
+    (the sums of a Lambert-W objective are concave in u, so Newton from above lands below the root, and
+    from below creeps up to it), or, while the bracket is open, an expansion.
     With ``singular`` (pages whose marginal value is flat or constant where they leave p_min: Σp falls
     like 1/log(e - λ) below their breakpoint e, or jumps there), the passes made once λ's bracket has
     closed also track the breakpoints next to λ among the pages evaluated at λ, and list those pages
@@ -2267,6 +2287,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     ue = np.zeros(G)  # each group's evaluation point in u
     u_lo = np.zeros(G)  # bracket (u_lo, u_hi) on each host's root
     u_hi = np.full(G, np.inf)
+    f_end = np.zeros((3, G))  # regula falsi on each host's bracket (:func:`_intake`)
     A = np.zeros(G)
     C = np.zeros(G)
     kink = np.full(G, np.inf)  # where each group's model reaches its cap, (c_g + C_g) / A_g in u
@@ -2370,7 +2391,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         if singular:
             e_k, e_kd, i_k, n_in = brk[0], brk[1], int(brk[2]), int(brk[5])
         R, R_low, D, n_bad, n_unsure, n_open = _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la,
-                                                       ds_la, overshot, A, C, kink, bind, done, sure, tol, loose)
+                                                       ds_la, f_end, overshot, A, C, kink, bind, done, sure, tol, loose)
         if n_bad:
             return -1, lam, 0.0, it
         R -= budget  # F(λ) with each binding host at its cap; R_low <= F(λ) <= R, each unsure host at its sum
@@ -2394,8 +2415,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             # λ has settled; passes over the listed pages are cheap, so the open hosts go on here
             n_wait += 1
             uprev[:] = ue
-            _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, sure, done, overshot, prev_g,
-                         grow, slow)
+            _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, f_end, bind, sure, done,
+                         overshot, prev_g, grow, slow)
             continue
         n_wait = 0
         if collapsed or settled:
@@ -2495,8 +2516,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         lam = 1.0 / (u * u)
         lam_at = lam
         uprev[:] = ue
-        _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, bind, sure, done, overshot, prev_g, grow,
-                     slow)
+        _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, f_end, bind, sure, done, overshot,
+                     prev_g, grow, slow)
     return -1, 1.0 / (u * u), 0.0, max_pass
 
 

@@ -653,6 +653,9 @@ LOOSE_STEP = 1e-11
 #: Passes :func:`capped_newton` goes on making for the binding hosts once λ has settled, where its passes
 #: run over the pages listed near a bound (cheap); the hosts still open then go to the per-host loop.
 WAIT_PASSES = 8
+#: The joint iteration takes the pages whose breakpoint lies inside λ's bracket out of F only once the
+#: bracket is this narrow (relative, in u = λ^(-1/2)): F without them is then taken as linear across it.
+TAKEOUT_WIDTH = 1e-2
 #: Largest window (relative, in u = λ^(-1/2)) of :func:`window_pass`: the pages are listed only once λ's
 #: window fits in it, and a host whose own window would not gets all its pages listed.
 WINDOW_MAX = 0.1
@@ -2246,10 +2249,11 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     With ``singular`` (pages whose marginal value is flat or constant where they leave p_min: Σp falls
     like 1/log(e - λ) below their breakpoint e, or jumps there), the passes made once λ's bracket has
     closed also track the breakpoints next to λ among the pages evaluated at λ, and list those pages
-    whose breakpoint lies inside the bracket; where they are few (32 to 256, by n), they are taken out of
-    F, and F_rest + Σ p_i = 0 is bisected with F_rest linear from the pass and each p_i exact
-    (:func:`_takeout_root`; with them the page whose breakpoint is next above the bracket, within its
-    width). Else, when the steps are slow and the next breakpoint above λ's bracket is the only one in it,
+    whose breakpoint lies inside the bracket; where they are few (64 to 1024, by n) and the bracket is
+    narrower than TAKEOUT_WIDTH, they are taken out of F, and F_rest + Σ p_i = 0 is bisected with F_rest
+    linear from the pass and each p_i exact (:func:`_takeout_root`; with them the page whose breakpoint
+    is next above the bracket, within its width; a root pressed against an end of the bracket is not
+    taken). Else, when the steps are slow and the next breakpoint above λ's bracket is the only one in it,
     or lies just above it, that page alone is taken out in the same way.
 
     With ``pre``, ``s_g``, ``ds_g`` already hold the first pass, every group at ``lam0`` and the fixed
@@ -2301,7 +2305,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     imu = np.empty(G)
     brk = np.empty(6 if singular else 0)  # breakpoints next to λ among the groups evaluated there
     # the pages at λ whose breakpoint lies inside λ's bracket, while they are few (``singular``)
-    found = np.empty(min(max(n // 4096, 32), 256) if singular else 0, dtype=np.int64)
+    found = np.empty(min(max(n // 512, 64), 1024) if singular else 0, dtype=np.int64)
     i_found = np.empty(found.shape[0] + 1, dtype=np.int64)
     lam_at = lam0  # the multiplier of the groups evaluated at λ, as stored in mu
     e_a = np.inf  # smallest breakpoint of the free groups above the lower end of λ's bracket
@@ -2455,9 +2459,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             un = gu_lo - f_lo * (gu_hi - gu_lo) / (f_hi - f_lo)
         side = now
         took = False
-        if singular and gu_lo > 0.0 and gu_hi < np.inf and 0 < n_in <= found.shape[0]:
-            # few pages at λ have their breakpoint inside λ's bracket: F = F_rest + Σ those pages' rates,
-            # F_rest linear from this pass (smooth there), the pages' rates exact
+        if singular and gu_lo > 0.0 and gu_hi < np.inf and 0 < n_in <= found.shape[0] and \
+                gu_hi - gu_lo <= TAKEOUT_WIDTH * gu_hi:
+            # few pages at λ have their breakpoint inside λ's (narrow) bracket: F = F_rest + Σ those pages'
+            # rates, F_rest linear from this pass (smooth there), the pages' rates exact
             l_a, l_b = 1.0 / (gu_hi * gu_hi), 1.0 / (gu_lo * gu_lo)
             m_in = 0
             for t in range(n_in):
@@ -2471,8 +2476,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                     i_found[m_in] = i_bu  # the next breakpoint above the bracket, within its width of it
                     m_in += 1
                 l_s = _takeout_root(tok, i_found[:m_in], R, D, lam, l_a, l_b, k, w, a, b, lo, hi)
-                un = 1.0 / math.sqrt(l_s)
-                took = True
+                # a root pressed against an end of the bracket: the model is off there (hosts reaching
+                # their caps inside the bracket, or F_rest not linear across it); left to the other steps
+                took = l_s > l_a * (1.0 + 8.0 * eps) and l_s < l_b * (1.0 - 8.0 * eps)
+                un = 1.0 / math.sqrt(l_s) if took else un
         if not took and singular and gu_lo > 0.0 and gu_hi < np.inf and e_a < np.inf:
             # mind the next breakpoint e above λa, where a page leaves p_min with a flat marginal (Σp
             # then falls like 1/log(e - λ)) or a constant one (Σp jumps): when it is the only one inside

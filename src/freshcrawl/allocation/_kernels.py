@@ -1679,7 +1679,7 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     1 / mu, gathered instead of mu by the kinds whose rate needs only 1/λ (no division per page). Per
     chunk of pages: gather each page's multiplier, compute the rates in a vectorised loop, add them up
     by host (``acc``: scratch, shape (n_groups, 2), sum and derivative side by side in one cache line).
-    When ``brk`` has shape (3,), it also receives, over the pages evaluated at ``lam_at`` (the groups
+    When ``brk`` has shape (3,) or more, it also receives, over the pages evaluated at ``lam_at`` (the groups
     at the global λ), the smallest breakpoint above it where a page leaves its lower bound, w f'(p_min)
     (inf if none; Σp may be singular just below it), the largest at or below it (0 if none) and the
     index of the first page at the smallest (-1 if none): vectorised reductions, no scatter. When
@@ -2267,9 +2267,10 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     exactly affine in u. A few hosts that leave their windows while λ stays inside its own get all
     their pages listed (:func:`_list_groups`); otherwise the pages are listed again. The sums, and so
     the iterates, are those of full passes (to rounding). Once λ has settled, up to WAIT_PASSES more
-    passes over the listed pages go to the binding hosts still open. ``counts`` (shape (4,), int) is
+    passes over the listed pages go to the binding hosts still open. ``counts`` (shape (5,), int) is
     incremented per pass: full passes, listing passes, passes over the listed pages, hosts' pages
-    listed after they left their windows.
+    listed after they left their windows, and (``singular``) steps of λ from the take-out of the pages
+    inside its bracket.
 
     With ``loose`` (for objectives whose Σp is smooth), λ and each host also stop once their Newton
     step is below :data:`LOOSE_STEP` relative instead of a few ulps: the final first-order correction
@@ -2480,6 +2481,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 # their caps inside the bracket, or F_rest not linear across it); left to the other steps
                 took = l_s > l_a * (1.0 + 8.0 * eps) and l_s < l_b * (1.0 - 8.0 * eps)
                 un = 1.0 / math.sqrt(l_s) if took else un
+                counts[4] += took
         if not took and singular and gu_lo > 0.0 and gu_hi < np.inf and e_a < np.inf:
             # mind the next breakpoint e above λa, where a page leaves p_min with a flat marginal (Σp
             # then falls like 1/log(e - λ)) or a constant one (Σp jumps): when it is the only one inside

@@ -744,7 +744,7 @@ def _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, 
     status, lam, dlam, passes = K.capped_newton(prob.tok, prob.n, *prob._args(), hosts, cap_g, fixed, budget, lam0,
                                                 tol, min(max_iter, _FAST_PASSES), mu, dmu, s_g, ds_g, bind, done,
                                                 la_g, s_la, ds_la, singular, jump, loose,
-                                                first_sums is not None, window, np.zeros(4, dtype=np.int64))
+                                                first_sums is not None, window, np.zeros(5, dtype=np.int64))
     if status < 0:
         return None, passes
     p = np.empty(prob.n)

@@ -870,6 +870,19 @@ def _closer(e, la, lb, lt, best):
 
 
 @njit(**_INL)
+def _fold_breakpoint(e, la, lb, lt, best, up, dn):
+    """Fold one breakpoint e into (best, up, dn) of a bracket (la, lb): the one inside nearest to lt (in log),
+    the smallest at or above lb, the largest at or below la."""
+    if _closer(e, la, lb, lt, best):
+        best = e
+    if e >= lb and e < up:
+        up = e
+    if e <= la and e > dn:
+        dn = e
+    return best, up, dn
+
+
+@njit(**_INL)
 def _page_breakpoints(tok, i, k, w, a, b, lo, hi, la, lb, lt, best, up, dn):
     """Fold page i's breakpoints (its marginals at lo and hi) into (best, up, dn) of a bracket (la, lb)."""
     ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
@@ -878,13 +891,8 @@ def _page_breakpoints(tok, i, k, w, a, b, lo, hi, la, lb, lt, best, up, dn):
     for m in range(2):
         if m == 1 and not hi_i < np.inf:
             break
-        e = _marg_t(tok, ki, lo_i if m == 0 else hi_i, wi, ai, bi)
-        if _closer(e, la, lb, lt, best):
-            best = e
-        if e >= lb and e < up:
-            up = e
-        if e <= la and e > dn:
-            dn = e
+        best, up, dn = _fold_breakpoint(_marg_t(tok, ki, lo_i if m == 0 else hi_i, wi, ai, bi), la, lb, lt, best,
+                                        up, dn)
     return best, up, dn
 
 
@@ -1437,13 +1445,8 @@ def _listed_breakpoints(e_lo, e_hi, m, la, lb, lt):
     up = np.inf
     dn = 0.0
     for j in range(m):
-        for e in (e_lo[j], e_hi[j]):
-            if _closer(e, la, lb, lt, best):
-                best = e
-            if e >= lb and e < up:
-                up = e
-            if e <= la and e > dn:
-                dn = e
+        best, up, dn = _fold_breakpoint(e_lo[j], la, lb, lt, best, up, dn)
+        best, up, dn = _fold_breakpoint(e_hi[j], la, lb, lt, best, up, dn)
     return best, up, dn
 
 

@@ -1035,13 +1035,8 @@ def test_list_groups_lists_every_page_of_the_groups_that_left():
 _COUNTS_ARG = list(inspect.signature(K.capped_newton.py_func).parameters).index("counts")
 
 
-@pytest.mark.parametrize("seed, n, n_hosts, bounds", [(0, 20000, 100, False), (1, 20000, 400, True),
-                                                      (3, 30000, 1000, False), (5, 20000, 200, True)])
-def test_passes_over_listed_pages_reach_the_same_optimum(seed, n, n_hosts, bounds, monkeypatch):
-    # Poisson freshness with many pages a host: after the first passes, the joint iteration passes over
-    # the pages listed near a bound only (with bounds, some hosts leave their windows and get all their
-    # pages listed: seeds 1 and 5); the rates and multipliers are those of full passes
-    inst = make_instance("freshness-poisson", seed, n, n_hosts, bounds=bounds, uncapped_frac=0.1, zero_pages=0.05)
+def run_counting(inst, monkeypatch):
+    """allocate on the instance, and the pass counts (``counts``) of every capped_newton call."""
     counts = []
     orig = K.capped_newton
 
@@ -1051,13 +1046,24 @@ def test_passes_over_listed_pages_reach_the_same_optimum(seed, n, n_hosts, bound
         return out
 
     monkeypatch.setattr(K, "capped_newton", spy)
-    listed = allocate(inst["delta"], inst["budget"], **inst["kw"])
+    res = allocate(inst["delta"], inst["budget"], **inst["kw"])
+    monkeypatch.setattr(K, "capped_newton", orig)
+    return res, counts
+
+
+@pytest.mark.parametrize("seed, n, n_hosts, bounds", [(0, 20000, 100, False), (1, 20000, 400, True),
+                                                      (3, 30000, 1000, False), (5, 20000, 200, True)])
+def test_passes_over_listed_pages_reach_the_same_optimum(seed, n, n_hosts, bounds, monkeypatch):
+    # Poisson freshness with many pages a host: after the first passes, the joint iteration passes over
+    # the pages listed near a bound only (with bounds, some hosts leave their windows and get all their
+    # pages listed: seeds 1 and 5); the rates and multipliers are those of full passes
+    inst = make_instance("freshness-poisson", seed, n, n_hosts, bounds=bounds, uncapped_frac=0.1, zero_pages=0.05)
+    listed, counts = run_counting(inst, monkeypatch)
     assert len(counts) == 1
     full, listing, over_listed = counts[0][:3]
     assert listing >= 1 and over_listed >= 1  # the pages were listed and passed over
     monkeypatch.setattr(solve, "_WINDOW", 0.0)
-    counts.clear()
-    plain = allocate(inst["delta"], inst["budget"], **inst["kw"])
+    plain, counts = run_counting(inst, monkeypatch)
     assert counts[0][1] == counts[0][2] == 0
     check_optimal(listed, inst, kkt_tol=1e-12)
     check_same(listed, plain, inst)
@@ -1127,16 +1133,7 @@ def test_takeout_of_the_pages_inside_the_bracket_reaches_the_same_optimum(kind, 
     # take-out of those pages (counts[4], 2-3 times on these instances; the last one's root sits on a jump,
     # status 2); the optimum is that of the general path
     inst = make_instance(kind, seed, n, n_hosts)
-    counts = []
-    orig = K.capped_newton
-
-    def spy(*args):
-        out = orig(*args)
-        counts.append(args[_COUNTS_ARG].copy())
-        return out
-
-    monkeypatch.setattr(K, "capped_newton", spy)
-    took = allocate(inst["delta"], inst["budget"], **inst["kw"])
+    took, counts = run_counting(inst, monkeypatch)
     assert len(counts) == 1 and counts[0][4] >= 1
     ref = run_general(inst["delta"], inst["budget"], **inst["kw"])
     check_optimal(took, inst)

@@ -232,6 +232,30 @@ def resp_il_harmonic(k, il, w, a, b, lo, hi):
     return _clip(g, -q * il * (a + s) * inv, lo, hi)
 
 
+_EXP_STEP = 1.0 / 64.0
+# e^{-j/64} by the math library's exp (within half an ulp); covers x < 8, beyond the largest x of the
+# Lambert-W table (about 6.6)
+_EXP_TAB = np.array([math.exp(-j * _EXP_STEP) for j in range(8 * 64 + 2)])
+_E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8 = [(-1.0) ** k / math.factorial(k) for k in range(1, 9)]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _exp_neg_small(x):
+    """e^{-x} for 0 <= x < 8, within 1 ulp: e^{-j/64} from a table times e^{-r}, r = x - j/64 (exact) in
+    [0, 1/64), by its series to r^8 (the rest is below 1e-19). No call and no branch: LLVM vectorises
+    the loops that use it, where a call to the math library's exp would keep them scalar."""
+    j = min(int(x * (1.0 / _EXP_STEP)), _EXP_TAB.shape[0] - 1)
+    r = x - j * _EXP_STEP
+    q = _E7 + r * _E8
+    q = _E6 + r * q
+    q = _E5 + r * q
+    q = _E4 + r * q
+    q = _E3 + r * q
+    q = _E2 + r * q
+    e = _EXP_TAB[j]
+    return e + e * (r * (_E1 + r * q))  # e (1 + (e^{-r} - 1)): one rounding after the table's
+
+
 _Y_TAB = 0.99  # below: table + one Halley step on φ(x) = y; above: Halley on x - log(1 + x) = t
 _M_TAB = 1024
 
@@ -272,7 +296,7 @@ def _lambert_table(y):
     r2 = r * r
     r3 = r2 * r
     x = (2 * r3 - 3 * r2 + 1) * x0 + (r3 - 2 * r2 + r) * d0 + (-2 * r3 + 3 * r2) * x1 + (r3 - r2) * d1
-    e = math.exp(-x)
+    e = _exp_neg_small(x)
     f = _phi_e(x, e) - y
     # Halley: x - 2 F F' / (2 F'^2 - F F''), F' = x e, F'' = (1 - x) e
     xn = x - 2.0 * f * x / (2.0 * x * x * e - f * (1.0 - x))
@@ -909,15 +933,15 @@ def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
     zb = np.empty(_CHUNK)
+    lb = np.full(_CHUNK, lam)
+    ib, fb = chunk_scratch()
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+        _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
         for j in range(stop - start):
             ki, wi, ai, bi, lo_i, hi_i = _get(kv, j), _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j)
-            p, dp = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
-            pb[j] = p
-            db[j] = dp
             act = _active_t(tok, ki, wi, ai, bi)
             zb[j] = (1.0 if act else 0.0) if scalar else (hi_i if act else lo_i)
         if scalar:
@@ -1112,6 +1136,19 @@ def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
             p, dp = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
             p2, dp2 = _resp_t(tok, ki, lam2, wi, ai, bi, lo_i, hi_i)
             out[i] = min(max(_jump(p, p2, theta), lo_i), hi_i)
+    elif _lambert_kind(tok):  # by chunks (:func:`_resp_chunk`)
+        n = out.shape[0]
+        lb = np.full(_CHUNK, lam)
+        pb = np.empty(_CHUNK)
+        db = np.empty(_CHUNK)
+        ib, fb = chunk_scratch()
+        for start in range(0, n, _CHUNK):
+            stop = min(start + _CHUNK, n)
+            kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+            _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
+            ov = out[start:stop]
+            for j in range(stop - start):
+                ov[j] = min(max(pb[j] + db[j] * dlam, _get(lov, j)), _get(hiv, j))
     else:
         for i in range(out.shape[0]):
             lo_i, hi_i = _get(lo, i), _get(hi, i)
@@ -1127,19 +1164,39 @@ def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, host
     For the solves with a jump (θ != 0 for λ or a host); without one, :func:`finish_groups` does the
     same in a vectorised pass, with the KKT residual and the per-host sums.
     """
-    for i in range(out.shape[0]):
-        L, L2, th, dl = lam, lam2, theta, dlam
-        h = hosts[i]
-        if h >= 0 and lamhat[h] > lam:
-            L, L2, th, dl = lamhat[h], h_lam2[h], h_theta[h], h_dlam[h]
-        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
-        p, dp = _resp_t(tok, ki, L, wi, ai, bi, lo_i, hi_i)
-        if th != 0.0:
-            p2, dp2 = _resp_t(tok, ki, L2, wi, ai, bi, lo_i, hi_i)
-            v = _jump(p, p2, th)
-        else:
-            v = p + dp * dl
-        out[i] = min(max(v, lo_i), hi_i)
+    n = out.shape[0]
+    nh = lamhat.shape[0]
+    # per group (the hosts, then the pages without one): λ, λ2, θ and dλ, gathered by page without a branch
+    tab = np.empty((nh + 1, 4))
+    for h in range(nh + 1):
+        on = h < nh and lamhat[h] > lam
+        tab[h, 0] = lamhat[h] if on else lam
+        tab[h, 1] = h_lam2[h] if on else lam2
+        tab[h, 2] = h_theta[h] if on else theta
+        tab[h, 3] = h_dlam[h] if on else dlam
+    lb, lb2, tb, cb = np.empty(_CHUNK), np.empty(_CHUNK), np.empty(_CHUNK), np.empty(_CHUNK)
+    pb, db, pb2, db2 = np.empty(_CHUNK), np.empty(_CHUNK), np.empty(_CHUNK), np.empty(_CHUNK)
+    ib, fb = chunk_scratch()
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+        two = False  # some page of the chunk on a jump
+        for j in range(stop - start):
+            h = hosts[start + j]
+            r = np.uint64(h + (h < 0) * (nh + 1))
+            th = tab[r, 2]
+            lb[j] = tab[r, 0]
+            lb2[j] = tab[r, 1] if th != 0.0 else np.nan  # (a page at λ = NaN costs a select in _resp_chunk)
+            tb[j] = th
+            cb[j] = tab[r, 3]
+            two |= th != 0.0
+        _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
+        if two:
+            _resp_chunk(tok, stop - start, kv, lb2, wv, av, bv, lov, hiv, pb2, db2, ib, fb)
+        ov = out[start:stop]
+        for j in range(stop - start):
+            v = _jump(pb[j], pb2[j], tb[j]) if tb[j] != 0.0 else pb[j] + db[j] * cb[j]
+            ov[j] = min(max(v, _get(lov, j)), _get(hiv, j))
 
 
 @njit(**_PLAIN)
@@ -1563,6 +1620,28 @@ def _segment_sum(tok, perm, p0, p1, lam, k, w, a, b, lo, hi):
     return s, ds
 
 
+_PACK_MIN = 32
+
+
+@njit(**_LOOP)
+def _packed_sum(tok, m, lam, k, w, a, b, lo, hi, lb, pb, db, ib, fb):
+    """Σ p_i(λ) and Σ dp_i/dλ over the first m pages of packed arrays (a host's), by :func:`_resp_chunk`.
+
+    ``lb``, ``pb``, ``db``: scratch of shape (CHUNK,); ``ib``, ``fb`` from :func:`chunk_scratch`.
+    """
+    s = 0.0
+    ds = 0.0
+    lb[:min(m, _CHUNK)] = lam
+    for q0 in range(0, m, _CHUNK):
+        q1 = min(q0 + _CHUNK, m)
+        kv, wv, av, bv, lov, hiv = _views(q0, q1, k, w, a, b, lo, hi)
+        _resp_chunk(tok, q1 - q0, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
+        for t in range(q1 - q0):
+            s += min(pb[t], 1e308)
+            ds += db[t]
+    return s, ds
+
+
 @njit(**_PLAIN)
 def _host_breakpoints(tok, perm, p0, p1, k, w, a, b, lo, hi, e_lo, e_hi):
     """Each page's breakpoints, perm[p0:p1], into e_lo[:p1 - p0] (where it leaves p_min, w f'(p_min)) and
@@ -1635,9 +1714,21 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
         size = max(size, start[j + 1] - start[j])
     e_lo = np.empty(size)  # the host's breakpoints, listed once (each step may look for them)
     e_hi = np.empty(size)
+    # Lambert-W kinds: the pages of each host with at least _PACK_MIN of them packed once, its sums by
+    # chunks without a branch per page (for fewer, the chunk's loops cost more than the branches)
+    packed = _lambert_kind(tok)
+    m_pack = size if packed else 0
+    k_h, w_h, a_h, b_h = _buffer(k, m_pack), _buffer(w, m_pack), _buffer(a, m_pack), _buffer(b, m_pack)
+    lo_h, hi_h = _buffer(lo, m_pack), _buffer(hi, m_pack)
+    lb_c, pb_c, db_c = np.empty(_CHUNK), np.empty(_CHUNK), np.empty(_CHUNK)
+    ib, fb = chunk_scratch()
     for j in range(target.shape[0]):
         c = target[j]
         p0, p1 = start[j], start[j + 1]
+        pk = packed and p1 - p0 >= _PACK_MIN
+        if pk:
+            for q in range(p0, p1):
+                _copy_page(q - p0, perm[q], k, w, a, b, lo, hi, k_h, w_h, a_h, b_h, lo_h, hi_h)
         listed = False  # the host's breakpoints, listed at the first step that looks for them
         la, lb = lam_g[j], np.inf
         s, ds, L = s_lam[j], ds_lam[j], lam_g[j]
@@ -1731,7 +1822,10 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
                 if not (ln > la and ln < lb):
                     ln = half
             L = ln
-            s, ds = _segment_sum(tok, perm, p0, p1, L, k, w, a, b, lo, hi)
+            if pk:
+                s, ds = _packed_sum(tok, p1 - p0, L, k_h, w_h, a_h, b_h, lo_h, hi_h, lb_c, pb_c, db_c, ib, fb)
+            else:
+                s, ds = _segment_sum(tok, perm, p0, p1, L, k, w, a, b, lo, hi)
             it += 1
 
 
@@ -2669,6 +2763,9 @@ def finish_groups(tok, out, mu, dmu, k, w, a, b, lo, hi, hosts, sums):
     lb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
     rb = np.empty(_CHUNK)
+    pb = np.empty(_CHUNK)
+    qb = np.empty(_CHUNK)
+    ib, fb = chunk_scratch()
     acc = np.zeros(G)
     worst = 0.0
     for start in range(0, n, _CHUNK):
@@ -2678,11 +2775,11 @@ def finish_groups(tok, out, mu, dmu, k, w, a, b, lo, hi, hosts, sums):
         _gather(db, dmu, hv)
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
         ov = out[start:stop]
+        _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, qb, ib, fb)
         for j in range(stop - start):
             lo_i, hi_i = _get(lov, j), _get(hiv, j)
             ki, wi, ai, bi = _get(kv, j), _get(wv, j), _get(av, j), _get(bv, j)
-            p, dp = _resp_t(tok, ki, lb[j], wi, ai, bi, lo_i, hi_i)
-            p = min(max(p + dp * db[j], lo_i), hi_i)
+            p = min(max(pb[j] + qb[j] * db[j], lo_i), hi_i)
             ov[j] = p
             L = lb[j] + db[j]
             mg = min(_marg_t(tok, ki, p, wi, ai, bi), 1e300)

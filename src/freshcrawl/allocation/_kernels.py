@@ -303,18 +303,55 @@ def _lambert_table(y):
     return xn, x * e  # φ'(x) at the table point: only used for derivatives
 
 
+#: above y = _Y_TAB: a table of x in t = -log(1 - y) over [_T_LO, _T_HI], which holds every y < 1 in
+#: double precision (t <= 36.8)
+_T_LO = -math.log1p(-_Y_TAB)
+_T_HI = 37.5
+_M_TAIL = 256
+
+
+@njit(cache=True, error_model="numpy")
+def _build_tail_table(m):
+    """x(t) and dx/dt = (1 + x)/x on a uniform grid of t in [_T_LO, _T_HI], where x - log(1 + x) = t."""
+    h = (_T_HI - _T_LO) / m
+    xs = np.empty(m + 2)
+    dxs = np.empty(m + 2)
+    for j in range(m + 2):
+        x = hinv(_T_LO + j * h)
+        xs[j] = x
+        dxs[j] = (1.0 + x) / x
+    return xs, dxs, h
+
+
+_XT, _DXT, _H_TAIL = _build_tail_table(_M_TAIL)
+
+
 @njit(cache=True, error_model="numpy")
 def lambert_x(y):
     """The x >= 0 with 1 - (1 + x) e^{-x} = y, for 0 < y < 1; returns (x, x e^{-x}).
 
     x = -1 - W_{-1}(-(1 - y)/e). For y < 0.99: cubic Hermite interpolation in sqrt(y) on a table,
-    then one Halley step (cubic convergence from ~1e-9 relative error); above, Halley iterations on
-    x - log(1 + x) = -log(1 - y) from an asymptotic start.
+    then one Halley step (cubic convergence from ~1e-9 relative error); above, the same in
+    t = -log(1 - y) on a second table, the Halley step on x - log(1 + x) = t (a third of the time of
+    Halley iterations from an asymptotic start, which are kept for t beyond the table).
     """
     if y < _Y_TAB:
         return _lambert_table(y)
     t = -math.log1p(-y)
-    x = hinv(t)
+    if t <= _T_HI:
+        u = (t - _T_LO) * (1.0 / _H_TAIL)
+        j = min(max(int(u), 0), _M_TAIL - 1)
+        r = u - j
+        x0, x1 = _XT[j], _XT[j + 1]
+        d0, d1 = _DXT[j] * _H_TAIL, _DXT[j + 1] * _H_TAIL
+        r2 = r * r
+        r3 = r2 * r
+        x = (2 * r3 - 3 * r2 + 1) * x0 + (r3 - 2 * r2 + r) * d0 + (-2 * r3 + 3 * r2) * x1 + (r3 - r2) * d1
+        f = x - math.log1p(x) - t
+        # Halley: F' = x/(1+x), F'' = 1/(1+x)^2, times (1+x)^2
+        x = x - 2.0 * f * x * (1.0 + x) / (2.0 * x * x - f)
+    else:
+        x = hinv(t)
     return x, x * math.exp(-x)
 
 

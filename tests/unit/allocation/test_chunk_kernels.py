@@ -138,3 +138,13 @@ def test_resp_chunk_of_other_kinds_is_the_scalar_loop():
         p_c, d_c, p_s, d_s = _chunk_vs_scalar(K.TOKENS[kind], lam, w, a, lo, hi)
         np.testing.assert_array_equal(p_c, p_s)
         np.testing.assert_array_equal(d_c, d_s)
+
+
+def test_lambert_tail_table_agrees_with_the_halley_iterations():
+    # above y = 0.99 (t = -log(1 - y) >= 4.6): the table in t and one Halley step against hinv's iterations
+    y = np.concatenate([[K._Y_TAB, np.nextafter(1.0, 0.0)], 1.0 - np.logspace(-2, -16, 2_000)])
+    y = y[(y >= K._Y_TAB) & (y < 1.0)]
+    got = np.array([K.lambert_x(v)[0] for v in y])
+    ref = np.array([K.hinv(-math.log1p(-v)) for v in y])
+    assert _ulps(got, ref).max() <= 4.0
+    assert -math.log1p(-np.nextafter(1.0, 0.0)) <= K._T_HI  # every y < 1 is on the table

@@ -976,9 +976,12 @@ def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
-        _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
+        if _lambert_kind(tok):  # the rates by chunks (:func:`_resp_chunk`); the other kinds in the loop below
+            _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
         for j in range(stop - start):
             ki, wi, ai, bi, lo_i, hi_i = _get(kv, j), _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j)
+            if not _lambert_kind(tok):
+                pb[j], db[j] = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
             act = _active_t(tok, ki, wi, ai, bi)
             zb[j] = (1.0 if act else 0.0) if scalar else (hi_i if act else lo_i)
         if scalar:
@@ -2812,11 +2815,13 @@ def finish_groups(tok, out, mu, dmu, k, w, a, b, lo, hi, hosts, sums):
         _gather(db, dmu, hv)
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
         ov = out[start:stop]
-        _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, qb, ib, fb)
+        if _lambert_kind(tok):  # the rates by chunks (:func:`_resp_chunk`); the other kinds in the loop below
+            _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, qb, ib, fb)
         for j in range(stop - start):
             lo_i, hi_i = _get(lov, j), _get(hiv, j)
             ki, wi, ai, bi = _get(kv, j), _get(wv, j), _get(av, j), _get(bv, j)
-            p = min(max(pb[j] + qb[j] * db[j], lo_i), hi_i)
+            p, dp = (pb[j], qb[j]) if _lambert_kind(tok) else _resp_t(tok, ki, lb[j], wi, ai, bi, lo_i, hi_i)
+            p = min(max(p + dp * db[j], lo_i), hi_i)
             ov[j] = p
             L = lb[j] + db[j]
             mg = min(_marg_t(tok, ki, p, wi, ai, bi), 1e300)

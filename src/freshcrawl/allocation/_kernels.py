@@ -283,19 +283,24 @@ _XS, _DXS, _H_TAB = _build_table(_M_TAB)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def _hermite(u, xs, dxs, h):
+    """Cubic Hermite interpolation at u >= 0 (in grid steps) of a table of values ``xs`` and slopes ``dxs``
+    (shape (m + 2,), step h), clamped to its last interval."""
+    j = min(int(u), xs.shape[0] - 3)
+    r = u - j
+    d0, d1 = dxs[j] * h, dxs[j + 1] * h
+    r2 = r * r
+    r3 = r2 * r
+    return (2 * r3 - 3 * r2 + 1) * xs[j] + (r3 - 2 * r2 + r) * d0 + (-2 * r3 + 3 * r2) * xs[j + 1] + (r3 - r2) * d1
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _lambert_table(y):
     """:func:`lambert_x` for 0 < y < _Y_TAB: cubic Hermite interpolation in sqrt(y), then one Halley step.
 
     Branch-free, so that the pages of a pass overlap in the pipeline (see :func:`_resp_chunk`).
     """
-    u = math.sqrt(y) * (1.0 / _H_TAB)
-    j = min(int(u), _M_TAB - 1)
-    r = u - j
-    x0, x1 = _XS[j], _XS[j + 1]
-    d0, d1 = _DXS[j] * _H_TAB, _DXS[j + 1] * _H_TAB
-    r2 = r * r
-    r3 = r2 * r
-    x = (2 * r3 - 3 * r2 + 1) * x0 + (r3 - 2 * r2 + r) * d0 + (-2 * r3 + 3 * r2) * x1 + (r3 - r2) * d1
+    x = _hermite(math.sqrt(y) * (1.0 / _H_TAB), _XS, _DXS, _H_TAB)
     e = _exp_neg_small(x)
     f = _phi_e(x, e) - y
     # Halley: x - 2 F F' / (2 F'^2 - F F''), F' = x e, F'' = (1 - x) e
@@ -339,14 +344,7 @@ def lambert_x(y):
         return _lambert_table(y)
     t = -math.log1p(-y)
     if t <= _T_HI:
-        u = (t - _T_LO) * (1.0 / _H_TAIL)
-        j = min(max(int(u), 0), _M_TAIL - 1)
-        r = u - j
-        x0, x1 = _XT[j], _XT[j + 1]
-        d0, d1 = _DXT[j] * _H_TAIL, _DXT[j + 1] * _H_TAIL
-        r2 = r * r
-        r3 = r2 * r
-        x = (2 * r3 - 3 * r2 + 1) * x0 + (r3 - 2 * r2 + r) * d0 + (-2 * r3 + 3 * r2) * x1 + (r3 - r2) * d1
+        x = _hermite((t - _T_LO) * (1.0 / _H_TAIL), _XT, _DXT, _H_TAIL)
         f = x - math.log1p(x) - t
         # Halley: F' = x/(1+x), F'' = 1/(1+x)^2, times (1+x)^2
         x = x - 2.0 * f * x * (1.0 + x) / (2.0 * x * x - f)
@@ -710,6 +708,14 @@ def chunk_scratch():
     return np.empty(2 * _CHUNK, dtype=np.intp), np.empty((3, _CHUNK))
 
 
+@njit(cache=True, error_model="numpy")
+def _scratch_at(lam):
+    """Buffers of a pass by chunks at one λ: (λ repeated, rates, derivatives) of shape (CHUNK,), then
+    :func:`chunk_scratch`'s two."""
+    ib, fb = chunk_scratch()
+    return np.full(_CHUNK, lam), np.empty(_CHUNK), np.empty(_CHUNK), ib, fb
+
+
 @overload(_resp_chunk)
 def _resp_chunk_ol(tok, m, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb):
     """``pb[j], db[j]`` = the rate of page j at the multiplier ``lb[j]`` and its derivative, for j < m.
@@ -803,10 +809,7 @@ def global_sum(tok, n, lam, k, w, a, b, lo, hi):
     s = 0.0
     ds = 0.0
     if _lambert_kind(tok):  # by chunks (:func:`_resp_chunk`)
-        lb = np.full(_CHUNK, lam)
-        pb = np.empty(_CHUNK)
-        db = np.empty(_CHUNK)
-        ib, fb = chunk_scratch()
+        lb, pb, db, ib, fb = _scratch_at(lam)
         for start in range(0, n, _CHUNK):
             stop = min(start + _CHUNK, n)
             kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
@@ -968,11 +971,8 @@ def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
     scalar = _scalar_bounds(lo, hi)
     R = 4 if scalar else 5  # sums a host, side by side, indexed with a literal stride
     acc = np.zeros(R * G)
-    pb = np.empty(_CHUNK)
-    db = np.empty(_CHUNK)
+    lb, pb, db, ib, fb = _scratch_at(lam)
     zb = np.empty(_CHUNK)
-    lb = np.full(_CHUNK, lam)
-    ib, fb = chunk_scratch()
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
@@ -1179,10 +1179,7 @@ def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
             out[i] = min(max(_jump(p, p2, theta), lo_i), hi_i)
     elif _lambert_kind(tok):  # by chunks (:func:`_resp_chunk`)
         n = out.shape[0]
-        lb = np.full(_CHUNK, lam)
-        pb = np.empty(_CHUNK)
-        db = np.empty(_CHUNK)
-        ib, fb = chunk_scratch()
+        lb, pb, db, ib, fb = _scratch_at(lam)
         for start in range(0, n, _CHUNK):
             stop = min(start + _CHUNK, n)
             kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)

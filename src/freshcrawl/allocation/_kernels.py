@@ -721,7 +721,8 @@ def _resp_chunk_ol(tok, m, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb):
     """``pb[j], db[j]`` = the rate of page j at the multiplier ``lb[j]`` and its derivative, for j < m.
 
     The pages of one chunk of a pass (views from 0); ``ib``, ``fb``: scratch from :func:`chunk_scratch`.
-    Page by page the values of :func:`_resp_t`. For the Lambert-W kinds, in four loops: the first
+    Page by page the values of :func:`_resp_t`, by the same arithmetic (to a few ulps where the compiler
+    fuses a multiply-add in one copy and not in the other). For the Lambert-W kinds, in four loops: the first
     writes p_min for the pages there and packs those whose response comes from the table of
     :func:`lambert_x` (y, λ, Δ side by side in ``fb``, the page in ``ib``), listing the few that need
     the general path from ``ib[CHUNK]``, without a branch; the second runs the table over the packed

@@ -49,8 +49,12 @@ def test_phi_series_is_correct_to_two_ulps_below_one_half(x):
 
 
 def test_phi_switches_to_the_closed_form_at_one_half():
+    # the closed form to an ulp (the compiler may fuse its multiply-add); the series just below 0.5 agrees
     for x in (0.5, 0.75, 3.0, 30.0):
-        assert K.phi(x) == 1.0 - (1.0 + x) * math.exp(-x)
+        ref = np.float64(1.0 - (1.0 + x) * math.exp(-x))
+        assert _ulps(np.float64(K.phi(x)), ref) <= 1.0
+    below = np.nextafter(0.5, 0.0)
+    assert _ulps(np.float64(K.phi(below)), np.float64(_phi_exact(below))) <= 2.0
     assert np.isnan(K.phi(np.inf))  # 1 - inf * 0, as before: the callers test a / p = inf first
 
 
@@ -118,8 +122,13 @@ def test_resp_chunk_gives_each_page_its_scalar_response(kind, n):
     lam, w, a, lo, hi = _pages(kind, max(n, 64), seed=n)
     lam, w, a, lo, hi = lam[:n], w[:n], a[:n], lo[:n], hi[:n]
     p_c, d_c, p_s, d_s = _chunk_vs_scalar(K.TOKENS[kind], lam, w, a, lo, hi)
-    np.testing.assert_array_equal(p_c, p_s)
-    np.testing.assert_array_equal(d_c, d_s)
+    # the same arithmetic page by page; where one compiled copy fuses a multiply-add and the other does
+    # not, the Halley step's rounding moves the rate by a few ulps (seen: up to 1.2e-15 relative)
+    np.testing.assert_allclose(p_c, p_s, rtol=1e-14, atol=0.0)
+    np.testing.assert_allclose(d_c, d_s, rtol=1e-13, atol=0.0)
+    # bounds and p_min are exact: the pages at p_min, at p_max and off both are the same pages
+    np.testing.assert_array_equal(p_c == lo, p_s == lo)
+    np.testing.assert_array_equal(p_c == hi, p_s == hi)
     if n == 1000:  # the instance reaches every branch of the packing loop
         with np.errstate(all="ignore"):
             y = lam * a / w if kind == K.PERIODIC else lam / w
@@ -136,8 +145,8 @@ def test_resp_chunk_of_other_kinds_is_the_scalar_loop():
     lo, hi = np.zeros(n), np.full(n, np.inf)
     for kind in (K.POISSON, K.HARMONIC):
         p_c, d_c, p_s, d_s = _chunk_vs_scalar(K.TOKENS[kind], lam, w, a, lo, hi)
-        np.testing.assert_array_equal(p_c, p_s)
-        np.testing.assert_array_equal(d_c, d_s)
+        np.testing.assert_allclose(p_c, p_s, rtol=1e-15, atol=0.0)
+        np.testing.assert_allclose(d_c, d_s, rtol=1e-15, atol=0.0)
 
 
 def test_lambert_tail_table_agrees_with_the_halley_iterations():

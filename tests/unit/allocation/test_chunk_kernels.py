@@ -60,7 +60,8 @@ def test_phi_switches_to_the_closed_form_at_one_half():
 
 @njit(cache=False, error_model="numpy")
 def _chunk_vs_scalar(tok, lam, w, a, lo, hi):
-    """_resp_chunk over the pages in chunks of 256 (with per-page λ, p_min, p_max), and _resp_t page by page."""
+    """_resp_chunk over the pages in chunks of 256 (per-page λ; p_min, p_max per page or scalars), and _resp_t
+    page by page."""
     n = lam.shape[0]
     p_c, d_c = np.empty(n), np.empty(n)
     p_s, d_s = np.empty(n), np.empty(n)
@@ -69,13 +70,13 @@ def _chunk_vs_scalar(tok, lam, w, a, lo, hi):
     for start in range(0, n, K._CHUNK):
         stop = min(start + K._CHUNK, n)
         m = stop - start
-        K._resp_chunk(tok, m, 0, lam[start:stop], w[start:stop], a[start:stop], 0.0, lo[start:stop], hi[start:stop],
-                      pb, db, ib, fb)
+        K._resp_chunk(tok, m, 0, lam[start:stop], w[start:stop], a[start:stop], 0.0, K._view(lo, start, stop),
+                      K._view(hi, start, stop), pb, db, ib, fb)
         for j in range(m):
             p_c[start + j] = pb[j]
             d_c[start + j] = db[j]
     for i in range(n):
-        p_s[i], d_s[i] = K._resp_t(tok, 0, lam[i], w[i], a[i], 0.0, lo[i], hi[i])
+        p_s[i], d_s[i] = K._resp_t(tok, 0, lam[i], w[i], a[i], 0.0, K._get(lo, i), K._get(hi, i))
     return p_c, d_c, p_s, d_s
 
 
@@ -136,6 +137,20 @@ def test_resp_chunk_gives_each_page_its_scalar_response(kind, n):
             assert np.any((y >= K._Y_TAB) & (y < 1) & (p_s > lo))  # the general path, off p_min
             assert np.any(y >= 1)  # at p_min
             assert np.any(p_s == hi)  # clipped at p_max
+
+
+@pytest.mark.parametrize("kind", [K.PERIODIC, K.DETECTION])
+@pytest.mark.parametrize("bounds", ["scalar p_min", "scalar p_max", "both scalar"])
+def test_resp_chunk_with_scalar_bounds(kind, bounds):
+    # p_min and p_max per page are packed with the pages on the table; a scalar one is not: both agree
+    lam, w, a, lo, hi = _pages(kind, 1000, seed=11)
+    lo = 0.01 if bounds != "scalar p_max" else lo
+    hi = 2.0 if bounds != "scalar p_min" else hi
+    p_c, d_c, p_s, d_s = _chunk_vs_scalar(K.TOKENS[kind], lam, w, a, lo, hi)
+    np.testing.assert_allclose(p_c, p_s, rtol=1e-14, atol=0.0)
+    np.testing.assert_allclose(d_c, d_s, rtol=1e-13, atol=0.0)
+    np.testing.assert_array_equal(p_c == np.broadcast_to(hi, p_s.shape), p_s == hi)
+    assert np.any(p_s == hi) and np.any(p_s == lo) and np.any((p_s > lo) & (p_s < hi))
 
 
 def test_resp_chunk_of_other_kinds_is_the_scalar_loop():

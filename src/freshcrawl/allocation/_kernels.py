@@ -2775,7 +2775,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             dist_b = max(e_a - l_b, 4.0 * eps * e_a)
             inside = e_a < l_b * (1.0 - 8.0 * eps)  # else λb sits on it (within rounding) or below it
             near = (inside and e_a == e_bd) or (not inside and dist_b < 0.25 * dist_a)
-            if near and i_a >= 0 and (creep or not (1.0 / (un * un) > l_a and 1.0 / (un * un) < l_b)):
+            if near and i_a >= 0 and (creep or not inside or not (1.0 / (un * un) > l_a and 1.0 / (un * un) < l_b)):
                 # take that page out: F = F_rest + p_i with F_rest linear from this pass, p_i exact (one page
                 # per bisection step: free), which also lands on a jump of p_i to within an ulp
                 i_found[0] = i_a

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from freshcrawl.allocation import _kernels as K
-from freshcrawl.allocation import allocate, solve
+from freshcrawl.allocation import allocate, get_objective, solve
 
 _NO_KEEP = np.zeros(0, dtype=bool)  # group_pass: no group keeps its sums
 _NO_FOUND = np.zeros(0, dtype=np.int64)  # group_pass: no pages listed by their breakpoint
@@ -125,6 +125,52 @@ def test_group_pages_with_pages_without_a_host_and_no_match():
     perm, start = K.group_pages(np.array([-1, -1]), np.array([0]), 1)
     np.testing.assert_array_equal(start, [0, 0])
     assert perm.size == 0
+
+
+def test_group_pages_past_its_first_buffer():
+    # more pages found than the first buffer holds (2^14): it doubles, and the order is still stable
+    rng = np.random.default_rng(3)
+    hosts = rng.integers(-1, 1000, 100_000)
+    sel = rng.choice(1000, 400, replace=False)
+    perm, start = K.group_pages(hosts, sel, 1000)
+    assert start[-1] > 1 << 14
+    for j, h in enumerate(sel):
+        np.testing.assert_array_equal(perm[start[j]:start[j + 1]], np.flatnonzero(hosts == h))
+
+
+@pytest.mark.parametrize("name", ["freshness-periodic", "detection", "freshness-poisson"])
+def test_host_newton_rounds_meet_each_cap(name):
+    # hosts of 1, 300 (more than a chunk: a chunk holds pages of two hosts) and 40 pages, solved in rounds;
+    # each host's sum at its multiplier meets its cap, page by page from the scalar response
+    rng = np.random.default_rng(5)
+    sizes = [1, 300, 40]
+    n = sum(sizes)
+    w = 0.1 + rng.pareto(1.5, n)
+    obj = get_objective(name)
+    a, b = obj._params(rng.lognormal(0.0, 1.5, n))
+    tok = K.TOKENS[obj._kind]
+    perm = rng.permutation(n)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    lam = 0.02
+    sums = np.array([K.global_sum(tok, p1 - p0, lam, 0, w[perm[p0:p1]], a[perm[p0:p1]], b, 0.0, np.inf)
+                     for p0, p1 in zip(start[:-1], start[1:], strict=True)])
+    target = 0.6 * sums[:, 0]
+    g = len(sizes)
+    out_lam, out_dlam, out_lam2, out_theta = np.zeros(g), np.zeros(g), np.zeros(g), np.zeros(g)
+    iters = np.zeros(g, dtype=np.int64)
+    K.host_newton(tok, perm, start, target, np.full(g, lam), sums[:, 0].copy(), sums[:, 1].copy(), 0, w, a, b,
+                  0.0, np.inf, 1e-12, 40, True, out_lam, out_dlam, out_lam2, out_theta, iters)
+    assert np.all(iters > 0) and np.all(out_lam > lam)
+
+    def host_sum(j, lam_j):
+        pages = perm[start[j]:start[j + 1]]
+        return sum(K.resp_any(obj._kind, lam_j, w[i], a[i], b, 0.0, np.inf)[0] for i in pages)
+
+    for j in range(g):
+        if out_theta[j] == 0.0:
+            assert host_sum(j, out_lam[j]) == pytest.approx(target[j], rel=1e-11)
+        else:  # a root on a jump of the host's sum: the sums at its two ends straddle the cap
+            assert host_sum(j, out_lam[j]) <= target[j] <= host_sum(j, out_lam2[j])
 
 
 def test_index_range():

@@ -879,8 +879,9 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Ro
 
     With a built-in objective, λ > 0 and the per-host sums known at a point λb where every host in idx
     exceeds its cap (``at_lam = (λb, sums, derivatives)``, each indexed by host; λb a scalar <= λ, below
-    λ when the global root sits on a jump, or one point >= λ per host), the pages of the binding hosts are grouped by host once (a counting sort) and every host is
-    solved in one compiled loop, its pages staying in cache across its Newton steps
+    λ when the global root sits on a jump, or one point >= λ per host), the pages of the binding hosts
+    are grouped by host once (a counting sort) and the hosts are solved together in one compiled loop, a
+    Newton step of every open host a round, their pages evaluated together by chunks
     (:func:`_kernels.host_newton`). Hosts that loop leaves (a jump to an infinite Σp, no convergence,
     or a root not above λ) and all other cases go to :func:`_solve_hosts_general`.
     """

@@ -140,10 +140,10 @@ def test_group_pages_past_its_first_buffer():
 
 @pytest.mark.parametrize("name", ["freshness-periodic", "detection", "freshness-poisson"])
 def test_host_newton_rounds_meet_each_cap(name):
-    # hosts of 1, 300 (more than a chunk: a chunk holds pages of two hosts) and 40 pages, solved in rounds;
+    # hosts of 1, 300 (more than a chunk: a chunk holds pages of two hosts), 40 and 9000 pages, solved in rounds;
     # each host's sum at its multiplier meets its cap, page by page from the scalar response
     rng = np.random.default_rng(5)
-    sizes = [1, 300, 40]
+    sizes = [1, 300, 40, 9000, 9000]  # two batches of the rounds (up to 2^14 pages each)
     n = sum(sizes)
     w = 0.1 + rng.pareto(1.5, n)
     obj = get_objective(name)

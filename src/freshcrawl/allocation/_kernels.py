@@ -1672,10 +1672,14 @@ def _host_breakpoints(tok, q0, q1, k, w, a, b, lo, hi, e_lo, e_hi):
         e_hi[q - q0] = _marg_t(tok, ki, hi_i, wi, ai, bi) if on and hi_i < np.inf else np.nan
 
 
+_INF_BITS = np.int64(0x7FF0000000000000)  # +inf as an int64: non-negative floats order as their bit patterns
+_FEW_BREAKPOINTS = 32  # pages of a host from which the per-host loop uses _listed_breakpoints_wide
+
+
 @njit(**_PLAIN)
 def _listed_breakpoints(e_lo, e_hi, m, la, lb, lt):
     """As :func:`global_breakpoint`, over the breakpoints of m pages listed by :func:`_host_breakpoints`
-    (NaN: none)."""
+    (NaN: none). For a host of :data:`_FEW_BREAKPOINTS` pages or more, :func:`_listed_breakpoints_wide`."""
     best = np.nan
     up = np.inf
     dn = 0.0
@@ -1683,6 +1687,46 @@ def _listed_breakpoints(e_lo, e_hi, m, la, lb, lt):
         best, up, dn = _fold_breakpoint(e_lo[j], la, lb, lt, best, up, dn)
         best, up, dn = _fold_breakpoint(e_hi[j], la, lb, lt, best, up, dn)
     return best, up, dn
+
+
+@njit(**_PLAIN)
+def _listed_breakpoints_wide(e_lo, e_hi, m, la, lb, lt, fb):
+    """:func:`_listed_breakpoints` by vectorised reductions (``fb``: scratch, float, shape (7,)).
+
+    The breakpoint inside (la, lb) nearest to lt in log is the nearer of the largest inside at or below
+    lt and the smallest inside above it, and the four reductions run on the int64 bit patterns of the
+    breakpoints (:func:`_bracket_reductions`; a NaN's lie above those of +inf, so it is never taken).
+    For a host of 100 pages a call takes 0.15 µs instead of 0.4 (a branch a breakpoint); below about
+    30 pages the branches cost less than the setup, and the per-host loop at 10^4 and 10^5 pages was
+    10-17% slower with this alone.
+    """
+    fb[0], fb[1], fb[2] = la, lb, lt
+    fb[3], fb[4], fb[5], fb[6] = np.inf, 0.0, 0.0, np.inf
+    bits = fb.view(np.int64)
+    _bracket_reductions(e_lo[:m].view(np.int64), bits)
+    _bracket_reductions(e_hi[:m].view(np.int64), bits)
+    up, dn, below, above = fb[3], fb[4], fb[5], fb[6]
+    if below > 0.0 and (above == np.inf or max(below / lt, lt / below) <= max(above / lt, lt / above)):
+        return below, up, dn
+    return (above if above < np.inf else np.nan), up, dn
+
+
+@njit(**_INL)
+def _bracket_reductions(ei, bits):
+    """Over breakpoints as int64 bit patterns ``ei`` (non-negative floats order as their bits), with
+    ``bits[:3]`` = (la, lb, lt): folds into ``bits[3:7]`` the smallest at or above lb, the largest at or
+    below la, and, of those inside (la, lb), the largest at or below lt and the smallest above it (their
+    starting values: inf, 0, 0, inf). Integer min and max vectorise; floating-point ones did not."""
+    la, lb, lt = bits[0], bits[1], bits[2]
+    up, dn, below, above = bits[3], bits[4], bits[5], bits[6]
+    for j in range(ei.shape[0]):
+        e = ei[j]
+        inside = (e > la) & (e < lb)
+        up = min(up, e if e >= lb else _INF_BITS)
+        dn = max(dn, e if e <= la else np.int64(0))
+        below = max(below, e if inside & (e <= lt) else np.int64(0))
+        above = min(above, e if inside & (e > lt) else _INF_BITS)
+    bits[3], bits[4], bits[5], bits[6] = up, dn, below, above
 
 
 @njit(**_INL)
@@ -1798,6 +1842,7 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
     in ``*_p`` from ``start[j] - base``, their breakpoints (once listed, ``listed_g``) at the same place in
     ``e_lo``, ``e_hi`` (their state and scratch as there)."""
     eps = 2.220446049250313e-16
+    fb_e = np.empty(7)  # scratch of _listed_breakpoints_wide
     it = 0
     while n_open > 0:
         n_next = 0
@@ -1856,7 +1901,9 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
                 if not listed:
                     _host_breakpoints(tok, q0, q1, k_p, w_p, a_p, b_p, lo_p, hi_p, e_lo[q0:q1], e_hi[q0:q1])
                     listed = True
-                e_in, e_up, e_dn = _listed_breakpoints(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, ln)
+                e_in, e_up, e_dn = (_listed_breakpoints(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, ln)
+                                     if p1 - p0 < _FEW_BREAKPOINTS else
+                                     _listed_breakpoints_wide(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, ln, fb_e))
                 if e_up < np.inf and max(e_up - lb, 4.0 * eps * e_up) < 0.25 * (e_up - la) and not e_in < lb:
                     l_sing = _singular_step(e_up, L_j, err, ds)
                     if l_sing > la and l_sing < lb:
@@ -1873,8 +1920,10 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
                 if not listed:
                     _host_breakpoints(tok, q0, q1, k_p, w_p, a_p, b_p, lo_p, hi_p, e_lo[q0:q1], e_hi[q0:q1])
                     listed = True
-                e_in, e_up, e_dn = _listed_breakpoints(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb,
-                                                       ln if inside else half)
+                lt = ln if inside else half
+                e_in, e_up, e_dn = (_listed_breakpoints(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, lt)
+                                    if p1 - p0 < _FEW_BREAKPOINTS else
+                                    _listed_breakpoints_wide(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, lt, fb_e))
                 right = la * (1.0 + 6.0 * eps)
                 if (la - e_dn <= 4.0 * eps * la) and right < lb and -ds_a * width > 100.0 * (s_a - s_b):
                     ln = right  # λa on a breakpoint where S is far steeper than across the bracket
@@ -1952,9 +2001,6 @@ def _nonpos_scalar_ol(x):
     if isinstance(x, types.Array):
         return lambda x: False
     return lambda x: x <= 0.0
-
-
-_INF_BITS = np.int64(0x7FF0000000000000)  # +inf as an int64: non-negative floats order as their bit patterns
 
 
 @njit(**_INL)

@@ -248,6 +248,33 @@ def test_group_pass_breakpoints_next_to_lambda():
                      _NO_KEEP, _NO_FOUND)
 
 
+def test_listed_breakpoints_wide_agrees_with_the_fold():
+    # the vectorised form for hosts of many pages (reductions on the breakpoints' bit patterns) gives the
+    # breakpoint nearest to lt inside (la, lb), the smallest at or above lb and the largest at or below la
+    # as the page-by-page fold does: with NaN (no breakpoint), inf, -0.0, repeated values, lb = inf, and
+    # lt on a breakpoint
+    rng = np.random.default_rng(11)
+    fb = np.empty(7)
+    n_inside = 0
+    for _ in range(3000):
+        m = int(rng.integers(1, 120))
+        e_lo = 0.1 + rng.pareto(1.5, m)
+        e_hi = np.where(rng.random(m) < 0.3, 0.5 + rng.pareto(1.5, m), np.nan)
+        e_lo[rng.random(m) < 0.15] = np.nan
+        e_lo[rng.random(m) < 0.05] = np.inf
+        e_lo[rng.random(m) < 0.05] = -0.0
+        e_lo[: m // 4] = e_lo[m - m // 4:]  # repeated values
+        la = 2.0 * rng.random()
+        lb = la * (1.0 + 3.0 * rng.random()) if rng.random() < 0.9 else np.inf
+        finite = e_lo[np.isfinite(e_lo) & (e_lo > 0.0)]
+        lt = rng.choice(finite) if finite.size and rng.random() < 0.2 else la + (min(lb, 5.0 * la) - la) * rng.random()
+        want = K._listed_breakpoints(e_lo, e_hi, m, la, lb, lt)
+        got = K._listed_breakpoints_wide(e_lo, e_hi, m, la, lb, lt, fb)
+        np.testing.assert_array_equal(got, want)
+        n_inside += not np.isnan(want[0])
+    assert n_inside > 2000  # most draws have breakpoints inside the bracket
+
+
 @pytest.mark.parametrize("name", ["detection", "freshness-periodic", "freshness-poisson"])
 def test_group_pass_keeps_the_sums_of_groups_that_did_not_move(name):
     # flagged groups keep the sums they hold (their pages are not evaluated again) under the Lambert-W

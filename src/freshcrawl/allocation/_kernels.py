@@ -1679,7 +1679,8 @@ _FEW_BREAKPOINTS = 32  # pages of a host from which the per-host loop uses _list
 @njit(**_PLAIN)
 def _listed_breakpoints(e_lo, e_hi, m, la, lb, lt):
     """As :func:`global_breakpoint`, over the breakpoints of m pages listed by :func:`_host_breakpoints`
-    (NaN: none). For a host of :data:`_FEW_BREAKPOINTS` pages or more, :func:`_listed_breakpoints_wide`."""
+    (NaN: none), a page at a time: for a host of fewer than :data:`_FEW_BREAKPOINTS` pages in the per-host
+    loop, which uses :func:`_listed_breakpoints_wide` for the larger ones."""
     best = np.nan
     up = np.inf
     dn = 0.0
@@ -1696,9 +1697,13 @@ def _listed_breakpoints_wide(e_lo, e_hi, m, la, lb, lt, fb):
     The breakpoint inside (la, lb) nearest to lt in log is the nearer of the largest inside at or below
     lt and the smallest inside above it, and the four reductions run on the int64 bit patterns of the
     breakpoints (:func:`_bracket_reductions`; a NaN's lie above those of +inf, so it is never taken).
-    For a host of 100 pages a call takes 0.15 µs instead of 0.4 (a branch a breakpoint); below about
-    30 pages the branches cost less than the setup, and the per-host loop at 10^4 and 10^5 pages was
-    10-17% slower with this alone.
+
+    A call costs about the same as the fold near 16 pages (64 and 61 ns); at 32 pages 70 against 153 ns,
+    at 100 pages 110 against 382. Used for every host, it made the per-host loop 10-17% slower at 10^4
+    and 10^5 pages (hosts of a few pages); used from 32 pages, that loop under detection at 10^6 pages
+    (hosts of about 100) went from 12.6-13.2 to 10.6-11.2 ms. The choice between the two is written out
+    at both call sites: a small helper making it left the per-host loop 2-31% slower at 10^4 and 10^5
+    pages (three interleaved runs).
     """
     fb[0], fb[1], fb[2] = la, lb, lt
     fb[3], fb[4], fb[5], fb[6] = np.inf, 0.0, 0.0, np.inf
@@ -1716,7 +1721,8 @@ def _bracket_reductions(ei, bits):
     """Over breakpoints as int64 bit patterns ``ei`` (non-negative floats order as their bits), with
     ``bits[:3]`` = (la, lb, lt): folds into ``bits[3:7]`` the smallest at or above lb, the largest at or
     below la, and, of those inside (la, lb), the largest at or below lt and the smallest above it (their
-    starting values: inf, 0, 0, inf). Integer min and max vectorise; floating-point ones did not."""
+    starting values: inf, 0, 0, inf). LLVM vectorises integer min and max; it did not vectorise the
+    floating-point ones."""
     la, lb, lt = bits[0], bits[1], bits[2]
     up, dn, below, above = bits[3], bits[4], bits[5], bits[6]
     for j in range(ei.shape[0]):
@@ -2003,25 +2009,19 @@ def _nonpos_scalar_ol(x):
     return lambda x: x <= 0.0
 
 
-@njit(**_INL)
-def _bits_float(bits, i, x):
-    """The float64 whose bit pattern is the int64 ``x``, through slot ``i`` of the int64 view ``bits``."""
-    bits[i] = x
-    return bits.view(np.float64)[i]
-
-
 @njit(cache=True, error_model="numpy", fastmath=_FM | {"nnan"})
 def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, db, bits, start, found, n_found):
     """Over one chunk: the smallest breakpoint above ``lam_at`` and the largest at or below it, among the
     pages evaluated there (``lb[j] == lam_at``); each page's breakpoint is left in ``db``. Those pages whose
     breakpoint lies strictly inside (l_a, l_b) are also counted from ``n_found``, their indices (``start``
-    + j) written to ``found`` while it has room. ``bits``: int64 view of (λ_at, l_a, l_b, scratch).
+    + j) written to ``found`` while it has room. ``bits``: int64 view of (λ_at, l_a, l_b) and two slots
+    for the results.
     Returns (smallest above, largest at or below, new count).
 
     Breakpoints w f'(p_min) are never NaN nor below zero, and non-negative floats order as their bit
-    patterns, so the three reductions run on the int64 view of ``db``: the compiler vectorises integer
-    min and max, not floating-point ones, whose loop was latency-bound (the tracking in a pass over 10^6
-    pages under detection took 2.5 ms; 1.3 ms this way). A scalar p_min <= 0 folds the marginal value
+    patterns, so the three reductions run on the int64 view of ``db``: LLVM vectorises integer min and
+    max; it did not vectorise the floating-point ones (the tracking in a pass over 10^6 pages under
+    detection took 2.5 ms; 1.3 ms this way). A scalar p_min <= 0 folds the marginal value
     at 0 to its short form.
     """
     if _nonpos_scalar(lov):
@@ -2050,7 +2050,9 @@ def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, db, bits, start, 
             if (lb[j] == lam_at) & (e > la_i) & (e < lb_i):
                 found[n_found] = start + j
                 n_found += 1
-    return _bits_float(bits, 3, c_up), _bits_float(bits, 3, c_dn), n_found
+    bits[3], bits[4] = c_up, c_dn
+    out = bits.view(np.float64)
+    return out[3], out[4], n_found
 
 
 @njit(**_INL)
@@ -2100,7 +2102,7 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
     tb = np.empty(_CHUNK)
-    bits = np.empty(4, dtype=np.int64)  # λ_at, l_a, l_b as bit patterns, and a scratch slot (:func:`_track_chunk`)
+    bits = np.empty(5, dtype=np.int64)  # λ_at, l_a, l_b as bit patterns, and two result slots (:func:`_track_chunk`)
     fbits = bits.view(np.float64)
     fbits[0], fbits[1], fbits[2] = lam_at, l_a, l_b
     ib, fb = chunk_scratch()

@@ -1,7 +1,7 @@
 """Speed and exactness of the allocation solver on one core: prints markdown tables.
 
 Run as ``python benchmarks/bench_allocation.py [--min-n 1e4] [--max-n 1e7] [--repeats 2] [--skip-scipy]
-[--objectives NAME ...]``.
+[--skip-replan] [--objectives NAME ...]``.
 Not a pass/fail gate. Times are the best of --repeats runs (of up to 20 below 10^6 pages, where a
 solve takes milliseconds and the timings are the noisiest).
 
@@ -10,8 +10,10 @@ pages are spread uniformly over 10^4 hosts, each capped at 1.1 B times its share
 few hundred to most of the caps bind, depending on N).
 Targets (issue): 10^7 pages < 1 s (closed forms), < 5 s (Lambert-W forms), host caps < 2x.
 
-Also: the same N = 10^3 instance solved by scipy.optimize (SLSQP) for time and objective, and the
-LambdaCrawl comparison at 10^6 pages (harmonic objective, 0% and 4% of pages observed completely).
+Also: the same N = 10^3 instance solved by scipy.optimize (SLSQP) for time and objective, the
+LambdaCrawl comparison at 10^6 pages (harmonic objective, 0% and 4% of pages observed completely), and
+re-planning up to 10^6 pages: the next period's problem (a tenth of the pages with Δ re-estimated) solved
+cold and with the last plan as ``warm_start``.
 """
 
 from __future__ import annotations
@@ -117,6 +119,29 @@ def scipy_table():
               f"| {ref.x.sum() - budget:.1e} | {np.max(np.abs(res.p - ref.x)):.1e} |")
 
 
+def replan_table(sizes, repeats, objectives=OBJECTIVES):
+    """The next period's plan, cold and warm-started from the last one (same pages, hosts and caps)."""
+    print()
+    print("| N | objective | caps | cold (s) | passes | warm (s) | passes | warm / cold |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        delta, w, hosts = instance(n)
+        budget = 0.5 * n
+        caps = host_caps(hosts, budget)
+        rng = np.random.default_rng(7)
+        delta_next = delta * np.where(rng.random(n) < 0.1, np.exp(rng.normal(0.0, 0.3, n)), 1.0)
+        reps = max(repeats, min(20, 10**6 // n))
+        for name in objectives:
+            for kw in ({}, dict(hosts=hosts, host_caps=caps)):
+                last = allocate(delta, budget, weights=w, objective=name, **kw)
+                t_cold, cold = timed(lambda: allocate(delta_next, budget, weights=w, objective=name, **kw), reps)
+                t_warm, warm = timed(
+                    lambda: allocate(delta_next, budget, weights=w, objective=name, warm_start=last, **kw), reps
+                )
+                print(f"| {n:.0e} | {name} | {'10^4' if kw else 'none'} | {t_cold:.4f} | {cold.n_iter} | {t_warm:.4f} "
+                      f"| {warm.n_iter} | {t_warm / t_cold:.2f} |")
+
+
 def lambdacrawl_table(repeats):
     n = 1_000_000
     delta, w, _ = instance(n, seed=5)
@@ -143,7 +168,8 @@ def main():
     parser.add_argument("--skip-scipy", action="store_true", help="leave out the minutes-long SLSQP runs")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--objectives", nargs="+", choices=OBJECTIVES, default=OBJECTIVES,
-                        help="objectives of the scaling table (default: all four)")
+                        help="objectives of the scaling and re-planning tables (default: all four)")
+    parser.add_argument("--skip-replan", action="store_true", help="leave out the re-planning table")
     args = parser.parse_args()
     warm_up()
     sizes = [int(10**k) for k in range(4, 8) if args.min_n <= 10**k <= args.max_n]
@@ -163,6 +189,8 @@ def main():
     if not args.skip_scipy:
         scipy_table()
     lambdacrawl_table(args.repeats)
+    if not args.skip_replan:
+        replan_table([m for m in sizes if m <= 10**6], args.repeats, args.objectives)
 
 
 if __name__ == "__main__":

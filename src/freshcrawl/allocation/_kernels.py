@@ -2620,7 +2620,7 @@ def _takeout_root(tok, idx, R, D, lam, l_a, l_b, k, w, a, b, lo, hi):
 
 @njit(**_PLAIN)
 def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
-                  bind, done, la_g, s_la, ds_la, singular, jump, loose, pre, window, counts):
+                  bind, done, la_g, s_la, ds_la, singular, jump, loose, pre, window, counts, mu0):
     """λ and the multipliers λ_h > λ of the binding hosts together, one pass over the pages per step.
 
     Groups g (shape (n_groups,)): the hosts, then the pages without a host (last; ``cap = inf``);
@@ -2651,6 +2651,9 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     is next above the bracket, within its width; a root pressed against an end of the bracket is not
     taken). Else, when the steps are slow and the next breakpoint above λ's bracket is the only one in it,
     or lies just above it, that page alone is taken out in the same way.
+
+    ``mu0`` (shape (n_groups,), or (0,) for none): a warm start, each host whose entry is finite and above
+    ``lam0`` starting from its own point there instead of from λ0 (the first pass is then made here).
 
     With ``pre``, ``s_g``, ``ds_g`` already hold the first pass, every group at ``lam0`` and the fixed
     ones at their lower bounds (:func:`host_bounds_at`); with ``singular`` it is made again here, since
@@ -2719,6 +2722,11 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     for g in range(G):
         ue[g] = 0.0 if fixed[g] else u
         mu[g] = np.inf if fixed[g] else lam0
+    for g in range(mu0.shape[0]):  # a warm start: the hosts that bound there start from their multipliers
+        if not fixed[g] and cap[g] < np.inf and mu0[g] > lam0 and mu0[g] < np.inf:
+            mu[g] = mu0[g]
+            ue[g] = 1.0 / math.sqrt(mu0[g])
+    pre = pre and mu0.shape[0] == 0
     pre = pre and not singular  # the caller's first pass carries no breakpoints: then make it here
     # ``window``: the pages listed by the last window_pass, and each group's sum over the others, affine in u
     listing = window > 0.0 and not singular

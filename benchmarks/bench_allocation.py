@@ -122,7 +122,7 @@ def scipy_table():
 def replan_table(sizes, repeats, objectives=OBJECTIVES):
     """The next period's plan, cold and warm-started from the last one (same pages, hosts and caps)."""
     print()
-    print("| N | objective | caps | cold (s) | passes | warm (s) | passes | warm / cold |")
+    print("| N | objective | caps | cold (ms) | passes | warm (ms) | passes | warm / cold |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")
     for n in sizes:
         delta, w, hosts = instance(n)
@@ -138,8 +138,8 @@ def replan_table(sizes, repeats, objectives=OBJECTIVES):
                 t_warm, warm = timed(
                     lambda: allocate(delta_next, budget, weights=w, objective=name, warm_start=last, **kw), reps
                 )
-                print(f"| {n:.0e} | {name} | {'10^4' if kw else 'none'} | {t_cold:.4f} | {cold.n_iter} | {t_warm:.4f} "
-                      f"| {warm.n_iter} | {t_warm / t_cold:.2f} |")
+                print(f"| {n:.0e} | {name} | {'10^4' if kw else 'none'} | {1e3 * t_cold:.2f} | {cold.n_iter} "
+                      f"| {1e3 * t_warm:.2f} | {warm.n_iter} | {t_warm / t_cold:.2f} |")
 
 
 def lambdacrawl_table(repeats):

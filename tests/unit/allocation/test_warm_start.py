@@ -71,8 +71,9 @@ def test_the_solution_itself_as_start_saves_passes(objective, capped):
     warm = allocate(delta, budget, warm_start=cold, **kw)
     assert warm.success and warm.kkt_residual <= 1e-9
     if capped and objective not in FLAT:
-        # only λ0 is taken here (the hosts are placed by the models fitted to the first pass, as cold)
-        assert warm.n_iter <= cold.n_iter
+        # not used with caps where Σp is smooth (the first pass places the hosts): the cold solve, exactly
+        np.testing.assert_array_equal(warm.p, cold.p)
+        assert warm.n_iter == cold.n_iter
     else:
         assert warm.n_iter < cold.n_iter
     np.testing.assert_allclose(warm.p, cold.p, rtol=1e-9, atol=1e-9 * budget / delta.size)
@@ -122,3 +123,33 @@ def test_bad_warm_starts_are_refused_by_name():
     with pytest.raises(ValueError, match="host 7"):
         allocate(inst["delta"], inst["budget"], warm_start=dataclasses.replace(res, host_lam=bad), **inst["kw"])
     assert isinstance(res, AllocationResult)
+
+
+def test_host_multipliers_of_another_problem_are_refused_whatever_its_lambda():
+    inst = make_instance("detection", 7, 400, 12)
+    res = allocate(inst["delta"], inst["budget"], **inst["kw"])
+    other = dataclasses.replace(res, lam=0.0, host_lam=np.ones(5))
+    with pytest.raises(ValueError, match=r"shape \(12,\)"):
+        allocate(inst["delta"], inst["budget"], warm_start=other, **inst["kw"])
+
+
+def test_warm_start_of_a_user_defined_objective():
+    # solved through numpy (Objective.value and .derivative only): λ0 replaces the marginal value at B/n
+    from freshcrawl.allocation import Objective
+
+    class Sqrt(Objective):
+        name = "sqrt"
+
+        def value(self, p, delta):
+            return np.sqrt(p * delta)
+
+        def derivative(self, p, delta):
+            return 0.5 * np.sqrt(delta / p)
+
+    delta = np.random.default_rng(8).lognormal(0.0, 1.0, 200)
+    cold = allocate(delta, 50.0, objective=Sqrt())
+    warm = allocate(delta, 50.0, objective=Sqrt(), warm_start=dataclasses.replace(cold, lam=3.0 * cold.lam))
+    np.testing.assert_allclose(warm.p, 50.0 * delta / delta.sum(), rtol=1e-9)  # p ∝ Δ
+    assert warm.success and warm.kkt_residual < 1e-9
+    again = allocate(delta, 50.0, objective=Sqrt(), warm_start=cold)
+    assert again.n_iter < cold.n_iter

@@ -1089,9 +1089,10 @@ def allocate(
         A previous solution, typically the last period's plan for the same pages with updated Δ: its λ
         (when > 0) starts the root-find instead of the λ of a sample of the pages, and with host caps
         its ``host_lam`` (shape (n_hosts,), the same hosts) starts each binding host from its own
-        multiplier. With host caps it is used under periodic freshness and detection only (elsewhere
-        the first pass places the hosts as well, and an earlier λ costs time). The rates are those of a
-        solve without it, to the tolerance; a start far off costs passes, not exactness.
+        multiplier. With host caps it is used only where Σp may be singular (periodic freshness,
+        detection, completely observed pages under freshness): where it is smooth the first pass places
+        the hosts as well as a start would, and a λ0 that settles before the hosts cost time. The rates
+        are those of a solve without it, to the tolerance; a start far off costs passes, not exactness.
     tol : float, default=1e-12
         Relative tolerance on the budget at which the root-finds stop (before the final correction);
         with host caps and a smooth objective they also stop once their Newton step is below 1e-11
@@ -1211,7 +1212,7 @@ def allocate(
         # a model that places it as well as a start would, and a λ0 closer than the sample's can settle λ
         # before the hosts, which then go to the per-host loop instead of the cheap passes over the listed
         # pages: Poisson freshness re-planned at 10^6 pages took 22.9 ms warm against 18.6 cold (at 10^5
-        # 3.2 against 4.3). Not used there, so that a warm start does not cost time
+        # pages it was faster, 3.2 against 4.3). Not used there, so that a warm start does not cost time
         start = None, None
     prob.lam0, prob.host_lam0 = start
     p, lam, lamhat, host_lam, n_iter, converged, *checked = _solve(prob, budget, hosts_arr, caps, tol, max_iter)

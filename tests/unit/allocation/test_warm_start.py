@@ -29,23 +29,33 @@ def next_period(inst, seed):
     return delta, 0.97 * inst["budget"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+# with "freshness-mixed" (completely observed pages under freshness: Σp jumps, so the hosts' starts are used)
+@pytest.mark.parametrize("kind", [*KINDS, "freshness-mixed"])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("capped", [True, False])
 def test_warm_start_reaches_the_same_optimum(kind, seed, capped):
     inst = make_instance(kind, seed, 3000, 150)
-    kw = dict(inst["kw"])
     if not capped:
-        kw.pop("hosts"), kw.pop("host_caps")
-        inst = dict(inst, hosts=np.full(3000, -1), caps=np.array([np.inf]), kw=kw)
+        inst = without_hosts(inst)
+    kw = inst["kw"]
     prev = allocate(*next_period(inst, seed), **kw)
     cold = allocate(inst["delta"], inst["budget"], **kw)
     warm = allocate(inst["delta"], inst["budget"], warm_start=prev, **kw)
-    if not capped:  # the checks read host_lam: one uncapped host without pages, at λ
-        warm = dataclasses.replace(warm, host_lam=np.array([warm.lam]))
-        cold = dataclasses.replace(cold, host_lam=np.array([cold.lam]))
-    check_optimal(warm, inst)
-    check_same(warm, cold, inst)
+    check_optimal(fill_host_lam(warm, capped), inst)
+    check_same(fill_host_lam(warm, capped), fill_host_lam(cold, capped), inst)
+
+
+def without_hosts(inst):
+    """The instance without hosts; for the checks, one uncapped host without pages (see fill_host_lam)."""
+    kw = dict(inst["kw"])
+    kw.pop("hosts"), kw.pop("host_caps")
+    n = inst["hosts"].size
+    return dict(inst, hosts=np.full(n, -1), caps=np.array([np.inf]), kw=kw)
+
+
+def fill_host_lam(res, capped):
+    """Without hosts, host_lam as the checks read it: the one host of without_hosts, at λ."""
+    return res if capped else dataclasses.replace(res, host_lam=np.array([res.lam]))
 
 
 def bench_like(n, n_hosts, seed=0):
@@ -79,17 +89,21 @@ def test_the_solution_itself_as_start_saves_passes(objective, capped):
     np.testing.assert_allclose(warm.p, cold.p, rtol=1e-9, atol=1e-9 * budget / delta.size)
 
 
-@pytest.mark.parametrize("kind", ["freshness-poisson", "harmonic", *FLAT])
-def test_a_start_far_off_costs_passes_not_exactness(kind):
+@pytest.mark.parametrize("kind", ["freshness-poisson", "harmonic", *FLAT, "freshness-mixed"])
+@pytest.mark.parametrize("capped", [True, False])
+def test_a_start_far_off_costs_passes_not_exactness(kind, capped):
     inst = make_instance(kind, 3, 2000, 100)
+    with_hosts = allocate(inst["delta"], inst["budget"], **inst["kw"])
+    if not capped:
+        inst = without_hosts(inst)
     cold = allocate(inst["delta"], inst["budget"], **inst["kw"])
     rng = np.random.default_rng(4)
     for factor in (1e-3, 1e3):
-        start = dataclasses.replace(cold, lam=cold.lam * factor,
-                                    host_lam=cold.host_lam * rng.uniform(0.01, 100.0, cold.host_lam.size))
+        host_lam = with_hosts.host_lam * rng.uniform(0.01, 100.0, with_hosts.host_lam.size)
+        start = dataclasses.replace(cold, lam=cold.lam * factor, host_lam=host_lam)
         warm = allocate(inst["delta"], inst["budget"], warm_start=start, **inst["kw"])
-        check_optimal(warm, inst)
-        check_same(warm, cold, inst)
+        check_optimal(fill_host_lam(warm, capped), inst)
+        check_same(fill_host_lam(warm, capped), fill_host_lam(cold, capped), inst)
 
 
 def test_a_start_without_information_is_a_cold_solve():

@@ -33,13 +33,20 @@ def instances(draw, *, with_bounds=True, with_hosts=True):
         n_hosts = draw(st.integers(1, 3))
         hosts = np.array(draw(st.lists(st.integers(-1, n_hosts - 1), min_size=n, max_size=n)))
         low_h = np.bincount(hosts[hosts >= 0], weights=lo[hosts >= 0], minlength=n_hosts)
-        caps = low_h + np.array(draw(st.lists(st.floats(0.0, 4.0), min_size=n_hosts, max_size=n_hosts)))
+        # caps above Σ p_min by 0 (pinned) or 1e-6 to 4: a cap such as 5e-241 puts a page's rate far below
+        # what its response to a float64 λ resolves (p/Δ < 1e-16), which allocate reports as NOT_OPTIMAL
+        # (see its Notes) rather than solves
+        caps = low_h + np.array(draw(st.lists(magnitudes(4.0), min_size=n_hosts, max_size=n_hosts)))
         # the most each host can take: its cap, or the sum of its pages' p_max
         up_h = np.bincount(hosts[hosts >= 0], weights=hi[hosts >= 0], minlength=n_hosts)
         most = np.sum(np.minimum(caps, up_h)) + hi[hosts < 0].sum()
     else:
         most = top.sum()
     least = lo.sum()
+    if np.isfinite(most) and most - least <= 1e-9 * most:
+        # every host pinned at its lower bounds: B = Σ p_min, which sums in another order inside allocate
+        # may call infeasible by an ulp (the exact edge is a unit test)
+        return name, delta, w, lo, hi, hosts, caps, None
     frac = draw(st.floats(0.01, 0.99))
     budget = least + frac * (min(most, least + 50.0) - least) if np.isfinite(most) else least + 1.0 + 10 * frac
     if budget <= 0:

@@ -50,6 +50,10 @@ _EMPTY_HOSTS = np.zeros(0, dtype=np.intp)
 _ONE = np.ones(1)
 
 
+class _MultiplierOverflow(Exception):
+    """The multiplier of a solve exceeds the largest float64 (rates near 1e-308 under a log objective)."""
+
+
 # ---------------------------------------------------------------------------------------------------
 # Problems: the per-page data and the passes over it
 # ---------------------------------------------------------------------------------------------------
@@ -1029,7 +1033,9 @@ def _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter):
         caps_z = caps
         hosts_z = _EMPTY_HOSTS
     sub = _KernelProblem(idx.size, K.LOG, 1.0, np.ones(idx.size), 1.0, lo_z, hi_z)
-    p_z, *_ = _solve(sub, used, hosts_z, caps_z, tol, max_iter)
+    p_z, lam_z, *_ = _solve(sub, used, hosts_z, caps_z, tol, max_iter)
+    if not np.isfinite(lam_z):
+        raise _MultiplierOverflow
     p[idx] = p_z
 
 
@@ -1109,7 +1115,9 @@ def allocate(
     ------
     ValueError
         If an input is NaN, negative, of the wrong shape, or ``p_min > p_max`` for a page (the message
-        names the first offending page), or ``warm_start.host_lam`` does not have one entry a host.
+        names the first offending page), or ``warm_start.host_lam`` does not have one entry a host, or
+        the budget is so small that λ would overflow float64 (rates near 1e-308 visits/day under the
+        harmonic objective or the even spread over pages of no value).
     TypeError
         If ``warm_start`` is not an :class:`AllocationResult`.
     InfeasibleAllocation
@@ -1122,6 +1130,11 @@ def allocate(
     -----
     Pages with zero marginal value (``w_i = 0`` or ``Δ_i = 0``) stay at ``p_min`` unless the others
     cannot absorb the budget; then λ = 0 and the rest is spread evenly over them (see the module notes).
+
+    Rates are resolved as responses to a float64 multiplier: a page whose optimal rate lies far below
+    what that resolves (p_i / Δ_i below about 1e-16 under Poisson freshness, say with a host cap of
+    1e-240 visits/day) can miss the KKT conditions; the solve then reports ``NOT_OPTIMAL`` with a
+    ``ConvergenceWarning`` rather than success.
 
     References
     ----------
@@ -1215,7 +1228,16 @@ def allocate(
         # pages it was faster, 3.2 against 4.3). Not used there, so that a warm start does not cost time
         start = None, None
     prob.lam0, prob.host_lam0 = start
-    p, lam, lamhat, host_lam, n_iter, converged, *checked = _solve(prob, budget, hosts_arr, caps, tol, max_iter)
+    try:
+        p, lam, lamhat, host_lam, n_iter, converged, *checked = _solve(prob, budget, hosts_arr, caps, tol, max_iter)
+        if not np.isfinite(lam):
+            raise _MultiplierOverflow
+    except _MultiplierOverflow:
+        raise ValueError(
+            f"budget {budget:g} visits/day is too small to solve in float64: the multiplier λ (marginal value "
+            f"of a visit per day) would exceed the largest float, {np.finfo(float).max:.3g}; express the rates "
+            f"in a larger time unit"
+        ) from None
     if checked:  # the KKT residual and per-host sums, computed with the rates
         kkt, sums = checked[0]
         used = float(np.sum(sums))

@@ -263,6 +263,19 @@ def test_huge_change_rate():
     assert np.all(res.p > 0) and res.kkt_residual < 1e-9
 
 
+def test_budget_too_small_for_float64_is_refused_by_name():
+    # λ ~ w/p under harmonic staleness (and in the even spread over pages of no value, max Σ log p): rates
+    # near 1e-309 visits/day would need λ above the largest float64 (found by the property test)
+    one = np.array([1.0] + [0.0] * 7)
+    for delta, w, name in [(one, one, "harmonic"), (np.zeros(8), np.zeros(8), "freshness-poisson")]:
+        for kw in ({}, {"hosts": np.zeros(8, dtype=int), "host_caps": [2.22507386e-311]}):
+            with pytest.raises(ValueError, match=r"budget 1\.11254e-311 visits/day is too small to solve in float64"):
+                allocate(delta, 1.1125369292535e-311, weights=w, objective=name, p_max=1.0, **kw)
+    # 1e-300 visits/day is still solved: λ = 1e300
+    res = allocate(one, 1e-300, weights=one, objective="harmonic", p_max=1.0)
+    assert res.success and res.lam == pytest.approx(1e300, rel=1e-9) and res.p[0] == pytest.approx(1e-300)
+
+
 def test_budget_at_the_bounds():
     res = allocate([1.0, 2.0], 2.0, p_min=1.0)
     np.testing.assert_array_equal(res.p, [1.0, 1.0])

@@ -1115,9 +1115,9 @@ def allocate(
     ------
     ValueError
         If an input is NaN, negative, of the wrong shape, or ``p_min > p_max`` for a page (the message
-        names the first offending page), or ``warm_start.host_lam`` does not have one entry a host, or
-        the budget is so small that λ would overflow float64 (rates near 1e-308 visits/day under the
-        harmonic objective or the even spread over pages of no value).
+        names the first offending page), or ``warm_start.host_lam`` does not have one entry a host or
+        holds NaN, or the budget is so small that λ would overflow float64 (rates near 1e-308
+        visits/day under the harmonic objective or the even spread over pages of no value).
     TypeError
         If ``warm_start`` is not an :class:`AllocationResult`.
     InfeasibleAllocation
@@ -1220,7 +1220,8 @@ def allocate(
             hi = np.where(complete, np.minimum(hi, delta), hi)
         prob = _KernelProblem(n, kinds, w, a, b, lo, hi, obj._offset)
 
-    if hosts_arr.shape[0] and isinstance(prob, _KernelProblem) and not prob.has_flat_marginals():
+    if start[0] is not None and hosts_arr.shape[0] and isinstance(prob, _KernelProblem) and \
+            not prob.has_flat_marginals():
         # with host caps where Σp is smooth the first pass, at λ0 with the feasibility sums, fits each host
         # a model that places it as well as a start would, and a λ0 closer than the sample's can settle λ
         # before the hosts, which then go to the per-host loop instead of the cheap passes over the listed
@@ -1230,14 +1231,14 @@ def allocate(
     prob.lam0, prob.host_lam0 = start
     try:
         p, lam, lamhat, host_lam, n_iter, converged, *checked = _solve(prob, budget, hosts_arr, caps, tol, max_iter)
-        if not np.isfinite(lam):
-            raise _MultiplierOverflow
-    except _MultiplierOverflow:
+    except _MultiplierOverflow:  # in the even spread over the pages of no value
+        lam = np.inf
+    if not np.isfinite(lam):
         raise ValueError(
             f"budget {budget:g} visits/day is too small to solve in float64: the multiplier λ (marginal value "
             f"of a visit per day) would exceed the largest float, {np.finfo(float).max:.3g}; express the rates "
             f"in a larger time unit"
-        ) from None
+        )
     if checked:  # the KKT residual and per-host sums, computed with the rates
         kkt, sums = checked[0]
         used = float(np.sum(sums))

@@ -142,16 +142,19 @@ def test_sync_cost_agrees_with_scipy(cost):
     assert obj.policy_cost(res.p) <= obj.policy_cost(p_ref) + 1e-12
 
 
+class SqrtObjective(Objective):
+    """Σ sqrt(p Δ), through value and derivative only (numpy path): the optimum is p ∝ Δ."""
+
+    name = "sqrt"
+
+    def value(self, p, delta):
+        return np.sqrt(p * delta)
+
+    def derivative(self, p, delta):
+        return 0.5 * np.sqrt(delta / p)
+
+
 def test_custom_objective_through_value_and_derivative_only():
-    class SqrtObjective(Objective):
-        name = "sqrt"
-
-        def value(self, p, delta):
-            return np.sqrt(p * delta)
-
-        def derivative(self, p, delta):
-            return 0.5 * np.sqrt(delta / p)
-
     # maximise Σ sqrt(p Δ): p ∝ Δ
     delta = np.array([1.0, 2.0, 5.0])
     res = allocate(delta, 4.0, objective=SqrtObjective())

@@ -16,6 +16,7 @@ import pytest
 from freshcrawl.allocation import AllocationResult, allocate
 
 from .test_joint_caps import FLAT, KINDS, check_optimal, check_same, make_instance
+from .test_solve import SqrtObjective
 
 
 def next_period(inst, seed):
@@ -149,17 +150,7 @@ def test_host_multipliers_of_another_problem_are_refused_whatever_its_lambda():
 
 def test_warm_start_of_a_user_defined_objective():
     # solved through numpy (Objective.value and .derivative only): λ0 replaces the marginal value at B/n
-    from freshcrawl.allocation import Objective
-
-    class Sqrt(Objective):
-        name = "sqrt"
-
-        def value(self, p, delta):
-            return np.sqrt(p * delta)
-
-        def derivative(self, p, delta):
-            return 0.5 * np.sqrt(delta / p)
-
+    Sqrt = SqrtObjective
     delta = np.random.default_rng(8).lognormal(0.0, 1.0, 200)
     cold = allocate(delta, 50.0, objective=Sqrt())
     warm = allocate(delta, 50.0, objective=Sqrt(), warm_start=dataclasses.replace(cold, lam=3.0 * cold.lam))

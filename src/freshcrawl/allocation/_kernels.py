@@ -857,9 +857,15 @@ _CHUNK = 256
 #: The budget root-find may also stop when its Newton step is below a few ulps of λ (the first-order
 #: correction of the rates then takes the rest), but only with the error below this fraction of the
 #: budget: next to a page in the singular tail of a flat marginal the derivative is huge, the step tiny,
-#: and the correction would pile the whole error onto that one page, past its host's cap. (A host's
-#: own root-find needs no such limit: its correction meets the host's cap exactly.)
+#: and the correction would pile the whole error onto that one page, past its host's cap.
 ULPS_STOP = 1e-8
+#: The same limit for a host's own multiplier, relative to its cap. Its correction meets the cap only
+#: while no page of the host reaches a bound within it, and the derivative there says nothing of S a few
+#: ulps away: next to a page in the singular tail, S stays on one side of the cap where that page reaches
+#: p_max an ulp away (the root 5% lower), or jumps across it at the page's breakpoint (the root on the
+#: jump, for the rates to interpolate). Below this, a shortfall from a clipped correction stays within the
+#: budget's tolerance.
+HOST_ULPS_STOP = 1e-10
 #: Relative Newton step of λ or λ_h below which :func:`capped_newton` stops where Σp is smooth: the
 #: final first-order correction then leaves about LOOSE_STEP² (and a page whose breakpoint lies within
 #: the step, a KKT residual below LOOSE_STEP); a pass saved where the last step would be that small.
@@ -1863,7 +1869,8 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
             listed = listed_g[j]
             q0, q1 = p0 - base, p1 - base  # its pages in the batch's packed arrays
             err = s - c
-            if it > 0 and (abs(err) <= tol * c or abs(err) <= -ds * 4.0 * eps * L_j):
+            if it > 0 and (abs(err) <= tol * c or (abs(err) <= -ds * 4.0 * eps * L_j and
+                                                   abs(err) <= HOST_ULPS_STOP * c)):
                 out_lam[j] = L_j
                 out_dlam[j] = -err / ds if ds < 0.0 else 0.0
                 out_iter[j] = it
@@ -1876,7 +1883,7 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
                 # the bracket has collapsed onto a jump of S: interpolate across a finite one (θ), leave
                 # a jump to an infinite S to the general solver
                 gap = s_a - s_b
-                if gap < np.inf:
+                if s_a < 1e308:  # (the sums hold an infinite rate as 1e308)
                     out_lam[j] = lb
                     out_lam2[j] = la
                     out_theta[j] = (c - s_b) / gap if gap > 0.0 else 0.0
@@ -2463,7 +2470,8 @@ def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, f_e
         C[g] = Cg
         kink[g] = (c + Cg) / Ag if Ag > 0.0 else np.nan
         bnd = (own | over) & (fx ^ True)
-        dn = (e_g <= tol * c) | (e_g <= -dS * (step_own if own else 4.0 * eps) * mg)
+        dn = (e_g <= tol * c) | ((e_g <= -dS * (step_own if own else 4.0 * eps) * mg) &
+                                 (loose | (e_g <= HOST_ULPS_STOP * c)))
         sr = dn | (uhi <= u)
         bind[g] = fx | bnd
         done[g] = fx | (bnd ^ True) | dn

@@ -633,7 +633,9 @@ def _solve_groups(prob, budget, hosts, caps, tol, max_iter):
         lam, dlam = float(roots.lam[0]), float(roots.dlam[0])
         lam2, theta = float(roots.lam2[0]), float(roots.theta[0])
         if roots.inf_jump[0]:
-            count = prob.count_infinite(lam2, hosts, lamhat, np.zeros(n_hosts, dtype=np.bool_))[-1]
+            # the pages that take the gap: those whose rate is infinite at λ2, less those on capped hosts
+            # (counted per host here: such a host is over its cap at λ2 and gets its own multiplier below)
+            count = prob.count_infinite(lam2, hosts, np.full(n_hosts, lam2), capped)[-1]
             theta = -float(roots.gap[0]) / max(count, 1.0)
         bind = np.zeros(n_hosts, dtype=bool)
         if use_hosts:
@@ -920,7 +922,10 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Ro
     out.dlam = np.where(np.isfinite(out.dlam), out.dlam, 0.0)
     out.n_iter = int(iters.max(initial=0))
     if not ok.all():
-        rest = _solve_hosts_general(prob, idx[~ok], lam, hosts, caps, tol, max_iter)
+        # from where those hosts were found over their caps: below λ when λ sits on a jump of Σp (at λ
+        # itself such a host may be under its cap, its own root on the same jump)
+        lam_low = min(lam, float(np.min(lam_b[~ok])))
+        rest = _solve_hosts_general(prob, idx[~ok], lam_low, hosts, caps, tol, max_iter)
         for name in ("lam", "lam2", "theta", "dlam", "converged", "inf_jump", "gap"):
             getattr(out, name)[~ok] = getattr(rest, name)
         out.n_iter = max(out.n_iter, min(max_iter, _HOST_ITER)) + rest.n_iter
@@ -980,7 +985,7 @@ def _solve_hosts_general(prob, idx, lam, hosts, caps, tol, max_iter) -> _Roots:
         e_in, e_up, e_dn = prob.group_breakpoints(state["pages"], la_all, lb_all, lt_all, a_all, hosts)
         return e_in[idx], e_up[idx], e_dn[idx]
 
-    return _newton(eval_hosts, caps[idx], lam0, tol, max_iter, bp_hosts, la0, s_a0)
+    return _newton(eval_hosts, caps[idx], lam0, tol, max_iter, bp_hosts, la0, s_a0, ulps_stop=K.HOST_ULPS_STOP)
 
 
 _SAMPLE = 1 << 14

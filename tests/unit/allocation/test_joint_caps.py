@@ -789,6 +789,58 @@ def test_budget_root_is_not_stopped_next_to_a_singular_page():
         assert res.lam == pytest.approx(w[0] / delta[0], rel=1e-12)
 
 
+def _regression_instance(kind, delta, w, lo, hi, hosts, caps, budget):
+    n = delta.size
+    return dict(hosts=np.asarray(hosts), caps=np.asarray(caps, dtype=float), budget=budget, w=w,
+                lo=np.broadcast_to(lo, (n,)), hi=np.broadcast_to(hi, (n,)), marginal=marginal_fn(kind, delta, w))
+
+
+def test_host_root_is_not_stopped_where_a_page_reaches_p_max_an_ulp_away():
+    # detection, one capped host of 8 pages and a free page (found by random instances of 7·10^4 pages).
+    # Page 4 (Δ = 121, w = 1.978) reaches p_max = 3 an ulp below its breakpoint w_4: just below it, its
+    # derivative is huge and the host loop once stopped there (Newton step below a few ulps) with the
+    # host 3% under its cap; the first-order correction then went to page 4, was clipped at p_max, and
+    # the host's multiplier stayed at 1.978 (KKT residual 0.019). The host's root is 1.8578, where the
+    # rest of its pages meet the cap with page 4 at p_max.
+    delta = np.array([0.091102724783561198, 40.587212502299138, 36.601446775628219, 0.51856688815941054,
+                      121.09435984367757, 1.5777169473638533, 2.2456012615198033, 0.15633470792748311, 1.0])
+    w = np.array([0.2935240725176915, 0.22028167357496498, 0.3655928519052055, 0.4691128472198284,
+                  1.9781649013543847, 0.39531714184855093, 2.1445263738952307, 2.0066494419787677, 1.0])
+    lo = np.array([0.031899482321490404, 0.02000359701664152, 0.03513672527875677, 0.009386000566099362,
+                   0.03094890052217021, 0.04462946577427128, 0.0010304132063174765, 0.007013704350613831, 0.0])
+    hi, cap, budget = 2.999991014971442, 3.815493411212567, 6.0
+    hosts = np.array([0] * 8 + [-1])
+    inst = _regression_instance("detection", delta, w, lo, hi, hosts, [cap], budget)
+    res = allocate(delta, budget, weights=w, objective="detection", p_min=lo, p_max=hi, hosts=hosts,
+                   host_caps=[cap])
+    check_optimal(res, inst)
+    assert res.p[:8].sum() == pytest.approx(cap, rel=1e-12) and res.p[4] == hi
+    assert res.host_lam[0] == pytest.approx(1.857843041017987, rel=1e-9)
+
+
+def test_host_over_its_cap_on_the_jump_under_lambda_is_not_stopped_there():
+    # detection, 8 pages on 6 hosts (found by random instances). λ sits on the jump at page 2's
+    # breakpoint w_2 = 0.7734 (p_min > 0, Δ_2/p_min = 1110: its rate falls from its float-resolved
+    # tail to p_min there). Page 2's host (with page 7) was over its cap at the lower end of that jump
+    # by 7e-4 relative, and its tiny Newton step there once ended its root-find: the host was taken to
+    # bind at λ, the jump's lower end then left page 2 at p_min, and the budget moved to host 0's pages
+    # (marginal value 0.7229 against λ = 0.7734). Page 2 takes the budget's share of its jump instead,
+    # and its host stays under the cap.
+    delta = np.array([59.361803240737736, 10.399366716264508, 43.7921899232405, 3.994726949095174,
+                      12.79916798514719, 98.97279598884862, 2.0438000913831584, 1.0728840711911012])
+    w = np.array([3.166295459956047, 2.6025722415564525, 0.7734323656770877, 5.059973576149206,
+                  1.0212134159758515, 0.9532106740532635, 14.082774831769116, 0.10076868636205691])
+    caps = np.array([17.774161132666226, 14.145321535288375, 5.254741694791026, 1.204614303199337,
+                     1.0743536149038928, 1.6197394215991092])
+    hosts = np.array([1, 2, 3, 0, 0, 4, 5, 3])
+    lo, budget = 0.03946222872097757, 33.37181351179271
+    inst = _regression_instance("detection", delta, w, lo, np.inf, hosts, caps, budget)
+    res = allocate(delta, budget, weights=w, objective="detection", p_min=lo, hosts=hosts, host_caps=caps)
+    check_optimal(res, inst)
+    assert res.lam == w[2] and lo < res.p[2] < 1.0
+    assert res.p[2] + res.p[7] < caps[3] and res.host_lam[3] == res.lam
+
+
 def test_jump_fraction_matches_the_rates_written():
     # detection, one page with Δ = 9.7 >> p: its marginal value is flat at w, and at float resolution
     # its rate falls from ~Δ/43 to 0 across one ulp of λ = w. The general path took the jump fraction θ

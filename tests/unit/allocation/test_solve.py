@@ -403,3 +403,35 @@ def test_constant_marginal_pages_share_what_is_left():
     np.testing.assert_allclose(res.p, [0.0, 1.5, 1.5], rtol=1e-12)
     res = allocate([1.0, 2.0, 2.0], 3.0, objective=Linear(), p_max=1.0)
     np.testing.assert_array_equal(res.p, [1.0, 1.0, 1.0])
+
+
+def test_constant_marginal_pages_on_capped_hosts():
+    # detection-discrete with pages that change every step (a constant marginal w and no p_max: an
+    # infinite jump of Σp at λ = w) on capped hosts; each case once returned wrong rates with a warning
+    # (found by random instances)
+    def solve(delta, budget, w, hosts, caps, **kw):
+        res = allocate(delta, budget, weights=w, objective="detection-discrete", hosts=hosts, host_caps=caps, **kw)
+        assert res.success and res.kkt_residual < 1e-12 and res.p.sum() == pytest.approx(budget, rel=1e-12)
+        return res
+
+    # the cap does not bind: the page takes the budget at λ = w_0. The host's own root-find started at λ,
+    # where the host is under its cap, rather than below the jump (rates [0, 0])
+    res = solve([1.0, 0.39786152565341126], 13.127049884521384, [2.883300022655741, 2.2047254033801864], [0, 0],
+                [15.4])
+    np.testing.assert_allclose(res.p, [13.127049884521384, 0.0], rtol=1e-12)
+    assert res.lam == 2.883300022655741
+    # the cap binds on the jump of page 0: it takes the cap less page 2's p_min. The compiled host loop took
+    # the jump for a finite one (its sums hold an infinite rate as 1e308), and page 0's rate was inf
+    lo = np.array([0.04388470226718161, 0.03322111081943618, 0.04452306937719561])
+    caps = np.array([1.1028114822601962, 1.1192286501737947])
+    res = solve([1.0, 0.12457774269471399, 1.0], 2.2083630429307286, [0.8179546963780057, 1.2105707193508475,
+                0.18550263431240405], [0, 1, 0], caps, p_min=lo)
+    np.testing.assert_allclose(res.p[[0, 2]], [caps[0] - lo[2], lo[2]], rtol=1e-12)
+    assert res.p[1] == pytest.approx(2.2083630429307286 - caps[0], rel=1e-12)
+    assert res.host_lam[0] == 0.8179546963780057
+    # λ on page 0's jump; page 1 on a capped host is infinite at λ too but held to its cap, so it takes
+    # none of the gap, which went half to each page
+    res = solve([1.0, 1.0, 0.20594646748545797], 272.0603851806937, [25.954840262035727, 234.63004574631336,
+                1.0546095969343394], [0, 1, 1], [np.inf, 7.463358222990576])
+    np.testing.assert_allclose(res.p, [272.0603851806937 - 7.463358222990576, 7.463358222990576, 0.0], rtol=1e-12)
+    assert res.lam == 25.954840262035727 and res.host_lam[1] == 234.63004574631336

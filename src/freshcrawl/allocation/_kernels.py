@@ -1772,8 +1772,8 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
     breakpoint steps (the group's few pages make every breakpoint worth landing on). The Newton step is
     taken in log S against log λ, or with ``sqrt_step`` in S against λ^(-1/2) (exact for
     p = sqrt(w Δ / λ) - Δ; the Lambert-W objectives behave alike at high rates). A group is finished
-    within ``tol`` relative, or when the Newton step is below a few ulps of λ_h (``out_dlam`` keeps the
-    first-order correction). ``out_iter[j]`` is the number of passes over the group's pages, or -1 when
+    within ``tol`` relative, or when the Newton step is below a few ulps of λ_h with the error below
+    :data:`HOST_ULPS_STOP` (``out_dlam`` keeps the first-order correction). ``out_iter[j]`` is the number of passes over the group's pages, or -1 when
     it did not finish within ``max_iter`` passes or its bracket collapsed onto a jump to an infinite S
     (the general solver then takes the group); at a finite jump ``out_lam``, ``out_lam2`` are its ends and
     ``out_theta`` the fraction of it taken.
@@ -2685,7 +2685,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     step keeps its bound, a KKT residual below LOOSE_STEP (the caller checks the rates).
 
     Returns (status, λ, dλ, passes). Status 0: converged (budget and every binding host within ``tol``,
-    or their Newton steps below a few ulps, for λ only with the error below :data:`ULPS_STOP`); ``mu``,
+    or their Newton steps below a few ulps with the error below :data:`ULPS_STOP` of the budget for λ,
+    :data:`HOST_ULPS_STOP` of the cap for a host); ``mu``,
     ``dmu`` hold each group's multiplier and its
     first-order correction (dλ for the groups at λ), ``bind`` whether its cap binds. Status 1: λ has
     converged but the hosts with ``done[g]`` False (all binding) have not; ``la_g``, ``s_la``,

@@ -291,7 +291,8 @@ class _NumpyProblem:
 
     def mean_marginal(self, p_g, hosts, n_groups):
         g = np.where(hosts >= 0, hosts, n_groups - 1) if hosts.shape[0] else np.full(self.n, n_groups - 1)
-        m = self.w * self._deriv(np.clip(p_g[g], self.lo, self.hi))
+        with np.errstate(invalid="ignore"):  # w = 0 against an infinite derivative: left out below
+            m = self.w * self._deriv(np.clip(p_g[g], self.lo, self.hi))
         ok = (m > 0) & np.isfinite(m)
         cnt = np.bincount(g[ok], minlength=n_groups)
         acc = np.bincount(g[ok], weights=np.log(m[ok]), minlength=n_groups)
@@ -315,9 +316,10 @@ class _NumpyProblem:
 
     def kkt(self, p, lam, hosts, lamhat):
         lp = self._page_lambda(lam, hosts, lamhat)
-        m = np.where(self.w > 0, self.w * self._deriv(p), 0.0)
-        r = np.where(p <= self.lo, np.maximum(0.0, m - lp),
-                     np.where(p >= self.hi, np.maximum(0.0, lp - m), np.abs(m - lp)))
+        with np.errstate(invalid="ignore"):  # (w = 0 against an infinite derivative at p = 0; inf - inf)
+            m = np.where(self.w > 0, self.w * self._deriv(p), 0.0)
+            r = np.where(p <= self.lo, np.maximum(0.0, m - lp),
+                         np.where(p >= self.hi, np.maximum(0.0, lp - m), np.abs(m - lp)))
         r = np.where((self.hi <= self.lo) | ~np.isfinite(lp), 0.0, r)
         r = np.where(lp > 0, r / np.where(lp > 0, lp, 1.0), r)
         return float(np.max(r)) if r.size else 0.0

@@ -162,6 +162,16 @@ def test_custom_objective_through_value_and_derivative_only():
     assert res.kkt_residual < 1e-9
 
 
+def test_custom_objective_with_a_page_of_no_value_raises_no_numpy_warning():
+    # a page of weight 0 at p = 0, where sqrt's derivative is infinite: 0 * inf inside the KKT check once
+    # raised "invalid value encountered in multiply" (the warnings filter turns it into an error here)
+    delta = np.array([1.0, 2.0, 5.0])
+    with np.errstate(all="raise"):
+        res = allocate(delta, 4.0, weights=[0.0, 1.0, 1.0], objective=SqrtObjective())
+    np.testing.assert_allclose(res.p, [0.0, 4.0 * 2.0 / 7.0, 4.0 * 5.0 / 7.0], rtol=1e-9)
+    assert res.success and res.kkt_residual < 1e-9
+
+
 def test_custom_objective_with_inverse_marginal_and_bounds():
     class Log1p(Objective):
         def value(self, p, delta):

@@ -1956,6 +1956,14 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
                             ln = e_up - math.sqrt(dist_a * dist_b)
                 if not (ln > la and ln < lb):
                     ln = half
+            if abs(err) <= -ds * 4.0 * eps * L_j and abs(err) > HOST_ULPS_STOP * c:
+                # a Newton step below a few ulps with an error too large to stop on (next to a page in its
+                # singular tail): the root sits on the jump at that page's breakpoint a few ulps away, or S
+                # turns there (the page reaches a bound); a probe 4 ulps toward the root brackets the first,
+                # and the second goes on from there
+                l_probe = L_j * (1.0 + 4.0 * eps) if err > 0.0 else L_j * (1.0 - 4.0 * eps)
+                if l_probe > la and l_probe < lb:
+                    ln = l_probe
             L[j] = ln
             la_g[j], lb_g[j], sa_g[j], dsa_g[j], sb_g[j] = la, lb, s_a, ds_a, s_b
             prev_g[j], slow_g[j] = prev, slow

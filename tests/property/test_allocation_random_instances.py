@@ -24,8 +24,9 @@ from freshcrawl.errors import InfeasibleAllocation
 COMPLETE_OK = ("harmonic", "freshness-poisson", "freshness-periodic")
 #: seeds of instances that failed before the fixes of 2026-11-22: a host's ulp stop in a page's singular
 #: tail (detection, 70,000 pages), an infinite rate written, a gap shared with a page held to its cap,
-#: and NaN rates (detection-discrete)
-FOUND_BY = [1_000_096, 1_003_125, 1_000_381, 1_000_164]
+#: and NaN rates (detection-discrete); zero-value pages on a binding host handed a rounding residue above
+#: p_min in the spread of λ = 0 (harmonic)
+FOUND_BY = [1_000_096, 1_003_125, 1_000_381, 1_000_164, 8_008_969]
 
 
 def random_instance(seed, sizes=(50, 300, 2000, 20000)):

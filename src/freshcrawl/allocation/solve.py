@@ -1020,21 +1020,27 @@ def _initial_lambda(prob, budget, tol):
 def _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter):
     """λ = 0: spread what the valued pages cannot take evenly over the zero-value pages (max Σ log p).
 
-    Hosts whose cap already binds on their valued pages (``bind``) keep their zero-value pages at p_min.
+    Hosts whose cap already binds on their valued pages (``bind``) keep their zero-value pages at p_min:
+    those pages are left out of the spread (a cap of Σ p_min for them, summed in another order, could
+    hand them a rounding residue above p_min, which the KKT check reads as a rate off its bound).
     """
     zero = ~prob.active()
+    n_hosts = caps.shape[0]
+    if n_hosts and hosts.shape[0]:
+        held = zero & (hosts >= 0) & bind[np.maximum(hosts, 0)]
+        if held.any():
+            p[held] = np.broadcast_to(prob.lo, (prob.n,))[held]
+            zero &= ~held
     idx = np.flatnonzero(zero)
     lo_z, hi_z = prob.take(idx)
     lo_arr = np.broadcast_to(np.asarray(lo_z, dtype=np.float64), (idx.size,))
-    n_hosts = caps.shape[0]
-    valued = ~zero
-    used = max(budget - float(np.sum(p[valued])), float(np.sum(lo_arr)))
+    placed = ~zero  # the valued pages, and the zero-value pages held at p_min
+    used = max(budget - float(np.sum(p[placed])), float(np.sum(lo_arr)))
     if n_hosts and hosts.shape[0]:
         h_all = np.where(hosts >= 0, hosts, n_hosts)
-        taken = np.bincount(h_all[valued], weights=p[valued], minlength=n_hosts + 1)[:n_hosts]
+        taken = np.bincount(h_all[placed], weights=p[placed], minlength=n_hosts + 1)[:n_hosts]
         low_z = np.bincount(h_all[idx], weights=lo_arr, minlength=n_hosts + 1)[:n_hosts]
         caps_z = np.where(np.isfinite(caps), np.maximum(caps - taken, low_z), np.inf)
-        caps_z = np.where(bind, low_z, caps_z)
         hosts_z = np.ascontiguousarray(hosts[idx])
     else:
         caps_z = caps

@@ -6,9 +6,9 @@ the per-host loop by rounds, jumps of Σp) only run on larger problems. Here eac
 instance of 50 to 20,000 pages (70,000 with ``-m slow``) mixing what a crawl frontier holds: every
 objective, per-page or scalar p_min and p_max, pages observed completely, pages of no value, hosts
 spread evenly or with a heavy tail, caps from loose to tight and some uncapped; and checks the
-optimality conditions from the rates themselves, with the objective's public ``derivative``. The four
-defects fixed on 2026-11-22 were found by a longer run of this generator (FOUND_BY: they failed before
-the fix; their smallest forms are regression tests in tests/unit/allocation).
+optimality conditions from the rates themselves, with the objective's public ``derivative``. The five
+defects fixed on 2026-11-22 were found by longer runs of this generator (FOUND_BY: they failed before
+the fixes; the smallest forms of the first four are also regression tests in tests/unit/allocation).
 """
 
 from __future__ import annotations

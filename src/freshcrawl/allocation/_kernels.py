@@ -847,12 +847,15 @@ def group_sums(tok, lam_g, active_g, k, w, a, b, lo, hi, hosts):
         hh = max(h, 0)
         keep = np.float64((h >= 0) & active_g[hh])
         p, dp = _resp_t(tok, _get(k, i), lam_g[hh], _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i))
-        s[hh] += min(p, 1e308) * keep
+        s[hh] += min(p, _RATE_CLAMP) * keep
         ds[hh] += dp * keep
     return s, ds
 
 
 _CHUNK = 256
+#: The per-group sums of :func:`group_sums` (where inf times a 0 mask would be NaN) and of the per-host
+#: loop add an infinite rate as this; a sum at or above it holds one.
+_RATE_CLAMP = 1e308
 
 #: The budget root-find may also stop when its Newton step is below a few ulps of λ (the first-order
 #: correction of the rates then takes the rest), but only with the error below this fraction of the
@@ -862,7 +865,7 @@ ULPS_STOP = 1e-8
 #: The same limit for a host's own multiplier, relative to its cap. Its correction meets the cap only
 #: while no page of the host reaches a bound within it, and the derivative there says nothing of S a few
 #: ulps away: next to a page in the singular tail, S stays on one side of the cap where that page reaches
-#: p_max an ulp away (the root 5% lower), or jumps across it at the page's breakpoint (the root on the
+#: p_max an ulp away (the root 6% lower), or jumps across it at the page's breakpoint (the root on the
 #: jump, for the rates to interpolate). Below this, a shortfall from a clipped correction stays within the
 #: budget's tolerance.
 HOST_ULPS_STOP = 1e-10
@@ -1773,8 +1776,9 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
     taken in log S against log λ, or with ``sqrt_step`` in S against λ^(-1/2) (exact for
     p = sqrt(w Δ / λ) - Δ; the Lambert-W objectives behave alike at high rates). A group is finished
     within ``tol`` relative, or when the Newton step is below a few ulps of λ_h with the error below
-    :data:`HOST_ULPS_STOP` (``out_dlam`` keeps the first-order correction). ``out_iter[j]`` is the number of passes over the group's pages, or -1 when
-    it did not finish within ``max_iter`` passes or its bracket collapsed onto a jump to an infinite S
+    :data:`HOST_ULPS_STOP` (``out_dlam`` keeps the first-order correction); with a larger error, the next
+    point is 4 ulps toward the root. ``out_iter[j]`` is the number of passes over the group's pages, or -1
+    when it did not finish within ``max_iter`` passes or its bracket collapsed onto a jump to an infinite S
     (the general solver then takes the group); at a finite jump ``out_lam``, ``out_lam2`` are its ends and
     ``out_theta`` the fraction of it taken.
 
@@ -1869,8 +1873,8 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
             listed = listed_g[j]
             q0, q1 = p0 - base, p1 - base  # its pages in the batch's packed arrays
             err = s - c
-            if it > 0 and (abs(err) <= tol * c or (abs(err) <= -ds * 4.0 * eps * L_j and
-                                                   abs(err) <= HOST_ULPS_STOP * c)):
+            ulp_step = abs(err) <= -ds * 4.0 * eps * L_j  # the Newton step is below a few ulps
+            if it > 0 and (abs(err) <= tol * c or (ulp_step and abs(err) <= HOST_ULPS_STOP * c)):
                 out_lam[j] = L_j
                 out_dlam[j] = -err / ds if ds < 0.0 else 0.0
                 out_iter[j] = it
@@ -1883,7 +1887,7 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
                 # the bracket has collapsed onto a jump of S: interpolate across a finite one (θ), leave
                 # a jump to an infinite S to the general solver
                 gap = s_a - s_b
-                if s_a < 1e308:  # (the sums hold an infinite rate as 1e308)
+                if s_a < _RATE_CLAMP:  # (an infinite rate is summed as _RATE_CLAMP)
                     out_lam[j] = lb
                     out_lam2[j] = la
                     out_theta[j] = (c - s_b) / gap if gap > 0.0 else 0.0
@@ -1956,7 +1960,7 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
                             ln = e_up - math.sqrt(dist_a * dist_b)
                 if not (ln > la and ln < lb):
                     ln = half
-            if abs(err) <= -ds * 4.0 * eps * L_j and abs(err) > HOST_ULPS_STOP * c:
+            if ulp_step and abs(err) > HOST_ULPS_STOP * c:
                 # a Newton step below a few ulps with an error too large to stop on (next to a page in its
                 # singular tail): the root sits on the jump at that page's breakpoint a few ulps away, or S
                 # turns there (the page reaches a bound); a probe 4 ulps toward the root brackets the first,
@@ -1996,7 +2000,7 @@ def _chunk_to_groups(tok, m, k_c, lb_c, w_c, a_c, b_c, lo_c, hi_c, pb_c, db_c, i
     _resp_chunk(tok, m, k_c, lb_c, w_c, a_c, b_c, lo_c, hi_c, pb_c, db_c, ib, fb)
     for t in range(m):
         g = g_c[t]
-        s_g[g] += min(pb_c[t], 1e308)
+        s_g[g] += min(pb_c[t], _RATE_CLAMP)
         ds_g[g] += db_c[t]
 
 

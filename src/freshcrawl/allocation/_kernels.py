@@ -1766,7 +1766,7 @@ def _singular_step(e, lam, err, ds):
 
 @njit(**_PLAIN)
 def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, hi, tol, max_iter, sqrt_step,
-                out_lam, out_dlam, out_lam2, out_theta, out_iter):
+                out_lam, out_dlam, out_lam2, out_theta, out_iter, pt_lam, pt_s, pt_ds):
     """λ_h > λ with Σ_{i∈h} p_i(λ_h) = target[j] for every group j, in rounds of one step per open group.
 
     Group j holds the pages perm[start[j]:start[j + 1]]; ``s_lam[j] > target[j]`` and ``ds_lam[j]`` are
@@ -1807,6 +1807,11 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
     sa_g = s_lam.copy()
     dsa_g = ds_lam.copy()
     sb_g = np.full(G, np.nan)
+    for j in range(pt_lam.shape[0]):
+        # a group last seen under its target above lam_g: its first step from there (the sums are concave
+        # in λ^(-1/2), and a Newton step from above lands nearer the root than one from below)
+        if pt_lam[j] > la_g[j] and pt_lam[j] < np.inf and pt_s[j] < target[j] and pt_ds[j] < 0.0:
+            L[j], s_g[j], ds_g[j] = pt_lam[j], pt_s[j], pt_ds[j]
     prev_g = np.full(G, np.inf)
     slow_g = np.zeros(G, dtype=np.int64)
     open_g = np.empty(G, dtype=np.int64)  # the open groups of a batch, in order

@@ -48,6 +48,7 @@ __all__ = ["allocate"]
 
 _EMPTY_HOSTS = np.zeros(0, dtype=np.intp)
 _ONE = np.ones(1)
+_NONE = np.zeros(0)  # an empty float array: no per-host data
 
 
 class _MultiplierOverflow(Exception):
@@ -776,7 +777,9 @@ def _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, 
     if left.any():
         # λ is settled; the hosts left (all binding at λ) go to the per-host loop with breakpoint steps
         idx = np.flatnonzero(left)
-        roots = _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, (la_g, s_la, ds_la))
+        # each host's last point too: where it was under its cap, its first step is taken from there
+        last = (mu, s_g, ds_g)
+        roots = _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, (la_g, s_la, ds_la), last)
         passes += roots.n_iter
         converged = bool(roots.converged.all())
     on_jump = roots.theta != 0.0
@@ -892,7 +895,7 @@ def _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam):
     h_dlam[idx] = roots.dlam
 
 
-def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Roots:
+def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None, last=None) -> _Roots:
     """λ_h > λ with Σ_{i∈h} p_i(λ_h) = c_h for the hosts idx whose cap binds.
 
     With a built-in objective, λ > 0 and the per-host sums known at a point λb where every host in idx
@@ -914,8 +917,9 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None) -> _Ro
     iters = np.zeros(g, dtype=np.int64)
     # Newton in S against λ^(-1/2) where rates go as λ^(-1/2) (minus Δ for Poisson freshness), else log-log
     sqrt_step = isinstance(prob.k, int) and prob.k in (K.POISSON, K.PERIODIC, K.DETECTION)
+    pt = (_NONE, _NONE, _NONE) if last is None else (last[0][idx], last[1][idx], last[2][idx])
     K.host_newton(prob.tok, perm, start, caps[idx], lam_b, s_h[idx], ds_h[idx], *prob._args(), tol,
-                  min(max_iter, _HOST_ITER), sqrt_step, lam_h, dlam_h, lam2_h, theta_h, iters)
+                  min(max_iter, _HOST_ITER), sqrt_step, lam_h, dlam_h, lam2_h, theta_h, iters, *pt)
     out = _Roots(g)
     out.pages = (perm, start)
     ok = (iters >= 0) & (lam_h >= lam_b)  # a root at or above its lower end (on a jump of λ, maybe below λ)

@@ -10,6 +10,7 @@ from freshcrawl.allocation import allocate, get_objective, solve
 
 _NO_KEEP = np.zeros(0, dtype=bool)  # group_pass: no group keeps its sums
 _NO_FOUND = np.zeros(0, dtype=np.int64)  # group_pass: no pages listed by their breakpoint
+_NO_POINT = (np.zeros(0),) * 3  # host_newton: no group's last point above its lower end
 
 KERNEL_NAMES = ["freshness-poisson", "freshness-periodic", "harmonic", "detection", "detection-discrete"]
 
@@ -110,10 +111,34 @@ def test_host_newton_power_law_in_one_step():
     out_lam, out_dlam, out_lam2, out_theta = np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1)
     iters = np.zeros(1, dtype=np.int64)
     K.host_newton(tok, perm, start, np.array([2.5]), np.array([lam]), np.array([s0]), np.array([ds0]), 0, 1.0, a, 1.0, 0.0,
-                  np.inf, 1e-12, 40, False, out_lam, out_dlam, out_lam2, out_theta, iters)
+                  np.inf, 1e-12, 40, False, out_lam, out_dlam, out_lam2, out_theta, iters, *_NO_POINT)
     # S = 2.5 at λ = 4: one log-log Newton step lands there, the pass at that point confirms it
     assert out_lam[0] == pytest.approx(4.0, rel=1e-14)
     assert iters[0] == 1 and out_theta[0] == 0.0
+
+
+def test_host_newton_starts_from_a_last_point_under_the_target():
+    # S = 5 / sqrt(λ) with target 2.5 (root λ = 4) and its lower end at λ = 1; a last point at λ = 16 (S = 1.25,
+    # under the target) is where the first step is taken from
+    tok = K.TOKENS[K.POLY]
+    a = np.array([8.0, 18.0])
+    perm, start = np.arange(2), np.array([0, 2])
+    out = [np.zeros(1) for _ in range(4)]
+    iters = np.zeros(1, dtype=np.int64)
+
+    def solve_from(last):
+        K.host_newton(tok, perm, start, np.array([2.5]), np.array([1.0]), np.array([5.0]), np.array([-2.5]), 0, 1.0,
+                      a, 1.0, 0.0, np.inf, 1e-12, 40, False, *out, iters, *(np.array([x]) for x in last))
+        assert out[0][0] == pytest.approx(4.0, rel=1e-14)
+        return int(iters[0])
+
+    # with its true derivative the log-log step from there lands on the root; with one that points to λ = 9
+    # instead it takes more steps: the first was taken from the last point, not from the lower end
+    assert solve_from((16.0, 1.25, -0.5 * 1.25 / 16.0)) == 1
+    assert solve_from((16.0, 1.25, np.log(2.0) * 1.25 / (16.0 * np.log(9.0 / 16.0)))) > 1
+    # a last point over the target, or not above the lower end, is not a start: one step from the lower end
+    assert solve_from((2.0, 5.0, -10.0)) == 1
+    assert solve_from((0.5, 1.0, -10.0)) == 1
 
 
 def test_group_pages_with_pages_without_a_host_and_no_match():
@@ -159,7 +184,7 @@ def test_host_newton_rounds_meet_each_cap(name):
     out_lam, out_dlam, out_lam2, out_theta = np.zeros(g), np.zeros(g), np.zeros(g), np.zeros(g)
     iters = np.zeros(g, dtype=np.int64)
     K.host_newton(tok, perm, start, target, np.full(g, lam), sums[:, 0].copy(), sums[:, 1].copy(), 0, w, a, b,
-                  0.0, np.inf, 1e-12, 40, True, out_lam, out_dlam, out_lam2, out_theta, iters)
+                  0.0, np.inf, 1e-12, 40, True, out_lam, out_dlam, out_lam2, out_theta, iters, *_NO_POINT)
     assert np.all(iters > 0) and np.all(out_lam > lam)
 
     def host_sum(j, lam_j):

@@ -1305,6 +1305,38 @@ def pages_of_hosts(hosts, selected):
     return out
 
 
+@njit(**_PLAIN)
+def host_sample(hosts, chosen, m):
+    """A sample of a capped problem: every page of the chosen hosts and every m-th page without a host.
+
+    ``chosen``: bool per host. Returns the sampled pages' indices (in order) and their hosts renumbered
+    in order among the chosen ones (-1 for a page without a host), both of shape (n_sampled,).
+    """
+    new_id = np.empty(chosen.shape[0], dtype=np.int64)
+    k = 0
+    for h in range(chosen.shape[0]):
+        new_id[h] = k if chosen[h] else -1
+        k += chosen[h]
+    count = 0
+    for i in range(hosts.shape[0]):
+        h = hosts[i]
+        count += (chosen[h] if h >= 0 else i % m == 0)
+    idx = np.empty(count, dtype=np.int64)
+    hosts_s = np.empty(count, dtype=np.int64)
+    j = 0
+    for i in range(hosts.shape[0]):
+        h = hosts[i]
+        if h >= 0 and chosen[h]:
+            idx[j] = i
+            hosts_s[j] = new_id[h]
+            j += 1
+        elif h < 0 and i % m == 0:
+            idx[j] = i
+            hosts_s[j] = -1
+            j += 1
+    return idx, hosts_s
+
+
 @njit(**_LOOP)
 def sum_by_host(p, hosts, n_hosts):
     """Σ p over the pages of each host; entry n_hosts: pages without a host."""

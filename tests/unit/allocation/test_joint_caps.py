@@ -1183,10 +1183,72 @@ def test_takeout_root_solves_the_model_with_the_listed_pages_exact(name):
 def test_takeout_of_the_pages_inside_the_bracket_reaches_the_same_optimum(kind, seed, n, n_hosts, monkeypatch):
     # the Lambert-W kinds: once λ's bracket is narrow and holds few pages' breakpoints, λ steps from the
     # take-out of those pages (counts[4], 2-3 times on these instances; the last one's root sits on a jump,
-    # status 2); the optimum is that of the general path
+    # status 2); the optimum is that of the general path. From 4 * _CAPPED_SAMPLE pages the joint iteration
+    # first runs on the sample of hosts that gives its start; the last call is the problem's own
     inst = make_instance(kind, seed, n, n_hosts)
     took, counts = run_counting(inst, monkeypatch)
-    assert len(counts) == 1 and counts[0][4] >= 1
+    assert len(counts) == (2 if n >= 4 * solve._CAPPED_SAMPLE else 1) and counts[-1][4] >= 1
     ref = run_general(inst["delta"], inst["budget"], **inst["kw"])
     check_optimal(took, inst)
     check_same(took, ref, inst)
+
+
+# --- the start of the joint iteration from a sample of the hosts ----------------------------------------
+
+def bench_like(n, seed=0, n_hosts=10_000):
+    """The benchmark's instance: Δ ~ lognormal(0, 1.5), w ~ 0.1 + Pareto(1.5), B = n/2, caps 1.1 B share."""
+    rng = np.random.default_rng(seed)
+    delta = rng.lognormal(0.0, 1.5, n)
+    w = 0.1 + rng.pareto(1.5, n)
+    hosts = rng.integers(0, n_hosts, n)
+    budget = 0.5 * n
+    return delta, w, hosts, 1.1 * budget * np.bincount(hosts, minlength=n_hosts) / n, budget
+
+
+def kernel_problem(delta, w, objective):
+    obj = solve.get_objective(objective)
+    a, b = obj._params(delta)
+    return solve._KernelProblem(delta.size, obj._kind, w, a, b, 0.0, np.inf)
+
+
+def test_host_sample_takes_whole_hosts_and_every_mth_page_without_one():
+    hosts = np.array([2, -1, 0, 2, -1, 1, -1, 2, -1])
+    idx, hosts_s = K.host_sample(hosts, np.array([True, False, True]), 3)
+    np.testing.assert_array_equal(idx, [0, 2, 3, 6, 7])  # pages 1, 4, 8 have no host and are not multiples of 3
+    np.testing.assert_array_equal(hosts_s, [1, 0, 1, -1, 1])
+
+
+@pytest.mark.parametrize("objective", ["detection", "freshness-periodic"])
+def test_capped_start_lies_a_little_above_the_root(objective):
+    # 40,000 pages on 10,000 hosts, a sample of about 8,000 of them by host: its λ estimates the root to a
+    # few percent (the caps bind on about 60% of the hosts; the hosts drawn are a fifth of them, so the
+    # budget share they take is off by about 1.5/sqrt(2000) = 3%), raised by 5%: between 1 and 1.12 times λ
+    delta, w, hosts, caps, budget = bench_like(40_000)
+    lam = allocate(delta, budget, weights=w, objective=objective, hosts=hosts, host_caps=caps).lam
+    lam0 = solve._capped_lambda(kernel_problem(delta, w, objective), budget, 1e-12, hosts, caps)
+    assert 1.0 < lam0 / lam < 1.12
+
+
+def test_capped_start_falls_back_where_the_sample_is_empty_or_too_small():
+    delta, w, hosts, caps, budget = bench_like(40_000)
+    prob = kernel_problem(delta, w, "detection")
+    lam_pages = float(solve._initial_lambda(prob, budget, 1e-12)[0])
+    # two hosts, neither drawn (the draw's seed is fixed): no page in the sample
+    two = (np.arange(40_000) % 2).astype(np.int64)
+    chosen = np.random.default_rng(0).random(2) * (40_000 // solve._CAPPED_SAMPLE) < 1.0
+    assert not chosen.any()
+    assert solve._capped_lambda(prob, budget, 1e-12, two, np.full(2, np.inf)) == lam_pages
+    # below 4 samples' worth of pages, no sample
+    small = kernel_problem(delta[:20_000], w[:20_000], "detection")
+    assert solve._capped_lambda(small, budget / 2, 1e-12, hosts[:20_000], caps) == \
+        float(solve._initial_lambda(small, budget / 2, 1e-12)[0])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_instances_from_a_sample_of_hosts(seed, monkeypatch):
+    # the sample start on the random instances of tests/property (those with host caps and a singular Σp
+    # take it), with a sample of 16 pages so that it runs from 64 pages; infeasible samples fall back
+    from tests.property.test_allocation_random_instances import solve_and_check
+
+    monkeypatch.setattr(solve, "_CAPPED_SAMPLE", 16)
+    solve_and_check(seed)

@@ -533,7 +533,6 @@ def _reduce_hosts(prob, hosts, caps):
     lo, hi = prob.lo, prob.hi
     if folds:
         hi = np.array(np.broadcast_to(hi, (n,)), dtype=np.float64)
-        lo = np.ascontiguousarray(np.broadcast_to(lo, (n,)), dtype=np.float64)
         hosts_r = K.remap_hosts(hosts, new_id, fold, lo, hi)
     else:
         hosts_r = K.remap_hosts(hosts, new_id, fold[:0], lo, np.zeros(0))

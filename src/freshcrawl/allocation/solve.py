@@ -1011,8 +1011,9 @@ def _capped_lambda(prob, budget, tol, hosts, caps):
     in the first pass known to bind at every λ below it, so that the next passes take each host's own
     step instead of evaluating the hosts again at λ to learn whether they bind; and the λ of the pages
     alone (:func:`_initial_lambda`) may lie far from it where many caps bind (3.5 times above under
-    detection at 10^5 pages of the benchmark). Smaller problems, warm starts and samples that cannot
-    be solved (infeasible, or leaving λ = 0) start from :func:`_initial_lambda`.
+    detection at 10^5 pages of the benchmark). Smaller problems, warm starts, samples of no page or of
+    4 * _CAPPED_SAMPLE pages or more (a few large hosts drawn) and samples that cannot be solved
+    (infeasible, or leaving λ = 0) start from :func:`_initial_lambda`.
     """
     n = prob.n
     if prob.lam0 is not None or n < 4 * _CAPPED_SAMPLE:
@@ -1024,7 +1025,7 @@ def _capped_lambda(prob, budget, tol, hosts, caps):
     sub = _KernelProblem(idx.size, pick(prob.k), pick(prob.w), prob.a[idx], pick(prob.b), pick(prob.lo),
                          pick(prob.hi))
     lam = 0.0
-    if idx.size:
+    if 0 < idx.size < 4 * _CAPPED_SAMPLE:  # (a large host drawn can make the sample as costly as the problem)
         try:
             lam = _solve(sub, budget * idx.size / n, hosts_s, caps[chosen], max(tol, 1e-9), 50)[1]
         except (InfeasibleAllocation, _MultiplierOverflow):

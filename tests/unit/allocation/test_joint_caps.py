@@ -1238,6 +1238,10 @@ def test_capped_start_falls_back_where_the_sample_is_empty_or_too_small():
     chosen = np.random.default_rng(0).random(2) * (40_000 // solve._CAPPED_SAMPLE) < 1.0
     assert not chosen.any()
     assert solve._capped_lambda(prob, budget, 1e-12, two, np.full(2, np.inf)) == lam_pages
+    # a large host drawn (host 2 of 10 is, with m = 4): a sample of 4 * _CAPPED_SAMPLE pages or more is not solved
+    assert np.random.default_rng(0).random(10)[2] * 4 < 1.0
+    big = np.where(np.arange(40_000) < 35_000, 2, np.arange(40_000) % 10).astype(np.int64)
+    assert solve._capped_lambda(prob, budget, 1e-12, big, np.full(10, 1e5)) == lam_pages
     # below 4 samples' worth of pages, no sample
     small = kernel_problem(delta[:20_000], w[:20_000], "detection")
     assert solve._capped_lambda(small, budget / 2, 1e-12, hosts[:20_000], caps) == \

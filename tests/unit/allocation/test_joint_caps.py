@@ -1220,9 +1220,9 @@ def test_host_sample_takes_whole_hosts_and_every_mth_page_without_one():
 
 @pytest.mark.parametrize("objective", ["detection", "freshness-periodic"])
 def test_capped_start_lies_a_little_above_the_root(objective):
-    # 40,000 pages on 10,000 hosts, a sample of about 8,000 of them by host: its λ estimates the root to a
-    # few percent (the caps bind on about 60% of the hosts; the hosts drawn are a fifth of them, so the
-    # budget share they take is off by about 1.5/sqrt(2000) = 3%), raised by 5%: between 1 and 1.12 times λ
+    # 40,000 pages on 10,000 hosts, one host in 4 drawn (about 10,000 pages): its λ estimates the root to a
+    # few percent (the budget share of 2,500 hosts drawn is off by about 1.5/sqrt(2500) = 3%, 1.5 being the
+    # spread of a host's sum against its mean), raised by 5% (1.01-1.08 times the root on 12 instances)
     delta, w, hosts, caps, budget = bench_like(40_000)
     lam = allocate(delta, budget, weights=w, objective=objective, hosts=hosts, host_caps=caps).lam
     lam0 = solve._capped_lambda(kernel_problem(delta, w, objective), budget, 1e-12, hosts, caps)
@@ -1251,7 +1251,8 @@ def test_capped_start_falls_back_where_the_sample_is_empty_or_too_small():
 @pytest.mark.parametrize("seed", range(40))
 def test_random_instances_from_a_sample_of_hosts(seed, monkeypatch):
     # the sample start on the random instances of tests/property (those with host caps and a singular Σp
-    # take it), with a sample of 16 pages so that it runs from 64 pages; infeasible samples fall back
+    # take it), with a sample of 16 pages so that it runs from 64 pages; samples that are infeasible or
+    # hold 64 pages or more fall back
     from tests.property.test_allocation_random_instances import solve_and_check
 
     monkeypatch.setattr(solve, "_CAPPED_SAMPLE", 16)

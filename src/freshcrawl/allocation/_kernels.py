@@ -2959,6 +2959,13 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 # per bisection step: free), which also lands on a jump of p_i to within an ulp
                 i_found[0] = i_a
                 un = 1.0 / math.sqrt(_takeout_root(tok, i_found[:1], R, D, lam, l_a, l_b, k, w, a, b, lo, hi))
+        if singular and R < 0.0 and e_kd > 0.0 and lam - e_kd <= 16.0 * eps * lam:
+            # λ sits a few ulps above a breakpoint e of a page evaluated at λ, with F < 0: the root may sit on
+            # the jump of F at e (the page falls from its tail to p_min within an ulp), which a probe just
+            # below e brackets at once (it collapses λ's bracket onto the jump); else the bracket moves to it
+            u_p = 1.0 / math.sqrt(e_kd * (1.0 - 4.0 * eps))
+            if u_p > gu_lo and u_p < gu_hi:
+                un = u_p
         un = min(max(un, 0.125 * u), 8.0 * u)
         if not (un > gu_lo and un < gu_hi):
             un = math.sqrt(gu_lo * gu_hi) if gu_lo > 0.0 and gu_hi < np.inf else u

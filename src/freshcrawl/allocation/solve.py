@@ -158,6 +158,12 @@ class _KernelProblem:
         pick = lambda x: x if isinstance(x, float) else np.ascontiguousarray(x[idx])  # noqa: E731
         return pick(self.lo), pick(self.hi)
 
+    def subset(self, idx):
+        """The problem of the pages idx alone (same objective and bounds; no start)."""
+        pick = lambda x: x if isinstance(x, (int, float)) else np.ascontiguousarray(x[idx])  # noqa: E731
+        return _KernelProblem(idx.size, pick(self.k), pick(self.w), self.a[idx], pick(self.b), pick(self.lo),
+                              pick(self.hi))
+
 
 class _NumpyProblem:
     """Per-page data of a user-defined objective, evaluated through its numpy methods."""
@@ -1021,13 +1027,10 @@ def _capped_lambda(prob, budget, tol, hosts, caps):
     m = n // _CAPPED_SAMPLE
     chosen = np.random.default_rng(0).random(caps.shape[0]) * m < 1.0
     idx, hosts_s = K.host_sample(hosts, chosen, m)
-    pick = lambda x: x if isinstance(x, (int, float)) else np.ascontiguousarray(x[idx])  # noqa: E731
-    sub = _KernelProblem(idx.size, pick(prob.k), pick(prob.w), prob.a[idx], pick(prob.b), pick(prob.lo),
-                         pick(prob.hi))
     lam = 0.0
     if 0 < idx.size < 4 * _CAPPED_SAMPLE:  # (a large host drawn can make the sample as costly as the problem)
         try:
-            lam = _solve(sub, budget * idx.size / n, hosts_s, caps[chosen], max(tol, 1e-9), 50)[1]
+            lam = _solve(prob.subset(idx), budget * idx.size / n, hosts_s, caps[chosen], max(tol, 1e-9), 50)[1]
         except (InfeasibleAllocation, _MultiplierOverflow):
             lam = 0.0
     if lam > 0 and np.isfinite(lam):
@@ -1047,11 +1050,8 @@ def _initial_lambda(prob, budget, tol):
     n = prob.n
     if n > 4 * _SAMPLE and isinstance(prob, _KernelProblem):
         idx = np.arange(0, n, n // _SAMPLE)
-        pick = lambda x: x if isinstance(x, (int, float)) else np.ascontiguousarray(x[idx])  # noqa: E731
-        sub = _KernelProblem(idx.size, pick(prob.k), pick(prob.w), prob.a[idx], pick(prob.b), pick(prob.lo),
-                             pick(prob.hi))
         try:
-            _, lam, *_ = _solve(sub, budget * idx.size / n, _EMPTY_HOSTS, np.zeros(0), max(tol, 1e-9), 50)
+            _, lam, *_ = _solve(prob.subset(idx), budget * idx.size / n, _EMPTY_HOSTS, np.zeros(0), max(tol, 1e-9), 50)
         except InfeasibleAllocation:
             lam = 0.0
         if lam > 0 and np.isfinite(lam):

@@ -326,3 +326,32 @@ def test_group_pass_keeps_the_sums_of_groups_that_did_not_move(name):
     np.testing.assert_array_equal(ds[keep], 3.0)
     np.testing.assert_allclose(s[~keep], s_ref[~keep], rtol=1e-14)
     np.testing.assert_allclose(ds[~keep], ds_ref[~keep], rtol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["detection", "freshness-periodic"])
+def test_group_pass_tracks_the_breakpoints_of_the_pages_at_lambda_only(name):
+    # the pages of kept groups are evaluated at NaN: the breakpoints tracked next to λ, and the pages counted
+    # inside (l_a, l_b), are those of the groups at λ only (a kept group is never at λ in capped_newton)
+    rng = np.random.default_rng(4)
+    n, G = 4000, 41
+    delta = rng.lognormal(0.0, 1.5, n)
+    w = 0.1 + rng.pareto(1.5, n)
+    hosts = rng.integers(-1, G - 1, n)
+    obj = solve.get_objective(name)
+    prob = solve._KernelProblem(n, obj._kind, w, *obj._params(delta), 0.0, np.inf)
+    e = w if name == "detection" else w / delta  # w f'(0), where a page leaves p_min = 0
+    lam, l_a, l_b = float(np.median(e)), 0.5 * float(np.median(e)), 2.0 * float(np.median(e))
+    mu = np.full(G, lam)
+    s, ds, acc = np.empty(G), np.empty(G), np.empty((G, 2))
+    found = np.empty(n, dtype=np.int64)
+    for keep in (np.zeros(G, dtype=bool), rng.random(G) < 0.5, np.ones(G, dtype=bool)):
+        keep[G - 1] = False  # the pages without a host
+        brk = np.array([np.inf, 0.0, -1.0, l_a, l_b, 0.0])
+        K.group_pass(prob.tok, n, mu, 1.0 / mu, *prob._args(), hosts, s, ds, acc, brk, lam, keep, found)
+        at = ~keep[np.where(hosts < 0, G - 1, hosts)]
+        inside = np.flatnonzero(at & (e > l_a) & (e < l_b))
+        assert brk[5] == inside.size
+        np.testing.assert_array_equal(found[:inside.size], inside)
+        assert brk[0] == np.min(e[at & (e > lam)])
+        assert brk[1] == np.max(e[at & (e <= lam)])
+        assert brk[2] == np.flatnonzero(at & (e == brk[0]))[0]

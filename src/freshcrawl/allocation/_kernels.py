@@ -2122,15 +2122,6 @@ def _scatter_pairs(flat, hv, pb, db, G):
         flat[2 * h + 1] += db[j]
 
 
-@njit(**_PLAIN)
-def _kept_multipliers(mu, keep):
-    """mu with NaN for the groups in ``keep`` (bool, same shape): the multipliers a pass gathers."""
-    out = np.empty(mu.shape[0])
-    for g in range(mu.shape[0]):
-        out[g] = np.nan if keep[g] else mu[g]
-    return out
-
-
 @njit(**_LOOP)
 def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, lam_at, keep, found):
     """Per group g: Σ_{i∈g} p_i(mu[g]) and its derivative, left in s_g, ds_g (shape (n_groups,)).
@@ -2176,7 +2167,7 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     # kept and moving hosts mix, as a mispredicted branch would: a pass over 10^6 pages under detection took
     # 10.8 ms with no host kept, 13.4 / 15.0 / 12.0 ms with a quarter / half / three quarters kept (hosts
     # drawn at random); 10.0 / 9.4 / 8.8 ms this way
-    mu_at = _kept_multipliers(mu, keep) if skip else mu
+    mu_at = np.where(keep, np.nan, mu) if skip else mu
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]

@@ -300,17 +300,22 @@ def test_listed_breakpoints_wide_agrees_with_the_fold():
     assert n_inside > 2000  # most draws have breakpoints inside the bracket
 
 
+def _group_pass_instance(rng, name, n, G):
+    """n pages over G - 1 hosts and pages without a host (-1), p_min = 0: (Δ, w, hosts, kernel problem)."""
+    delta = rng.lognormal(0.0, 1.5, n)
+    w = 0.1 + rng.pareto(1.5, n)
+    hosts = rng.integers(-1, G - 1, n)
+    obj = solve.get_objective(name)
+    return delta, w, hosts, solve._KernelProblem(n, obj._kind, w, *obj._params(delta), 0.0, np.inf)
+
+
 @pytest.mark.parametrize("name", ["detection", "freshness-periodic", "freshness-poisson"])
 def test_group_pass_keeps_the_sums_of_groups_that_did_not_move(name):
     # flagged groups keep the sums they hold (their pages are not evaluated again) under the Lambert-W
     # kinds; the others are summed as in a full pass; the closed forms (1/λ gathered) ignore the flags
     rng = np.random.default_rng(3)
     n, G = 3000, 31
-    delta = rng.lognormal(0.0, 1.5, n)
-    w = 0.1 + rng.pareto(1.5, n)
-    hosts = rng.integers(-1, G - 1, n)
-    obj = solve.get_objective(name)
-    prob = solve._KernelProblem(n, obj._kind, w, *obj._params(delta), 0.0, np.inf)
+    _, _, hosts, prob = _group_pass_instance(rng, name, n, G)
     mu = rng.uniform(0.1, 2.0, G)
     s_ref, ds_ref = np.empty(G), np.empty(G)
     acc = np.empty((G, 2))
@@ -334,11 +339,7 @@ def test_group_pass_tracks_the_breakpoints_of_the_pages_at_lambda_only(name):
     # inside (l_a, l_b), are those of the groups at λ only (a kept group is never at λ in capped_newton)
     rng = np.random.default_rng(4)
     n, G = 4000, 41
-    delta = rng.lognormal(0.0, 1.5, n)
-    w = 0.1 + rng.pareto(1.5, n)
-    hosts = rng.integers(-1, G - 1, n)
-    obj = solve.get_objective(name)
-    prob = solve._KernelProblem(n, obj._kind, w, *obj._params(delta), 0.0, np.inf)
+    delta, w, hosts, prob = _group_pass_instance(rng, name, n, G)
     e = w if name == "detection" else w / delta  # w f'(0), where a page leaves p_min = 0
     lam, l_a, l_b = float(np.median(e)), 0.5 * float(np.median(e)), 2.0 * float(np.median(e))
     mu = np.full(G, lam)

@@ -1,0 +1,153 @@
+"""What crosses the boundary between the frontier and the fetcher.
+
+The frontier hands the fetcher a :class:`FetchRequest` (a due visit with what is known of the page's
+last copy); the fetcher answers with a :class:`FetchOutcome` and never raises for anything a server
+does. Robots.txt is fetched by the fetcher (:class:`RobotsOutcome`) and interpreted by
+:class:`freshcrawl.crawler.robots.RobotsRules`; the frontier stores both and knows nothing of HTTP.
+
+Times are seconds since the Unix epoch (``time.time()``), durations in seconds.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = ["Outcome", "ErrorKind", "FetchRequest", "FetchOutcome", "RobotsOutcome"]
+
+
+class Outcome(enum.Enum):
+    """What a visit tells the estimators (DESIGN.md, "The live layer").
+
+    ``CHANGED`` and ``UNCHANGED`` are observations I_k = 1 and 0. ``FIRST`` is a successful fetch of a
+    page with no previous copy to compare with (no observation, but the page now has a copy).
+    ``NO_INFO`` is anything else: an error, 429/503, a timeout, a robots.txt disallow.
+    """
+
+    CHANGED = "changed"
+    UNCHANGED = "unchanged"
+    FIRST = "first"
+    NO_INFO = "no-info"
+
+
+class ErrorKind(enum.Enum):
+    """Why a visit gave no information, grouped by what the crawler should do about it.
+
+    ``THROTTLED``: 429 or 503, the host asks us to slow down (Retry-After, back-off for the host).
+    ``SERVER``: another 5xx (back-off for the host). ``NETWORK``: timeout, connection refused or reset,
+    DNS (back-off for the host). ``PAGE``: a 4xx or a page-level problem (redirect loop, too many
+    redirects, a redirect off http/https): counts against the page, not the host. ``CONTENT``: the
+    body was refused (over the size cap, undecodable): counts against the page. ``ROBOTS``: the page
+    is disallowed by robots.txt and was not fetched.
+    """
+
+    THROTTLED = "throttled"
+    SERVER = "server"
+    NETWORK = "network"
+    PAGE = "page"
+    CONTENT = "content"
+    ROBOTS = "robots"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    """A due visit.
+
+    Attributes
+    ----------
+    url : str
+        Normalised absolute http(s) URL.
+    etag : str or None
+        ETag of the last copy, sent as If-None-Match.
+    last_modified : str or None
+        Last-Modified of the last copy (the header's text), sent as If-Modified-Since.
+    signature : str or None
+        Content signature of the last copy (hex), None when the page has no copy yet.
+    """
+
+    url: str
+    etag: str | None = None
+    last_modified: str | None = None
+    signature: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchOutcome:
+    """The result of one visit; every field is plain data, ready to be stored.
+
+    Attributes
+    ----------
+    url : str
+        The requested URL.
+    outcome : Outcome
+        Changed, unchanged, first copy or no information.
+    why : str
+        Short machine-readable reason: ``"not-modified"`` (304), ``"same-signature"``,
+        ``"new-signature"``, ``"first-copy"``, ``"http-<status>"``, ``"timeout"``,
+        ``"connect-error"``, ``"reset"``, ``"too-large"``, ``"too-many-redirects"``,
+        ``"bad-scheme"``, ``"robots"``, ...
+    started_at : float
+        When the request was sent, seconds since the epoch.
+    elapsed_s : float
+        Seconds from sending the request to the end of the body (or the error).
+    status : int or None
+        Final HTTP status, None when no response arrived.
+    n_bytes : int
+        Body bytes read (decompressed).
+    etag, last_modified : str or None
+        Validators of the new copy (those of the request when the answer was 304, None on errors).
+    signature : str or None
+        Signature of the new copy (the request's on 304, None on errors).
+    error : ErrorKind or None
+        Set exactly when ``outcome`` is ``NO_INFO``.
+    retry_after_s : float or None
+        Seconds the server asked us to wait (Retry-After, seconds or HTTP date, converted), if any.
+    final_url : str or None
+        URL after redirects, when it differs from ``url``.
+    """
+
+    url: str
+    outcome: Outcome
+    why: str
+    started_at: float
+    elapsed_s: float
+    status: int | None = None
+    n_bytes: int = 0
+    etag: str | None = None
+    last_modified: str | None = None
+    signature: str | None = None
+    error: ErrorKind | None = None
+    retry_after_s: float | None = None
+    final_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsOutcome:
+    """The result of fetching ``<origin>/robots.txt`` (RFC 9309 Sec. 2.3).
+
+    Attributes
+    ----------
+    origin : str
+        ``scheme://host[:port]``.
+    status : int or None
+        Final HTTP status after at most five redirects; None when unreachable (network error,
+        timeout, too many redirects).
+    text : str or None
+        The body (at most 500 KiB, decoded as UTF-8 with replacement) when status is 2xx.
+    fetched_at : float
+        Seconds since the epoch.
+    elapsed_s : float
+        Seconds the request took.
+    why : str
+        ``"ok"``, ``"http-<status>"``, ``"timeout"``, ``"connect-error"``, ...
+    retry_after_s : float or None
+        Retry-After of a 429/503 answer, seconds.
+    """
+
+    origin: str
+    status: int | None
+    text: str | None
+    fetched_at: float
+    elapsed_s: float
+    why: str
+    retry_after_s: float | None = None

@@ -20,7 +20,13 @@ from numpy.typing import NDArray
 
 from freshcrawl.learning.htraa import HTRAA, htraa_feedback, htraa_pick
 from freshcrawl.learning.traa import parse_update_mode
-from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, VisitPlan
+from freshcrawl.policies.base import (
+    Observations,
+    PolicyContext,
+    PolicyOptions,
+    VisitPlan,
+    check_same_pages,
+)
 
 __all__ = ["HTRAAPolicy", "make_htraa"]
 
@@ -110,6 +116,12 @@ class HTRAAPolicy:
             context.n_pages, n_states=self.n_states, mode=self.mode, lam=self.lam, rng=context.rng
         )
         self._carry = 0.0
+        self.context_ = context
+
+    def update_context(self, context: PolicyContext) -> None:
+        """Take the new budget; the hierarchy learned stays."""
+        self.context_ = check_same_pages(self.context_, context)
+        self.budget = float(context.budget)
 
     def _need(self):
         if self.htraa_ is None:

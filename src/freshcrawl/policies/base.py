@@ -11,9 +11,19 @@ Life cycle::
 
     policy.reset(context)                    # once, before the first plan
     loop:
+        policy.update_context(context)       # only when weights, hosts, caps or budget changed
         plan = policy.plan(now, alive)       # RatePlan or VisitPlan for [now, now + replan_every)
         ... runner dispatches visits ...
         policy.observe(observations)         # every visit made since the last call, in time order
+
+The live world adds and removes pages while it runs and learns politeness limits as it goes (a
+Crawl-delay in a robots.txt fetched later). A live runner reserves page indices ahead: ``n_pages`` is
+the capacity of the index space, a page that does not exist yet (or any more) is simply not
+``alive``, and a new page takes the next free index. Changed weights, hosts, host caps or budget
+reach the policy through ``update_context``, which keeps what was learned. Observations may come from
+several sources (the runner's own fetcher, other crawlers reporting to a frontier service): the runner
+merges them into one time-ordered stream before ``observe``. A runner that outgrows the capacity
+builds a larger context, calls ``reset`` and replays its observation log.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ __all__ = [
     "Plan",
     "Policy",
     "PolicyOptions",
+    "check_same_pages",
 ]
 
 
@@ -160,8 +171,32 @@ class Policy(Protocol):
     def observe(self, obs: Observations) -> None:
         """Learn from the visits made since the last call."""
 
+    def update_context(self, context: PolicyContext) -> None:
+        """Take new weights, hosts, host caps or budget, keeping what was learned.
+
+        ``context.n_pages`` must equal the one given to ``reset`` (ValueError otherwise).
+        """
+
     def estimated_delta(self) -> NDArray[np.float64] | None:
         """Current Δ̂ per page (changes per day), or None for a policy that does not estimate it."""
+
+
+def check_same_pages(old: PolicyContext, new: PolicyContext) -> PolicyContext:
+    """Return ``new`` after checking that it describes as many pages as ``old`` (``update_context``).
+
+    Raises
+    ------
+    ValueError
+        If ``new.n_pages`` differs from ``old.n_pages``, or the budget is not finite and > 0.
+    """
+    if new.n_pages != old.n_pages:
+        raise ValueError(
+            f"update_context keeps the pages of reset: n_pages must stay {old.n_pages}; got {new.n_pages} "
+            "(a runner that outgrows its capacity calls reset and replays its log)"
+        )
+    if not (np.isfinite(new.budget) and new.budget > 0):
+        raise ValueError(f"context.budget must be finite and > 0 visits per day; got {new.budget!r}")
+    return new
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,13 @@ from numpy.typing import NDArray
 
 from freshcrawl._validation import check_positive
 from freshcrawl.errors import UnknownNameError
-from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan
+from freshcrawl.policies.base import (
+    Observations,
+    PolicyContext,
+    PolicyOptions,
+    RatePlan,
+    check_same_pages,
+)
 
 __all__ = [
     "HERITRIX",
@@ -94,6 +100,12 @@ class UniformPolicy:
 
     def reset(self, context: PolicyContext) -> None:
         """Remember the budget."""
+        self.context_ = context
+        self.budget_ = context.budget
+
+    def update_context(self, context: PolicyContext) -> None:
+        """Take the new budget."""
+        self.context_ = check_same_pages(self.context_, context)
         self.budget_ = context.budget
 
     def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
@@ -192,8 +204,14 @@ class AdaptiveIntervalPolicy:
 
     def reset(self, context: PolicyContext) -> None:
         """Start every page at the initial interval."""
+        self.context_ = context
         self.budget_ = context.budget
         self.interval_ = np.full(context.n_pages, min(max(self.initial, self.i_min), self.i_max))
+
+    def update_context(self, context: PolicyContext) -> None:
+        """Take the new budget; the intervals learned stay."""
+        self.context_ = check_same_pages(self.context_, context)
+        self.budget_ = context.budget
 
     def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
         """Rates proportional to ``1/I_i`` on alive pages, summing to the budget (visits per day)."""

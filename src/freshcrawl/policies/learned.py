@@ -38,7 +38,13 @@ from numpy.typing import NDArray
 
 from freshcrawl._validation import check_interval, check_positive
 from freshcrawl.errors import ConvergenceWarning, UnknownNameError
-from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan
+from freshcrawl.policies.base import (
+    Observations,
+    PolicyContext,
+    PolicyOptions,
+    RatePlan,
+    check_same_pages,
+)
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
@@ -107,6 +113,46 @@ def _unobserved_rates(
         return rates, 0.0
     rates[waiting] = d
     return rates, budget - d * n_wait
+
+
+def _clip_to_caps(
+    p: NDArray[np.float64], hosts: NDArray[np.intp], caps: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Scale the rates ``p`` of each host down to its cap (rates of a proportional rule)."""
+    total = np.bincount(hosts, weights=p, minlength=caps.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(total > caps, caps / total, 1.0)
+    return p * scale[hosts]
+
+
+def _host_limits(
+    ctx: PolicyContext, rates: NDArray[np.float64], seen: NDArray[np.intp], rest: float
+) -> tuple[NDArray[np.float64], float, NDArray[np.intp] | None, NDArray[np.float64] | None]:
+    """Fit the default rates of unobserved pages under the host caps; what is left for observed pages.
+
+    Scales down, host by host, the default rates of unobserved pages (``rates``, changed in place) to
+    their host's cap c_h. Returns the budget left for the observed pages ``seen`` (never more than
+    their hosts can take), their host indices (``None`` without caps), and each host's cap left after
+    its unobserved pages, visits per day.
+    """
+    if ctx.hosts is None or ctx.host_caps is None:
+        return rates, rest, None, None
+    hosts = np.asarray(ctx.hosts, dtype=np.intp)
+    caps = np.asarray(ctx.host_caps, dtype=np.float64)
+    n_hosts = caps.shape[0]
+    has_host = hosts >= 0
+    used = np.bincount(hosts[has_host], weights=rates[has_host], minlength=n_hosts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(used > caps, caps / used, 1.0)
+    rates[has_host] *= scale[hosts[has_host]]
+    left = np.maximum(caps - np.minimum(used, caps), 0.0)
+    rest += float((used - np.minimum(used, caps)).sum())
+    seen_hosts = hosts[seen]
+    if (seen_hosts < 0).any() or not np.isfinite(left[np.unique(seen_hosts)]).all():
+        room = np.inf
+    else:
+        room = float(left[np.unique(seen_hosts)].sum())
+    return rates, min(rest, room), seen_hosts, left
 
 
 class LearnedPolicy:
@@ -219,14 +265,28 @@ class LearnedPolicy:
         self.rates_ = np.zeros(context.n_pages)
         self.n_unconverged_ = 0
 
+    def update_context(self, context: PolicyContext) -> None:
+        """Take new weights, hosts, host caps or budget; the estimator's state stays."""
+        self.context_ = check_same_pages(self.context_, context)
+
     def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
-        """Allocate the budget on the current Δ̂; visits per day, shape (n_pages,)."""
+        """Allocate the budget on the current Δ̂; visits per day, shape (n_pages,).
+
+        With ``context.hosts`` and ``context.host_caps`` the plan keeps every host within its cap: the
+        default rates of unobserved pages are scaled down host by host, and the observed pages share
+        what is left of the budget and of each cap in one allocation with host caps (Kolobov et al.,
+        SIGIR 2019). Where the caps cannot take the whole budget, the plan spends what they allow.
+        """
         ctx = self.context_
         observed = self.estimator_.n_visits_ > 0
         rates, rest = _unobserved_rates(alive, observed, ctx.budget, self.default_rate)
         seen = np.flatnonzero(alive & observed)
+        rates, rest, seen_hosts, caps_left = _host_limits(ctx, rates, seen, rest)
         if rest > 0 and seen.size:
-            floor = self.explore * rest / seen.size
+            floor = np.full(seen.size, self.explore * rest / seen.size)
+            if seen_hosts is not None:  # a floor the host's cap can hold
+                per_host = np.bincount(seen_hosts, minlength=caps_left.shape[0])
+                floor = np.minimum(floor, 0.5 * caps_left[seen_hosts] / per_host[seen_hosts])
             delta = self.planning_delta()[seen]
             if self.rule == "allocate":
                 from freshcrawl.allocation import allocate
@@ -240,14 +300,18 @@ class LearnedPolicy:
                         rest,
                         weights=ctx.weights[seen],
                         objective=self.objective,
-                        p_min=floor,
+                        p_min=floor if seen_hosts is not None else float(floor[0]),
+                        hosts=seen_hosts,
+                        host_caps=caps_left,
                     )
                 self.n_unconverged_ += int(not res.success)
                 rates[seen] = res.p
             else:
                 total = delta.sum()
                 share = delta / total if total > 0 else np.full(seen.size, 1.0 / seen.size)
-                rates[seen] = floor + (rest - floor * seen.size) * share
+                rates[seen] = floor + (rest - floor.sum()) * share
+                if seen_hosts is not None:
+                    rates[seen] = _clip_to_caps(rates[seen], seen_hosts, caps_left)
         self.rates_ = rates
         return RatePlan(rates)
 
@@ -352,6 +416,11 @@ class OraclePolicy:
             self._key = key
             self.rates_ = rates
         return RatePlan(self.rates_.copy())
+
+    def update_context(self, context: PolicyContext) -> None:
+        """Take new weights or budget (and true rates); the next plan is recomputed."""
+        self.context_ = check_same_pages(self.context_, context)
+        self._key = None
 
     def observe(self, obs: Observations) -> None:
         """Only notes which newborn pages have been fetched."""

@@ -41,7 +41,13 @@ from numpy.typing import NDArray
 from freshcrawl._validation import check_interval, check_positive
 from freshcrawl.errors import InfeasibleAllocation
 from freshcrawl.learning.mirror_sync import _PROJ_MAX_ITER, _PROJ_TOL, _log_barrier_projection
-from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, VisitPlan
+from freshcrawl.policies.base import (
+    Observations,
+    PolicyContext,
+    PolicyOptions,
+    VisitPlan,
+    check_same_pages,
+)
 
 __all__ = ["AsyncMirrorSyncPolicy", "make_asyncmirrorsync"]
 
@@ -165,9 +171,18 @@ class AsyncMirrorSyncPolicy:
         self.replan_every = check_positive("replan_every", replan_every, unit="days")
 
     # -- life cycle ---------------------------------------------------------------------------------
+    def update_context(self, context: PolicyContext) -> None:
+        """Take the new budget and weights; the rates and gradients learned stay."""
+        check_same_pages(self.context_, context)
+        self.context_ = context
+        self.budget_ = float(context.budget)
+        w = np.asarray(context.weights, dtype=np.float64)
+        self.weights_ = w.copy() if w.shape == (self.n_pages_,) else np.ones(self.n_pages_)
+
     def reset(self, context: PolicyContext) -> None:
         """Forget everything; pages alive at ``context.start`` count as synced then."""
         n = context.n_pages
+        self.context_ = context
         self.n_pages_ = n
         self.budget_ = float(context.budget)
         self.start_ = float(context.start)

@@ -1,0 +1,614 @@
+"""The fetcher: one due visit in, one :class:`~freshcrawl.crawler.outcome.FetchOutcome` out.
+
+:class:`Fetcher` speaks HTTP (aiohttp), sends conditional requests, follows redirects itself (each
+hop is checked: http and https only, no loops, at most ``max_redirects``), caps the body it reads,
+computes the content signature and sorts everything a server or the network can do into an
+:class:`~freshcrawl.crawler.outcome.Outcome` and an :class:`~freshcrawl.crawler.outcome.ErrorKind`.
+It fetches robots.txt (RFC 9309) but leaves its interpretation to
+:class:`~freshcrawl.crawler.robots.RobotsRules`, and knows nothing of policies or schedules: which
+URL to fetch, when, and whether robots.txt allows it is the frontier's business.
+
+How a final response becomes an outcome::
+
+    answer                              outcome     error       why
+    304 to a conditional request        UNCHANGED   -           not-modified
+    2xx, no previous signature          FIRST       -           first-copy
+    2xx, signature equal / different    UNCHANGED / CHANGED     same-signature / new-signature
+    2xx, body over max_bytes            NO_INFO     CONTENT     too-large
+    2xx, content coding broken          NO_INFO     CONTENT     undecodable
+    429, 503                            NO_INFO     THROTTLED   http-429, http-503 (+ retry_after_s)
+    other 5xx                           NO_INFO     SERVER      http-<status>
+    4xx, other 3xx, unexpected 304      NO_INFO     PAGE        http-<status>, unexpected-304
+    redirect loop / too many / off-web  NO_INFO     PAGE        redirect-loop, too-many-redirects,
+                                                                bad-scheme, bad-redirect
+    timeout (connect, read or total)    NO_INFO     NETWORK     timeout
+    refused, DNS, reset, cut-off body   NO_INFO     NETWORK     connect-error, dns-error, reset,
+                                                                incomplete-body
+    not HTTP at all                     NO_INFO     SERVER      bad-response
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import email.utils
+import math
+import time
+from types import TracebackType
+
+import aiohttp
+from aiohttp.http_exceptions import ContentEncodingError
+from yarl import URL
+
+from freshcrawl import __version__
+from freshcrawl._validation import check_positive
+from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
+from freshcrawl.crawler.signature import SIGNATURE_MODES
+from freshcrawl.crawler.signature import signature as compute_signature
+from freshcrawl.crawler.urls import HTTP_SCHEMES, normalize_url
+from freshcrawl.errors import UnknownNameError
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "ROBOTS_MAX_BYTES",
+    "ROBOTS_MAX_REDIRECTS",
+    "default_user_agent",
+    "parse_retry_after",
+    "Fetcher",
+]
+
+#: Default cap on a page's body, in bytes after content decoding (10 MiB).
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+
+#: Bytes of robots.txt read; the rest is ignored (RFC 9309 Sec. 2.5 asks for at least 500 KiB).
+ROBOTS_MAX_BYTES = 500 * 1024
+
+#: Redirects followed for robots.txt (RFC 9309 Sec. 2.3.1.2: at least five).
+ROBOTS_MAX_REDIRECTS = 5
+
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_THROTTLE_STATUSES = frozenset({429, 503})
+_CHUNK_BYTES = 64 * 1024
+
+
+def default_user_agent(contact_url: str | None = None) -> str:
+    """The User-Agent freshcrawl sends unless told otherwise.
+
+    Parameters
+    ----------
+    contact_url : str or None, default=None
+        A page telling site owners who runs the crawl and how to reach them; strongly advised
+        for any crawl of other people's sites.
+
+    Returns
+    -------
+    str
+        ``freshcrawl/<version> (+<contact_url>)``, or ``freshcrawl/<version>`` without a contact.
+
+    Examples
+    --------
+    >>> default_user_agent("https://example.org/bot").startswith("freshcrawl/")
+    True
+    >>> default_user_agent("https://example.org/bot").endswith(" (+https://example.org/bot)")
+    True
+    """
+    token = f"freshcrawl/{__version__}"
+    return f"{token} (+{contact_url})" if contact_url else token
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait according to a Retry-After header (RFC 9110 Sec. 10.2.3).
+
+    Parameters
+    ----------
+    value : str or None
+        The header's value: delta-seconds (``"120"``) or an HTTP-date
+        (``"Wed, 21 Oct 2015 07:28:00 GMT"``).
+    now : float or None, default=None
+        The current time in seconds since the epoch, to which a date is compared; None reads the
+        clock (``time.time()``).
+
+    Returns
+    -------
+    float or None
+        Seconds from `now`, never negative (a date in the past gives 0.0); None when `value` is
+        None, empty or neither form.
+
+    Examples
+    --------
+    >>> parse_retry_after("120")
+    120.0
+    >>> parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", now=40.0)
+    60.0
+    >>> parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", now=1000.0)
+    0.0
+    >>> parse_retry_after("soon") is None
+    True
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    if text.isascii() and text.isdigit():
+        return float(int(text))
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000" or no zone: HTTP dates are GMT
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    try:
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+class _Refused(Exception):
+    """A redirect the fetcher will not follow; caught inside this module only."""
+
+    def __init__(self, why: str, status: int, url: str) -> None:
+        super().__init__(why)
+        self.why, self.status, self.url = why, status, url
+
+
+def _check_count(name: str, value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}; got {value}")
+    return value
+
+
+def _network_failure(err: BaseException) -> tuple[ErrorKind, str]:
+    """ErrorKind and ``why`` of an exception raised by aiohttp, asyncio or the OS."""
+    if isinstance(err, TimeoutError):  # asyncio.timeout and aiohttp's own timeouts
+        return ErrorKind.NETWORK, "timeout"
+    if isinstance(err, aiohttp.ClientPayloadError):
+        cause = err.__cause__
+        if isinstance(cause, ContentEncodingError) or "content-encoding" in str(err).lower():
+            return ErrorKind.CONTENT, "undecodable"
+        return ErrorKind.NETWORK, "incomplete-body"
+    if isinstance(err, aiohttp.ClientConnectorDNSError):
+        return ErrorKind.NETWORK, "dns-error"
+    if isinstance(err, aiohttp.ClientConnectorError):
+        return ErrorKind.NETWORK, "connect-error"
+    if isinstance(err, (aiohttp.ServerDisconnectedError, ConnectionResetError)):
+        return ErrorKind.NETWORK, "reset"
+    if isinstance(err, aiohttp.ClientResponseError):  # a reply that does not parse as HTTP
+        return ErrorKind.SERVER, "bad-response"
+    if isinstance(err, aiohttp.InvalidURL):
+        return ErrorKind.PAGE, "bad-url"
+    if isinstance(err, aiohttp.ClientOSError):
+        cause = err.__cause__ if err.__cause__ is not None else err
+        if isinstance(cause, ConnectionResetError) or getattr(err, "errno", None) == 104:
+            return ErrorKind.NETWORK, "reset"
+        return ErrorKind.NETWORK, "os-error"
+    if isinstance(err, aiohttp.ClientError):
+        return ErrorKind.NETWORK, "client-error"
+    return ErrorKind.NETWORK, "os-error"  # any other OSError
+
+
+#: What fetch() and fetch_robots() turn into outcomes instead of raising.
+_FAILURES = (TimeoutError, aiohttp.ClientError, OSError)
+
+
+async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:
+    """Read at most `max_bytes` decoded bytes; also say whether the body goes on past them."""
+    chunks: list[bytes] = []
+    total = 0
+    while total < max_bytes:
+        chunk = await response.content.read(min(_CHUNK_BYTES, max_bytes - total))
+        if not chunk:
+            return b"".join(chunks), False
+        chunks.append(chunk)
+        total += len(chunk)
+    # exactly max_bytes read: one more byte tells a body of max_bytes from a longer one
+    more = await response.content.read(1)
+    return b"".join(chunks), bool(more)
+
+
+class Fetcher:
+    """Fetches pages and robots.txt over HTTP(S); never raises for what a server or network does.
+
+    Use it as an async context manager (or call :meth:`start` and :meth:`close`); it holds one
+    ``aiohttp.ClientSession`` for its life. Cookies are not kept (each visit is anonymous, so
+    pages do not change with a session), proxies from the environment are not used, and the
+    body is read decompressed, in chunks, up to `max_bytes`.
+
+    Parameters
+    ----------
+    user_agent : str or None, default=None
+        The User-Agent header; None gives :func:`default_user_agent` of `contact_url`.
+    contact_url : str or None, default=None
+        Contact page put in the default User-Agent (ignored when `user_agent` is given).
+    signature : {"raw", "text"}, default="raw"
+        Signature mode, see :func:`freshcrawl.crawler.signature.signature`.
+    max_bytes : int, default=10485760 (10 MiB)
+        Largest body accepted, in bytes after content decoding (gzip, deflate, br). A response
+        whose Content-Length exceeds it is refused before reading; otherwise reading stops as soon
+        as the decoded body passes it, so a compression bomb is never inflated in full.
+    connect_timeout_s : float, default=10.0
+        Seconds allowed to open a TCP (and TLS) connection.
+    read_timeout_s : float, default=30.0
+        Seconds allowed between two reads from the socket (headers or body).
+    total_timeout_s : float, default=60.0
+        Seconds allowed for a whole visit: every redirect hop, waiting for a connection, headers
+        and body. A slow trickle that never trips `read_timeout_s` ends here.
+    max_redirects : int, default=5
+        Redirects followed per visit; one more is ``too-many-redirects``. 0 follows none.
+    limit_per_host : int, default=1
+        Simultaneous connections to one host (``TCPConnector(limit_per_host=...)``).
+    session : aiohttp.ClientSession or None, default=None
+        A session to use instead of creating one; the caller then owns it (and its connector
+        settings), :meth:`close` leaves it open, and it must keep ``auto_decompress=True``.
+
+    Raises
+    ------
+    TypeError
+        If a count is not an int.
+    ValueError
+        If a timeout is not finite and > 0, `max_bytes` or `limit_per_host` is < 1,
+        `max_redirects` is < 0, or `user_agent` holds a line break.
+    UnknownNameError
+        (a ValueError) If `signature` is not ``"raw"`` or ``"text"``.
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> async def visit():
+    ...     async with Fetcher(contact_url="https://example.org/bot", total_timeout_s=5) as f:
+    ...         return await f.fetch(FetchRequest("ftp://example.org/file"))
+    >>> result = asyncio.run(visit())
+    >>> result.outcome, result.error, result.why
+    (<Outcome.NO_INFO: 'no-info'>, <ErrorKind.PAGE: 'page'>, 'bad-scheme')
+    """
+
+    def __init__(
+        self,
+        *,
+        user_agent: str | None = None,
+        contact_url: str | None = None,
+        signature: str = "raw",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        connect_timeout_s: float = 10.0,
+        read_timeout_s: float = 30.0,
+        total_timeout_s: float = 60.0,
+        max_redirects: int = 5,
+        limit_per_host: int = 1,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        if signature not in SIGNATURE_MODES:
+            raise UnknownNameError(
+                f"signature must be one of {', '.join(map(repr, SIGNATURE_MODES))}; got {signature!r}"
+            )
+        self.user_agent = user_agent if user_agent is not None else default_user_agent(contact_url)
+        if not self.user_agent or "\r" in self.user_agent or "\n" in self.user_agent:
+            raise ValueError(f"user_agent must be a non-empty single line; got {self.user_agent!r}")
+        self.contact_url = contact_url
+        self.signature = signature
+        self.max_bytes = _check_count("max_bytes", max_bytes, 1)
+        self.connect_timeout_s = check_positive("connect_timeout_s", connect_timeout_s, unit="s")
+        self.read_timeout_s = check_positive("read_timeout_s", read_timeout_s, unit="s")
+        self.total_timeout_s = check_positive("total_timeout_s", total_timeout_s, unit="s")
+        self.max_redirects = _check_count("max_redirects", max_redirects, 0)
+        self.limit_per_host = _check_count("limit_per_host", limit_per_host, 1)
+        self._session = session
+        self._owns_session = session is None
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.connect_timeout_s, sock_read=self.read_timeout_s
+        )
+
+    # ----------------------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        """Create the session (no-op when one was injected or already created)."""
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit_per_host=self.limit_per_host)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self._timeout,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=False,
+                auto_decompress=True,
+                headers={"User-Agent": self.user_agent},
+            )
+
+    async def close(self) -> None:
+        """Close the session if this fetcher created it; safe to call twice."""
+        if self._session is not None and self._owns_session:
+            session, self._session = self._session, None
+            await session.close()
+
+    async def __aenter__(self) -> Fetcher:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _require_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            raise RuntimeError(
+                "Fetcher has no open session: use `async with Fetcher(...)` or `await fetcher.start()`"
+            )
+        return self._session
+
+    # ------------------------------------------------------------------------------ requests
+    async def _open(
+        self, url: str, headers: dict[str, str], max_redirects: int
+    ) -> tuple[aiohttp.ClientResponse, str]:
+        """GET `url`, following redirects hop by hop; return the final response (open) and URL.
+
+        Raises _Refused for a redirect not to follow, and aiohttp/OS errors as they come.
+        """
+        session = self._require_session()
+        current = url
+        try:
+            seen = {normalize_url(url)}
+        except ValueError:
+            seen = {url}
+        for hop in range(max_redirects + 1):
+            response = await session.get(
+                current, headers=headers, allow_redirects=False, timeout=self._timeout
+            )
+            location = response.headers.get("Location")
+            if response.status not in _REDIRECT_STATUSES or location is None:
+                return response, current
+            status = response.status
+            response.release()
+            try:
+                target = URL(current).join(URL(location.strip()))
+            except (ValueError, TypeError):
+                raise _Refused("bad-redirect", status, current) from None
+            if target.scheme not in HTTP_SCHEMES:
+                raise _Refused("bad-scheme", status, current)
+            try:
+                nxt = normalize_url(str(target))
+            except ValueError:
+                raise _Refused("bad-redirect", status, current) from None
+            if nxt in seen:
+                raise _Refused("redirect-loop", status, current)
+            if hop == max_redirects:
+                raise _Refused("too-many-redirects", status, current)
+            seen.add(nxt)
+            current = nxt
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        headers = {"User-Agent": self.user_agent}
+        if extra:
+            headers.update(extra)
+        return headers
+
+    async def fetch(self, request: FetchRequest) -> FetchOutcome:
+        """Visit one page and say what the visit tells.
+
+        Sends If-None-Match (`request.etag`) and If-Modified-Since (`request.last_modified`)
+        when known, follows redirects, reads the body up to `max_bytes` and compares its
+        signature with `request.signature` (see the module docstring for every case).
+
+        Parameters
+        ----------
+        request : FetchRequest
+            The due visit.
+
+        Returns
+        -------
+        FetchOutcome
+            ``started_at`` is the epoch time the first request was sent, ``elapsed_s`` the seconds
+            until the body was read or the visit failed (signature work excluded), ``n_bytes``
+            the decoded body bytes read (at most `max_bytes`), ``final_url`` the URL after
+            redirects when it differs from ``request.url``.
+
+        Raises
+        ------
+        RuntimeError
+            If the fetcher has no open session (not started, or closed).
+        """
+        self._require_session()
+        started_at = time.time()
+        t0 = time.perf_counter()
+        status: int | None = None
+        final_url: str | None = None
+        n_bytes = 0
+
+        def no_info(kind: ErrorKind, why: str, **fields: object) -> FetchOutcome:
+            fields.setdefault("status", status)
+            fields.setdefault("final_url", final_url)
+            fields.setdefault("n_bytes", n_bytes)
+            return FetchOutcome(
+                url=request.url,
+                outcome=Outcome.NO_INFO,
+                why=why,
+                started_at=started_at,
+                elapsed_s=time.perf_counter() - t0,
+                error=kind,
+                **fields,  # type: ignore[arg-type]
+            )
+
+        try:
+            target = URL(request.url)
+            scheme, host = target.scheme, target.raw_host
+        except (ValueError, TypeError):
+            return no_info(ErrorKind.PAGE, "bad-url")
+        if scheme not in HTTP_SCHEMES:
+            return no_info(ErrorKind.PAGE, "bad-scheme")
+        if not host:
+            return no_info(ErrorKind.PAGE, "bad-url")
+
+        conditional: dict[str, str] = {}
+        if request.etag:
+            conditional["If-None-Match"] = request.etag
+        if request.last_modified:
+            conditional["If-Modified-Since"] = request.last_modified
+
+        body = b""
+        content_type: str | None = None
+        etag = last_modified = None
+        try:
+            async with asyncio.timeout(self.total_timeout_s):
+                response, url = await self._open(
+                    request.url, self._headers(conditional), self.max_redirects
+                )
+                final_url = url if url != request.url else None
+                complete = False
+                try:
+                    status = response.status
+                    if not 200 <= status < 300:
+                        complete = True  # the body is not read; release() decides about reuse
+                        retry = parse_retry_after(response.headers.get("Retry-After"))
+                        if status == 304:
+                            if not conditional:
+                                return no_info(ErrorKind.PAGE, "unexpected-304")
+                            return FetchOutcome(
+                                url=request.url,
+                                outcome=Outcome.UNCHANGED,
+                                why="not-modified",
+                                started_at=started_at,
+                                elapsed_s=time.perf_counter() - t0,
+                                status=status,
+                                etag=request.etag,
+                                last_modified=request.last_modified,
+                                signature=request.signature,
+                                final_url=final_url,
+                            )
+                        if status in _THROTTLE_STATUSES:
+                            kind = ErrorKind.THROTTLED
+                        elif status >= 500:
+                            kind = ErrorKind.SERVER
+                        else:
+                            kind = ErrorKind.PAGE
+                        return no_info(kind, f"http-{status}", retry_after_s=retry)
+                    length = response.content_length
+                    if length is not None and length > self.max_bytes:
+                        return no_info(ErrorKind.CONTENT, "too-large")
+                    body, too_large = await _read_capped(response, self.max_bytes)
+                    n_bytes = len(body)
+                    if too_large:
+                        return no_info(ErrorKind.CONTENT, "too-large")
+                    complete = True
+                    content_type = response.headers.get("Content-Type")
+                    etag = response.headers.get("ETag")
+                    last_modified = response.headers.get("Last-Modified")
+                finally:
+                    if complete:
+                        response.release()
+                    else:  # stop the transfer: the connection is not reused
+                        response.close()
+        except _Refused as refused:
+            return no_info(
+                ErrorKind.PAGE,
+                refused.why,
+                status=refused.status,
+                final_url=refused.url if refused.url != request.url else None,
+            )
+        except _FAILURES as err:
+            kind, why = _network_failure(err)
+            return no_info(kind, why)
+
+        elapsed_s = time.perf_counter() - t0
+        if self.signature == "raw":
+            sig = compute_signature(body, content_type, "raw")
+        else:  # text extraction is CPU work: keep it off the event loop
+            sig = await asyncio.to_thread(compute_signature, body, content_type, self.signature)
+        if request.signature is None:
+            outcome, why = Outcome.FIRST, "first-copy"
+        elif sig == request.signature:
+            outcome, why = Outcome.UNCHANGED, "same-signature"
+        else:
+            outcome, why = Outcome.CHANGED, "new-signature"
+        return FetchOutcome(
+            url=request.url,
+            outcome=outcome,
+            why=why,
+            started_at=started_at,
+            elapsed_s=elapsed_s,
+            status=status,
+            n_bytes=n_bytes,
+            etag=etag,
+            last_modified=last_modified,
+            signature=sig,
+            final_url=final_url,
+        )
+
+    async def fetch_robots(self, origin: str) -> RobotsOutcome:
+        """Fetch ``<origin>/robots.txt`` as RFC 9309 asks.
+
+        Follows up to :data:`ROBOTS_MAX_REDIRECTS` redirects (to any http(s) origin), reads at
+        most :data:`ROBOTS_MAX_BYTES` of the body and ignores the rest (cut at the last complete
+        line), and decodes it as UTF-8 with replacement characters.
+
+        Parameters
+        ----------
+        origin : str
+            ``scheme://host[:port]`` (a path, query or fragment is ignored).
+
+        Returns
+        -------
+        RobotsOutcome
+            ``status`` None when unreachable (network error, timeout, too many redirects, a
+            redirect loop or a redirect off http(s)), with ``why`` saying which. ``text`` is set
+            for a 2xx answer only. Feed it to :class:`~freshcrawl.crawler.robots.RobotsRules`.
+
+        Raises
+        ------
+        ValueError
+            If `origin` is not an http(s) URL with a host.
+        RuntimeError
+            If the fetcher has no open session.
+        """
+        try:
+            parsed = URL(origin.strip())
+            ok = parsed.scheme in HTTP_SCHEMES and bool(parsed.raw_host)
+        except (ValueError, TypeError, AttributeError) as err:
+            raise ValueError(f"origin must be scheme://host[:port] with http(s); got {origin!r}") from err
+        if not ok:
+            raise ValueError(f"origin must be scheme://host[:port] with http(s); got {origin!r}")
+        normalised_origin = str(parsed.origin())
+        self._require_session()
+        fetched_at = time.time()
+        t0 = time.perf_counter()
+
+        def result(status: int | None, text: str | None, why: str, retry: float | None = None) -> RobotsOutcome:
+            return RobotsOutcome(
+                origin=normalised_origin,
+                status=status,
+                text=text,
+                fetched_at=fetched_at,
+                elapsed_s=time.perf_counter() - t0,
+                why=why,
+                retry_after_s=retry,
+            )
+
+        try:
+            async with asyncio.timeout(self.total_timeout_s):
+                response, _ = await self._open(
+                    normalised_origin + "/robots.txt", self._headers(), ROBOTS_MAX_REDIRECTS
+                )
+                complete = False
+                try:
+                    status = response.status
+                    if not 200 <= status < 300:
+                        complete = True
+                        retry = parse_retry_after(response.headers.get("Retry-After"))
+                        return result(status, None, f"http-{status}", retry)
+                    body, truncated = await _read_capped(response, ROBOTS_MAX_BYTES)
+                    complete = not truncated
+                finally:
+                    if complete:
+                        response.release()
+                    else:
+                        response.close()
+        except _Refused as refused:
+            return result(None, None, refused.why)
+        except _FAILURES as err:
+            return result(None, None, _network_failure(err)[1])
+        if truncated and b"\n" in body:
+            body = body[: body.rindex(b"\n") + 1]
+        return result(status, body.decode("utf-8", errors="replace"), "ok")

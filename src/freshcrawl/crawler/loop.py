@@ -1,0 +1,173 @@
+"""The live crawl loop: a frontier's due visits through a fetcher, their outcomes back, re-plans on time.
+
+:func:`crawl` runs until its time is up or it is asked to stop; then it lets the visits in flight
+finish (each is bounded by the fetcher's timeouts), commits them and returns. It talks to the frontier
+through the small interface of :class:`FrontierLike`, so the same loop drives a frontier in this
+process or one served to many fetcher processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from freshcrawl.crawler.outcome import FetchOutcome, RobotsOutcome
+
+__all__ = ["FrontierLike", "CrawlStats", "crawl"]
+
+
+class FrontierLike(Protocol):
+    """What the crawl loop needs of a frontier (:class:`freshcrawl.frontier.Frontier` has it)."""
+
+    next_replan: float
+
+    def due(self, now: float | None = None, limit: int = 64) -> list:
+        """Visits (``Visit`` or ``RobotsVisit``) that may start now, marked in flight."""
+
+    def record(self, results: list[tuple[object, FetchOutcome]]) -> None:
+        """Commit page visits' outcomes."""
+
+    def record_robots(self, visit: object, out: RobotsOutcome) -> None:
+        """Commit a robots.txt fetch."""
+
+    def next_wakeup(self, now: float | None = None) -> float:
+        """Earliest time something new may be due, seconds since the epoch."""
+
+    def replan(self, now: float | None = None) -> None:
+        """Re-plan the crawl."""
+
+
+@dataclass
+class CrawlStats:
+    """What one :func:`crawl` call did.
+
+    Attributes
+    ----------
+    visits : int
+        Page visits whose outcome was committed.
+    changes : int
+        Visits that found the page changed.
+    errors : int
+        Visits without information (errors, throttling, robots).
+    robots : int
+        robots.txt fetches.
+    replans : int
+        Plans made.
+    elapsed_s : float
+        Wall-clock seconds.
+    """
+
+    visits: int = 0
+    changes: int = 0
+    errors: int = 0
+    robots: int = 0
+    replans: int = 0
+    elapsed_s: float = 0.0
+
+
+async def crawl(
+    frontier: FrontierLike,
+    fetcher,
+    *,
+    duration_s: float | None = None,
+    max_in_flight: int = 64,
+    stop: asyncio.Event | None = None,
+    on_progress: Callable[[CrawlStats], None] | None = None,
+    progress_every_s: float = 0.5,
+    clock: Callable[[], float] = time.time,
+) -> CrawlStats:
+    """Crawl until ``duration_s`` has passed or ``stop`` is set; return what was done.
+
+    Parameters
+    ----------
+    frontier : FrontierLike
+        Hands out due visits and takes their outcomes.
+    fetcher : freshcrawl.crawler.Fetcher
+        An open fetcher (``fetch`` and ``fetch_robots`` coroutines).
+    duration_s : float, optional
+        Seconds to run; None runs until ``stop`` is set.
+    max_in_flight : int, default=64
+        Requests in flight at once (over all hosts; each host has at most one).
+    stop : asyncio.Event, optional
+        Set it (e.g. from a signal handler) to finish the visits in flight, commit and return.
+    on_progress : callable, optional
+        Called with the running :class:`CrawlStats` every ``progress_every_s`` seconds and at the end.
+
+    Raises
+    ------
+    ValueError
+        If ``max_in_flight`` < 1 or ``duration_s`` < 0.
+    """
+    from freshcrawl.frontier import RobotsVisit
+
+    if max_in_flight < 1:
+        raise ValueError(f"max_in_flight must be >= 1; got {max_in_flight!r}")
+    if duration_s is not None and not duration_s >= 0:
+        raise ValueError(f"duration_s must be >= 0 seconds; got {duration_s!r}")
+    stop = stop or asyncio.Event()
+    stats = CrawlStats()
+    start = clock()
+    end = None if duration_s is None else start + duration_s
+    tasks: dict[asyncio.Task, object] = {}
+    done_pages: list[tuple[object, FetchOutcome]] = []
+    last_progress = start
+
+    async def visit(item):
+        if isinstance(item, RobotsVisit):
+            return await fetcher.fetch_robots(item.origin)
+        return await fetcher.fetch(item.request)
+
+    def collect(finished) -> None:
+        for task in finished:
+            item = tasks.pop(task)
+            out = task.result()
+            if isinstance(item, RobotsVisit):
+                frontier.record_robots(item, out)
+                stats.robots += 1
+            else:
+                done_pages.append((item, out))
+        if done_pages:
+            frontier.record(list(done_pages))
+            for _, out in done_pages:
+                stats.visits += 1
+                stats.changes += out.outcome.value == "changed"
+                stats.errors += out.outcome.value == "no-info"
+            done_pages.clear()
+
+    while True:
+        now = clock()
+        if stop.is_set() or (end is not None and now >= end):
+            break
+        if now >= frontier.next_replan:
+            frontier.replan(now)
+            stats.replans += 1
+        free = max_in_flight - len(tasks)
+        if free > 0:
+            for item in frontier.due(now, free):
+                tasks[asyncio.ensure_future(visit(item))] = item
+        wake = min(frontier.next_wakeup(now), frontier.next_replan)
+        if end is not None:
+            wake = min(wake, end)
+        timeout = min(max(wake - clock(), 0.0), 0.25)
+        if tasks:
+            finished, _ = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            collect(finished)
+        else:
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=max(timeout, 0.001))
+            except TimeoutError:
+                pass
+        if on_progress is not None and clock() - last_progress >= progress_every_s:
+            stats.elapsed_s = clock() - start
+            on_progress(stats)
+            last_progress = clock()
+    if tasks:  # the visits in flight finish (bounded by the fetcher's timeouts) and are committed
+        finished, _ = await asyncio.wait(tasks)
+        collect(finished)
+    stats.elapsed_s = clock() - start
+    if on_progress is not None:
+        on_progress(stats)
+    return stats

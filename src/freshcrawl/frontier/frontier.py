@@ -1,0 +1,689 @@
+"""The frontier: the crawl state, the policy that plans it and the dispatch of due visits.
+
+The frontier knows nothing of HTTP. It hands out due visits (:class:`Visit`, or a :class:`RobotsVisit`
+when a host's robots.txt must be fetched first), takes back what each visit gave
+(:class:`~freshcrawl.crawler.outcome.FetchOutcome`), commits it, and re-plans every
+``replan_every_s`` seconds with a policy of :mod:`freshcrawl.policies` (the same objects the
+simulation runs; time in days on the wall clock). Politeness is both an input of the plan (each host's
+cap c_h = min(86,400 / delay_h, max per day) visits per day, DESIGN.md "The live layer") and a rule of
+the dispatch: one request at a time per host, at least ``delay_h`` seconds between two request starts,
+nothing to a host in back-off, nothing to a path robots.txt disallows.
+
+Crash safety. Every :meth:`Frontier.record` is one transaction holding the observations, the pages'
+new validators, signatures and next due times, and the hosts' last request times and back-off. The
+estimators' state is a function of the observation log: a new frontier replays it, so a restart after
+``kill -9`` neither loses nor double-counts a committed observation. A request in flight at the crash
+has no committed outcome; to keep politeness across the restart, a new frontier lets no host be
+contacted before ``delay_h`` seconds after it started (and not before its committed back-off).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from yarl import URL
+
+from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
+from freshcrawl.crawler.robots import ROBOTS_MAX_AGE_S, RobotsRules
+from freshcrawl.crawler.urls import normalize_url
+from freshcrawl.errors import UnknownNameError
+from freshcrawl.policies import Observations, PolicyContext, PolicyOptions, RatePlan, make_policy
+from freshcrawl.store import Store
+from freshcrawl.units import SECONDS_PER_DAY
+
+__all__ = ["CrawlSettings", "Frontier", "Visit", "RobotsVisit", "origin_of", "parse_url_list"]
+
+ACTIVE, DISALLOWED, FAILED, REMOVED, NONE = 1, 2, 3, 4, 0
+_STATUS_CODE = {"active": ACTIVE, "disallowed": DISALLOWED, "failed": FAILED, "removed": REMOVED}
+_HOST_ERRORS = (ErrorKind.THROTTLED, ErrorKind.SERVER, ErrorKind.NETWORK)
+#: A page whose plan gives it no visits is looked at again after this long at the latest (seconds).
+_IDLE_S = 365 * SECONDS_PER_DAY
+
+
+@dataclass(frozen=True)
+class CrawlSettings:
+    """The settings of a live crawl, stored with the crawl so that a restart keeps them.
+
+    Attributes
+    ----------
+    budget : float
+        Global budget B, visits per day (> 0).
+    policy : str
+        A policy name of :func:`freshcrawl.policies.make_policy` (``oracle`` needs true rates and is
+        not available live).
+    objective : str
+        Allocation objective of the learned policy.
+    signature : {"raw", "text"}
+        What counts as a change (:func:`freshcrawl.crawler.signature.signature`).
+    replan_every_s : float
+        Seconds between two plans (> 0).
+    min_delay_s : float
+        Least time between two request starts on one host, seconds (>= 0; robots.txt's Crawl-delay
+        raises it).
+    max_per_host_day : float or None
+        Most requests per host per day; None for no limit beyond the delay.
+    max_page_errors : int
+        Errors in a row after which a page is marked ``failed`` and no longer visited.
+    backoff_base_s, backoff_max_s : float
+        Exponential back-off of a host after throttling, 5xx or network errors: base · 2^(n-1)
+        seconds with full jitter in [½, 1], at most ``backoff_max_s`` (Retry-After is a floor that may
+        exceed it, up to a day).
+    user_agent : str or None
+        User-Agent header; None for ``freshcrawl/<version> (+contact_url)``.
+    contact_url : str or None
+        URL where site owners learn about the crawl, put in the User-Agent.
+    seed : int
+        Seed of the policy's and the dispatch's randomness.
+    """
+
+    budget: float = 2000.0
+    policy: str = "learned"
+    objective: str = "freshness-periodic"
+    signature: str = "raw"
+    replan_every_s: float = 3600.0
+    min_delay_s: float = 1.0
+    max_per_host_day: float | None = None
+    max_page_errors: int = 5
+    backoff_base_s: float = 30.0
+    backoff_max_s: float = 3600.0
+    user_agent: str | None = None
+    contact_url: str | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        def positive(name: str, value: float, *, zero: bool = False) -> None:
+            ok = math.isfinite(value) and (value >= 0 if zero else value > 0)
+            if not ok:
+                raise ValueError(f"{name} must be finite and {'>=' if zero else '>'} 0; got {value!r}")
+
+        positive("budget (visits per day)", self.budget)
+        positive("replan_every_s (seconds)", self.replan_every_s)
+        positive("min_delay_s (seconds)", self.min_delay_s, zero=True)
+        positive("backoff_base_s (seconds)", self.backoff_base_s)
+        positive("backoff_max_s (seconds)", self.backoff_max_s)
+        if self.max_per_host_day is not None:
+            positive("max_per_host_day (requests per host per day)", self.max_per_host_day)
+        if not (isinstance(self.max_page_errors, int) and self.max_page_errors >= 1):
+            raise ValueError(f"max_page_errors must be an int >= 1; got {self.max_page_errors!r}")
+        if self.signature not in ("raw", "text"):
+            raise ValueError(f"signature must be 'raw' or 'text'; got {self.signature!r}")
+        if self.policy.partition(":")[0] == "oracle":
+            raise UnknownNameError("policy 'oracle' needs the true change rates and cannot run live")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as a JSON-serialisable dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> CrawlSettings:
+        """Settings from :meth:`to_dict` output; unknown keys are ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in names})
+
+
+@dataclass(frozen=True, slots=True)
+class Visit:
+    """A due page visit: the page's id and host id in the store, and the request to send."""
+
+    page_id: int
+    host_id: int
+    request: FetchRequest
+    due: float
+
+    @property
+    def url(self) -> str:
+        """The page's URL."""
+        return self.request.url
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsVisit:
+    """A host whose robots.txt must be fetched before any other of its URLs (RFC 9309)."""
+
+    host_id: int
+    origin: str
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of a normalised http(s) URL (the scope of a robots.txt).
+
+    Examples
+    --------
+    >>> origin_of("http://example.com/a?b=1")
+    'http://example.com'
+    """
+    return str(URL(url).origin())
+
+
+def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[str, str, float]]:
+    """Parse a URL list: one URL per line, optionally followed by white space and a weight >= 0.
+
+    Blank lines and lines starting with ``#`` are skipped.
+
+    Returns
+    -------
+    list of (url, origin, weight)
+        Normalised URLs with their origins.
+
+    Raises
+    ------
+    ValueError
+        Listing every bad line as ``source:line: reason`` (at most 20, then a count), when any line
+        is bad: nothing of such a list should be added.
+    """
+    rows, errors = [], []
+    for number, line in enumerate(lines, start=1):
+        text_ = line.strip()
+        if not text_ or text_.startswith("#"):
+            continue
+        parts = text_.split()
+        if len(parts) > 2:
+            errors.append(f"{source}:{number}: expected 'URL [weight]'; got {text_!r}")
+            continue
+        try:
+            url = normalize_url(parts[0])
+        except ValueError as err:
+            errors.append(f"{source}:{number}: {err}")
+            continue
+        weight = 1.0
+        if len(parts) == 2:
+            try:
+                weight = float(parts[1])
+            except ValueError:
+                weight = float("nan")
+            if not (math.isfinite(weight) and weight >= 0):
+                errors.append(f"{source}:{number}: weight must be a finite number >= 0; got {parts[1]!r}")
+                continue
+        rows.append((url, origin_of(url), weight))
+    if errors:
+        more = f"\n... and {len(errors) - 20} more bad lines" if len(errors) > 20 else ""
+        raise ValueError(
+            f"{len(errors)} bad line(s) in {source}; nothing was added:\n" + "\n".join(errors[:20]) + more
+        )
+    return rows
+
+
+def _capacity(n: int) -> int:
+    return max(1024, 1 << math.ceil(math.log2(max(1, int(n * 1.25)))))
+
+
+@dataclass
+class _Hosts:
+    """Per-host dispatch state, indexed by host id - 1 (grown as hosts appear)."""
+
+    origin: list[str] = field(default_factory=list)
+    delay_s: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    cap: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    ready_at: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    backoff_until: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    n_backoff: NDArray[np.int64] = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    n_errors: NDArray[np.int64] = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    busy: NDArray[np.bool_] = field(default_factory=lambda: np.empty(0, dtype=bool))
+    robots_at: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    last_request_at: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    rules: list[RobotsRules | None] = field(default_factory=list)
+
+
+class Frontier:
+    """Crawl state, policy and politeness-aware dispatch over a :class:`~freshcrawl.store.Store`.
+
+    Parameters
+    ----------
+    store : Store
+        The crawl's database.
+    settings : CrawlSettings
+        Saved into the store (they replace the stored ones).
+    now : float, optional
+        Seconds since the epoch of the start (default ``time.time()``).
+
+    Raises
+    ------
+    UnknownNameError
+        If the policy or the objective is unknown.
+
+    Notes
+    -----
+    Page ids of the store index the policy's pages (index = id - 1); the policy's context reserves
+    room for 25% more pages than the store holds (``PolicyContext``'s live-runner contract), and a
+    frontier that outgrows it resets the policy on a larger context and replays the log.
+    """
+
+    def __init__(self, store: Store, settings: CrawlSettings, *, now: float | None = None) -> None:
+        now = time.time() if now is None else float(now)
+        self.store = store
+        self.settings = settings
+        self.rng = np.random.default_rng(settings.seed)
+        self.started_at = now
+        store.save_settings({"settings": settings.to_dict()})
+        self._hosts = _Hosts()
+        self._load_hosts(now, restart=True)
+        self._load_pages()
+        self._pending: list[tuple[int, float, bool, float, float]] = []
+        #: visits, changes seen and visits without information since this frontier started
+        self.counts = {"visits": 0, "changes": 0, "errors": 0}
+        self._build_policy(now)
+        self.replan(now)
+
+    # loading -------------------------------------------------------------------------------------
+    def _load_hosts(self, now: float, *, restart: bool = False) -> None:
+        ha = self.store.host_arrays()
+        h = self._hosts
+        known = len(h.origin)
+        n = ha.id.shape[0]
+        if n == known:
+            return
+        for name in ("delay_s", "cap", "ready_at", "backoff_until", "robots_at", "last_request_at"):
+            setattr(h, name, np.resize(getattr(h, name), n) if known else np.zeros(n))
+        h.n_backoff = np.resize(h.n_backoff, n) if known else np.zeros(n, dtype=np.int64)
+        h.n_errors = np.resize(h.n_errors, n) if known else np.zeros(n, dtype=np.int64)
+        h.busy = np.resize(h.busy, n) if known else np.zeros(n, dtype=bool)
+        s = self.settings
+        for k in range(known, n):
+            assert ha.id[k] == k + 1, "host ids are dense from 1"
+            h.origin.append(ha.origin[k])
+            status = None if np.isnan(ha.robots_status[k]) else int(ha.robots_status[k])
+            fetched = ha.robots_fetched_at[k]
+            h.rules.append(None if np.isnan(fetched) else RobotsRules(status, ha.robots_text[k], origin=ha.origin[k]))
+            h.robots_at[k] = fetched
+            user_delay = s.min_delay_s if np.isnan(ha.min_delay_s[k]) else ha.min_delay_s[k]
+            robots_delay = 0.0 if np.isnan(ha.crawl_delay_s[k]) else ha.crawl_delay_s[k]
+            h.delay_s[k] = max(user_delay, robots_delay)
+            per_day = s.max_per_host_day if np.isnan(ha.max_per_day[k]) else ha.max_per_day[k]
+            h.cap[k] = self._cap(h.delay_s[k], per_day)
+            h.backoff_until[k] = 0.0 if np.isnan(ha.backoff_until[k]) else ha.backoff_until[k]
+            h.n_backoff[k] = ha.n_backoff[k]
+            h.n_errors[k] = ha.n_errors[k]
+            h.last_request_at[k] = ha.last_request_at[k]
+            h.busy[k] = False
+            last = 0.0 if np.isnan(ha.last_request_at[k]) else ha.last_request_at[k]
+            # a request may have been in flight when a previous run died: wait a full delay from now
+            floor = now + h.delay_s[k] if restart and not np.isnan(ha.last_request_at[k]) else 0.0
+            h.ready_at[k] = max(last + h.delay_s[k], h.backoff_until[k], floor)
+
+    @staticmethod
+    def _cap(delay_s: float, per_day: float | None) -> float:
+        cap = SECONDS_PER_DAY / delay_s if delay_s > 0 else math.inf
+        if per_day is not None and not (isinstance(per_day, float) and math.isnan(per_day)):
+            cap = min(cap, float(per_day))
+        return cap
+
+    def _load_pages(self) -> None:
+        pa = self.store.page_arrays()
+        n_max = int(pa.id.max()) if pa.id.size else 0
+        cap = _capacity(n_max)
+        self.capacity = cap
+        idx = pa.id - 1
+        self.status = np.zeros(cap, dtype=np.int8)
+        self.status[idx] = [_STATUS_CODE[s] for s in pa.status]
+        self.host = np.full(cap, -1, dtype=np.intp)
+        self.host[idx] = pa.host_id - 1
+        self.weight = np.zeros(cap)
+        self.weight[idx] = pa.weight
+        self.next_due = np.full(cap, np.inf)
+        self.next_due[idx] = pa.next_due
+        self.rate = np.zeros(cap)
+        self.rate[idx] = pa.rate
+        self.last_visit = np.full(cap, np.nan)
+        self.last_visit[idx] = pa.last_visit_at
+        self.last_copy = np.full(cap, np.nan)
+        self.last_copy[idx] = pa.last_copy_at
+        self.n_errors = np.zeros(cap, dtype=np.int64)
+        self.n_errors[idx] = pa.n_errors
+        self.n_errors_total = np.zeros(cap, dtype=np.int64)
+        self.n_errors_total[idx] = pa.n_errors_total
+        self.n_obs = np.zeros(cap, dtype=np.int64)
+        self.inflight = np.zeros(cap, dtype=bool)
+
+    def _context(self, now: float) -> PolicyContext:
+        alive_hosts = np.where(self.status > 0, self.host, -1)
+        return PolicyContext(
+            n_pages=self.capacity,
+            budget=self.settings.budget,
+            start=now / SECONDS_PER_DAY,
+            weights=self.weight,
+            rng=self.rng,
+            hosts=alive_hosts,
+            host_caps=self._hosts.cap.copy(),
+        )
+
+    def _build_policy(self, now: float) -> None:
+        """A fresh policy on the current capacity, taught the whole observation log."""
+        opts = PolicyOptions(objective=self.settings.objective,
+                             replan_every=self.settings.replan_every_s / SECONDS_PER_DAY)
+        self.policy = make_policy(self.settings.policy, opts)
+        if getattr(self.policy, "needs_truth", False):
+            raise UnknownNameError(f"policy {self.settings.policy!r} needs true change rates; not live")
+        self.policy.reset(self._context(now))
+        page_id, t, changed, tau, rate, _ = self.store.learning_log()
+        self.n_obs[:] = 0
+        if page_id.size:
+            keep = tau > 0
+            idx = page_id[keep] - 1
+            np.add.at(self.n_obs, idx, 1)
+            p = np.where(rate[keep] > 0, rate[keep], 1.0 / tau[keep])
+            self.policy.observe(Observations(idx.astype(np.intp), t[keep] / SECONDS_PER_DAY,
+                                             changed[keep], tau[keep], p))
+
+    # pages ---------------------------------------------------------------------------------------
+    def add_urls(self, rows: list[tuple[str, str, float]], *, now: float | None = None) -> tuple[int, int]:
+        """Add ``(url, origin, weight)`` rows (see :func:`parse_url_list`); return (added, known).
+
+        New pages are due at a random phase within their first period and join the plan at once.
+        """
+        now = time.time() if now is None else float(now)
+        ids, n_known = self.store.add_pages(rows, now=now)
+        if ids:
+            self._load_hosts(now)
+            if max(ids) > self.capacity:
+                self._load_pages()
+                self._build_policy(now)
+            else:
+                rows_db = self.store.page_rows(ids)
+                for i in ids:
+                    r = rows_db[i]
+                    k = i - 1
+                    self.status[k], self.host[k], self.weight[k] = ACTIVE, r["host_id"] - 1, r["weight"]
+                    self.next_due[k] = now
+            self.replan(now)
+        return len(ids), n_known
+
+    # planning ------------------------------------------------------------------------------------
+    @property
+    def next_replan(self) -> float:
+        """Seconds since the epoch of the next scheduled plan."""
+        return self.planned_at + self.settings.replan_every_s
+
+    def replan(self, now: float | None = None) -> None:
+        """Teach the policy the observations since the last plan, plan, and commit rates and due times.
+
+        Pages visited before keep their phase: the next visit is a period 1/p after the last one
+        (or now, when that is past). Pages never visited get a random phase within their first
+        period. Pages waiting out an error back-off keep their due time.
+        """
+        now = time.time() if now is None else float(now)
+        self._feed_policy()
+        self.policy.update_context(self._context(now))
+        alive = self.status == ACTIVE
+        plan = self.policy.plan(now / SECONDS_PER_DAY, alive)
+        if isinstance(plan, RatePlan):
+            rates = np.where(alive, np.asarray(plan.rates, dtype=np.float64), 0.0)
+            first = None
+        else:  # explicit visits: the first one sets the due time, their count the rate
+            counts = np.bincount(plan.pages, minlength=self.capacity)[: self.capacity]
+            rates = np.where(alive, counts / self.policy.replan_every, 0.0)
+            first = np.full(self.capacity, np.inf)
+            np.minimum.at(first, plan.pages, np.asarray(plan.times) * SECONDS_PER_DAY)
+        total = rates.sum()
+        if total > self.settings.budget * (1 + 1e-12):
+            rates *= self.settings.budget / total
+        period = np.divide(SECONDS_PER_DAY, rates, out=np.full(self.capacity, _IDLE_S), where=rates > 0)
+        period = np.minimum(period, _IDLE_S)
+        never = np.isnan(self.last_visit)
+        due = np.where(never, now + self.rng.random(self.capacity) * period, self.last_visit + period)
+        if first is not None:
+            due = np.where(np.isfinite(first), first, now + self.settings.replan_every_s)
+        due = np.maximum(due, now) if first is None else due
+        keep = (self.n_errors > 0) | self.inflight | ~alive
+        self.next_due = np.where(keep, self.next_due, due)
+        self.rate = np.where(alive, rates, 0.0)
+        est = self.policy.estimated_delta()
+        delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)
+        ids = np.flatnonzero(self.status > 0)
+        self.store.save_plan(ids + 1, self.rate[ids], self.next_due[ids], delta_hat[ids], self.n_obs[ids],
+                             settings={"planned_at": now})
+        self.planned_at = now
+
+    def _feed_policy(self) -> None:
+        if not self._pending:
+            return
+        arr = np.array(self._pending, dtype=np.float64)
+        self._pending = []
+        order = np.argsort(arr[:, 1], kind="stable")
+        arr = arr[order]
+        self.policy.observe(Observations(arr[:, 0].astype(np.intp), arr[:, 1] / SECONDS_PER_DAY,
+                                         arr[:, 2].astype(bool), arr[:, 3], arr[:, 4]))
+
+    # dispatch ------------------------------------------------------------------------------------
+    def due(self, now: float | None = None, limit: int = 64) -> list[Visit | RobotsVisit]:
+        """Up to ``limit`` visits that may start now, at most one per host, earliest due first.
+
+        Marks them in flight (and their hosts busy) until :meth:`record` or :meth:`record_robots`
+        takes their outcome back. A page disallowed by its host's robots.txt is recorded at once
+        (no information, ``why="robots"``) and marked ``disallowed`` instead of being handed out.
+        """
+        now = time.time() if now is None else float(now)
+        h = self._hosts
+        cand = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE) & ~self.inflight)
+        if cand.size == 0 or limit <= 0:
+            return []
+        hc = self.host[cand]
+        ok = ~h.busy[hc] & (h.ready_at[hc] <= now)
+        cand, hc = cand[ok], hc[ok]
+        if cand.size == 0:
+            return []
+        order = np.lexsort((self.next_due[cand], hc))
+        cand, hc = cand[order], hc[order]
+        first = np.ones(cand.size, dtype=bool)
+        first[1:] = hc[1:] != hc[:-1]
+        cand = cand[first]
+        cand = cand[np.argsort(self.next_due[cand], kind="stable")][:limit]
+        out: list[Visit | RobotsVisit] = []
+        pages_out = []
+        disallowed = []
+        for k in cand:
+            hk = int(self.host[k])
+            rules = h.rules[hk]
+            if self._robots_due(hk, now):
+                h.busy[hk] = True
+                out.append(RobotsVisit(hk + 1, h.origin[hk]))
+                continue
+            pages_out.append(int(k))
+        rows = self.store.page_rows([k + 1 for k in pages_out]) if pages_out else {}
+        for k in pages_out:
+            r = rows[k + 1]
+            hk = int(self.host[k])
+            if not h.rules[hk].allowed(r["url"]):
+                disallowed.append((k, r))
+                continue
+            h.busy[hk] = True
+            self.inflight[k] = True
+            out.append(Visit(k + 1, hk + 1, FetchRequest(r["url"], r["etag"], r["last_modified"],
+                                                          r["signature"]), float(self.next_due[k])))
+        if disallowed:
+            self._record_disallowed(disallowed, now)
+        return out
+
+    def _robots_due(self, hk: int, now: float) -> bool:
+        h = self._hosts
+        rules = h.rules[hk]
+        if rules is None or now - h.robots_at[hk] >= ROBOTS_MAX_AGE_S:
+            return True
+        # 5xx or unreachable: the host stays disallowed until a retry (after its back-off) succeeds
+        return rules.mode == "disallow-all" and now >= h.backoff_until[hk]
+
+    def _record_disallowed(self, items: list[tuple[int, dict]], now: float) -> None:
+        obs = [dict(page_id=k + 1, time=now, outcome=Outcome.NO_INFO.value, why="robots",
+                    error=ErrorKind.ROBOTS.value, source="fetcher") for k, _ in items]
+        upd = [dict(id=k + 1, status="disallowed", last_error="robots") for k, _ in items]
+        self.store.record(obs, upd, [])
+        for k, _ in items:
+            self.status[k] = DISALLOWED
+
+    def next_wakeup(self, now: float | None = None) -> float:
+        """Earliest time (seconds since the epoch) at which :meth:`due` may hand out something new."""
+        now = time.time() if now is None else float(now)
+        h = self._hosts
+        waiting = (self.status == ACTIVE) & ~self.inflight
+        if not waiting.any():
+            return self.next_replan
+        hk = self.host[waiting]
+        free = ~h.busy[hk]
+        if not free.any():
+            return self.next_replan
+        t = np.maximum(self.next_due[waiting][free], h.ready_at[hk[free]])
+        return float(min(t.min(), self.next_replan))
+
+    # outcomes ------------------------------------------------------------------------------------
+    def record(self, results: list[tuple[Visit, FetchOutcome]], *, source: str = "fetcher") -> None:
+        """Commit what each visit gave, in one transaction, and learn from it at the next plan.
+
+        Changed and unchanged outcomes are observations (τ from the page's previous copy, p its rate);
+        a first copy starts the page's history; no information counts an error: for the host
+        (back-off) when the host throttled, failed or could not be reached, for the page (it is marked
+        ``failed`` after ``max_page_errors`` in a row) unless it was throttled or forbidden.
+        """
+        if not results:
+            return
+        s = self.settings
+        h = self._hosts
+        obs_rows, page_upd, host_upd, learn = [], [], [], []
+        hosts_touched: dict[int, dict[str, Any]] = {}
+        for visit, out in results:
+            k = visit.page_id - 1
+            hk = visit.host_id - 1
+            t = out.started_at
+            row = dict(page_id=visit.page_id, time=t, outcome=out.outcome.value, status=out.status,
+                       n_bytes=out.n_bytes, elapsed_s=out.elapsed_s, why=out.why,
+                       error=None if out.error is None else out.error.value, source=source,
+                       tau_days=None, rate=None)
+            upd: dict[str, Any] = dict(id=visit.page_id, last_visit_at=t)
+            self.last_visit[k] = t
+            self.counts["visits"] += 1
+            period = SECONDS_PER_DAY / self.rate[k] if self.rate[k] > 0 else _IDLE_S
+            if out.outcome is Outcome.NO_INFO:
+                self.counts["errors"] += 1
+                self.n_errors_total[k] += 1
+                upd["n_errors_total"] = int(self.n_errors_total[k])
+                if out.error not in (ErrorKind.THROTTLED, ErrorKind.ROBOTS):
+                    self.n_errors[k] += 1
+                    upd.update(n_errors=int(self.n_errors[k]), last_error=out.why)
+                    wait = min(period, s.backoff_base_s * 2.0 ** (self.n_errors[k] - 1))
+                    if self.n_errors[k] >= s.max_page_errors:
+                        self.status[k] = FAILED
+                        upd["status"] = "failed"
+                else:
+                    wait = 0.0
+                self.next_due[k] = t + out.elapsed_s + wait
+            else:
+                kind = out.outcome
+                tau_s = t - self.last_copy[k]
+                if kind in (Outcome.CHANGED, Outcome.UNCHANGED) and tau_s > 0:
+                    tau = tau_s / SECONDS_PER_DAY
+                    p = self.rate[k] if self.rate[k] > 0 else 1.0 / tau
+                    row.update(tau_days=tau, rate=float(p))
+                    learn.append((k, t, float(kind is Outcome.CHANGED), tau, p))
+                    self.n_obs[k] += 1
+                    self.counts["changes"] += kind is Outcome.CHANGED
+                elif kind is not Outcome.FIRST:
+                    row["outcome"] = Outcome.FIRST.value  # nothing to compare with: a first copy
+                self.last_copy[k] = t
+                self.n_errors[k] = 0
+                upd.update(last_copy_at=t, etag=out.etag, last_modified=out.last_modified,
+                           signature=out.signature, n_errors=0)
+                self.next_due[k] = t + period
+            upd["next_due"] = float(self.next_due[k])
+            obs_rows.append(row)
+            page_upd.append(upd)
+            self.inflight[k] = False
+            hosts_touched[hk] = self._host_after(hk, out)
+        for hk, values in hosts_touched.items():
+            h.busy[hk] = False
+            host_upd.append(dict(id=hk + 1, **values))
+        self.store.record(obs_rows, page_upd, host_upd)
+        self._pending.extend(learn)
+
+    def _host_after(self, hk: int, out: FetchOutcome) -> dict[str, Any]:
+        """Update host ``hk``'s politeness state after a request; return the columns to commit."""
+        s = self.settings
+        h = self._hosts
+        end = out.started_at + out.elapsed_s
+        values: dict[str, Any] = {}
+        if out.error is not ErrorKind.ROBOTS:
+            h.last_request_at[hk] = max(np.nan_to_num(h.last_request_at[hk]), out.started_at)
+            values["last_request_at"] = float(h.last_request_at[hk])
+        if out.error in _HOST_ERRORS:
+            h.n_backoff[hk] += 1
+            wait = min(s.backoff_max_s, s.backoff_base_s * 2.0 ** (h.n_backoff[hk] - 1))
+            wait *= 0.5 + 0.5 * self.rng.random()
+            if out.retry_after_s is not None:
+                wait = max(wait if out.error is not ErrorKind.THROTTLED else 0.0,
+                           min(out.retry_after_s, SECONDS_PER_DAY))
+            h.backoff_until[hk] = max(h.backoff_until[hk], end + wait)
+            h.n_errors[hk] += 1
+            values.update(n_backoff=int(h.n_backoff[hk]), backoff_until=float(h.backoff_until[hk]),
+                          n_errors=int(h.n_errors[hk]))
+        elif out.outcome is not Outcome.NO_INFO and h.n_backoff[hk]:
+            h.n_backoff[hk] = 0
+            values["n_backoff"] = 0
+        h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], end, h.backoff_until[hk])
+        return values
+
+    def record_robots(self, visit: RobotsVisit, out: RobotsOutcome) -> None:
+        """Commit a robots.txt fetch: the rules, the Crawl-delay (a new host cap) and the host's state.
+
+        Pages of the host that the new rules allow again become active, due now.
+        """
+        hk = visit.host_id - 1
+        h = self._hosts
+        s = self.settings
+        rules = RobotsRules(out.status, out.text, origin=visit.origin)
+        h.rules[hk] = rules
+        h.robots_at[hk] = out.fetched_at
+        host_row = self.store.host_row(visit.host_id)
+        user_delay = s.min_delay_s if host_row["min_delay_s"] is None else host_row["min_delay_s"]
+        crawl_delay = rules.crawl_delay
+        h.delay_s[hk] = max(user_delay, crawl_delay or 0.0)
+        per_day = s.max_per_host_day if host_row["max_per_day"] is None else host_row["max_per_day"]
+        h.cap[hk] = self._cap(h.delay_s[hk], per_day)
+        error = _robots_error(out)
+        as_visit = FetchOutcome(visit.origin + "/robots.txt", Outcome.FIRST if error is None else Outcome.NO_INFO,
+                                out.why, out.fetched_at, out.elapsed_s, out.status, error=error,
+                                retry_after_s=out.retry_after_s)
+        values = self._host_after(hk, as_visit)
+        values.update(robots_status=out.status, robots_text=out.text, robots_fetched_at=out.fetched_at,
+                      robots_why=out.why, crawl_delay_s=crawl_delay)
+        h.busy[hk] = False
+        revive = np.flatnonzero((self.status == DISALLOWED) & (self.host == hk))
+        page_upd = []
+        if revive.size and rules.mode != "disallow-all":
+            rows = self.store.page_rows((revive + 1).tolist())
+            for k in revive:
+                if rules.allowed(rows[k + 1]["url"]):
+                    self.status[k] = ACTIVE
+                    self.next_due[k] = out.fetched_at
+                    page_upd.append(dict(id=int(k) + 1, status="active", next_due=out.fetched_at))
+        self.store.record([], page_upd, [dict(id=visit.host_id, **values)])
+
+    def release(self, items: list[Visit | RobotsVisit]) -> None:
+        """Give back visits handed out by :meth:`due` that were not made (nothing is recorded)."""
+        for item in items:
+            self._hosts.busy[item.host_id - 1] = False
+            if isinstance(item, Visit):
+                self.inflight[item.page_id - 1] = False
+
+    # reports -------------------------------------------------------------------------------------
+    def budget_in_use(self) -> float:
+        """Sum of the current rates, visits per day."""
+        return float(self.rate.sum())
+
+    def n_due(self, now: float | None = None) -> int:
+        """Active pages due now."""
+        now = time.time() if now is None else float(now)
+        return int(((self.next_due <= now) & (self.status == ACTIVE)).sum())
+
+
+def _robots_error(out: RobotsOutcome) -> ErrorKind | None:
+    if out.status is None:
+        return ErrorKind.NETWORK
+    if out.status in (429, 503):
+        return ErrorKind.THROTTLED
+    if out.status >= 500:
+        return ErrorKind.SERVER
+    return None
+

@@ -1,0 +1,12 @@
+"""The crawl state in a database (SQLAlchemy 2, alembic migrations): SQLite by default, PostgreSQL by URL.
+
+:func:`open_store` opens or creates a store at the newest schema revision; :class:`Store` reads and
+writes pages, hosts, the observation log and the crawl's settings, each write one transaction.
+"""
+
+from __future__ import annotations
+
+from freshcrawl.store.schema import PAGE_STATUSES
+from freshcrawl.store.store import HostArrays, PageArrays, Store, database_url, open_store
+
+__all__ = ["PAGE_STATUSES", "HostArrays", "PageArrays", "Store", "database_url", "open_store"]

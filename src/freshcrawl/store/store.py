@@ -1,0 +1,482 @@
+"""The crawl state in a database: one SQLite file by default, PostgreSQL through a URL.
+
+:func:`open_store` creates the database on first use and brings its schema to the newest alembic
+revision; every write is one transaction, so a crash (``kill -9``) loses at most the transaction in
+progress and never half of it. SQLite runs in WAL mode with ``synchronous=NORMAL``: a committed
+transaction survives the crash of the process (not necessarily a power cut of the machine).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import Engine, create_engine, event, func, insert, select, text, update
+from sqlalchemy.engine import Connection, make_url
+
+from freshcrawl.store.schema import crawl, hosts, observations, pages
+
+__all__ = ["Store", "open_store", "database_url", "PageArrays", "HostArrays"]
+
+
+def database_url(db: str | Path) -> str:
+    """SQLAlchemy URL of ``db``: a URL as given (``postgresql+psycopg://...``), a path as SQLite.
+
+    Raises
+    ------
+    ValueError
+        If ``db`` is empty or a URL SQLAlchemy cannot parse.
+    """
+    text_ = str(db).strip()
+    if not text_:
+        raise ValueError("db must be a file path or a database URL; got ''")
+    if "://" in text_:
+        try:
+            make_url(text_)
+        except Exception as err:
+            raise ValueError(f"db is not a valid database URL: {text_!r} ({err})") from err
+        return text_
+    return f"sqlite:///{Path(text_).expanduser().resolve()}"
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cur = dbapi_connection.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+@dataclass(frozen=True, slots=True)
+class PageArrays:
+    """Every page row as arrays of shape (n,), ordered by id; times in seconds since the epoch (NaN: never)."""
+
+    id: NDArray[np.int64]
+    host_id: NDArray[np.int64]
+    weight: NDArray[np.float64]
+    status: NDArray[np.object_]
+    next_due: NDArray[np.float64]
+    rate: NDArray[np.float64]
+    last_visit_at: NDArray[np.float64]
+    last_copy_at: NDArray[np.float64]
+    n_errors: NDArray[np.int64]
+    n_errors_total: NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class HostArrays:
+    """Every host row as arrays of shape (n_hosts,), ordered by id (NaN where the column is NULL)."""
+
+    id: NDArray[np.int64]
+    origin: NDArray[np.object_]
+    robots_status: NDArray[np.float64]
+    robots_text: NDArray[np.object_]
+    robots_fetched_at: NDArray[np.float64]
+    crawl_delay_s: NDArray[np.float64]
+    min_delay_s: NDArray[np.float64]
+    max_per_day: NDArray[np.float64]
+    last_request_at: NDArray[np.float64]
+    backoff_until: NDArray[np.float64]
+    n_backoff: NDArray[np.int64]
+    n_errors: NDArray[np.int64]
+
+
+def _floats(rows: Sequence[Any]) -> NDArray[np.float64]:
+    return np.array([np.nan if v is None else v for v in rows], dtype=np.float64)
+
+
+class Store:
+    """The crawl state behind one SQLAlchemy engine. Build it with :func:`open_store`.
+
+    Parameters
+    ----------
+    engine : sqlalchemy.Engine
+        An engine whose database is at the newest schema revision.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @property
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return self.engine.dialect.name
+
+    def close(self) -> None:
+        """Release the engine's connections."""
+        self.engine.dispose()
+
+    # settings ------------------------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        """The crawl's settings as saved by :meth:`save_settings` (``{}`` for a new crawl)."""
+        with self.engine.connect() as conn:
+            return {k: json.loads(v) for k, v in conn.execute(select(crawl.c.key, crawl.c.value))}
+
+    def save_settings(self, values: dict[str, Any]) -> None:
+        """Insert or replace settings (JSON-serialisable values) in one transaction."""
+        with self.engine.begin() as conn:
+            for key, value in values.items():
+                conn.execute(crawl.delete().where(crawl.c.key == key))
+                conn.execute(insert(crawl).values(key=key, value=json.dumps(value)))
+
+    # pages and hosts -----------------------------------------------------------------------------
+    def add_pages(
+        self, rows: Sequence[tuple[str, str, float]], *, now: float, next_due: Sequence[float] | None = None
+    ) -> tuple[list[int], int]:
+        """Add pages ``(url, origin, weight)`` not yet known, with their hosts, in one transaction.
+
+        Parameters
+        ----------
+        rows : sequence of (str, str, float)
+            Normalised URL, its origin (``scheme://host[:port]``) and weight >= 0.
+        now : float
+            Seconds since the epoch, the pages' ``added_at``.
+        next_due : sequence of float, optional
+            First due time of each row (seconds since the epoch); default ``now``.
+
+        Returns
+        -------
+        added_ids : list of int
+            Ids of the pages added, in the order of ``rows`` (known URLs are skipped).
+        n_known : int
+            Rows whose URL was already in the crawl (a removed page is not revived).
+        """
+        if not rows:
+            return [], 0
+        with self.engine.begin() as conn:
+            origins = sorted({o for _, o, _ in rows})
+            known_hosts = dict(
+                conn.execute(select(hosts.c.origin, hosts.c.id).where(hosts.c.origin.in_(origins))).all()
+            )
+            for origin in origins:
+                if origin not in known_hosts:
+                    known_hosts[origin] = conn.execute(
+                        insert(hosts).values(origin=origin).returning(hosts.c.id)
+                    ).scalar_one()
+            urls = [u for u, _, _ in rows]
+            known_urls: set[str] = set()
+            for i in range(0, len(urls), 5000):
+                known_urls.update(
+                    conn.execute(select(pages.c.url).where(pages.c.url.in_(urls[i : i + 5000]))).scalars()
+                )
+            due = [now] * len(rows) if next_due is None else list(next_due)
+            new, seen = [], set()
+            for (url, origin, weight), t in zip(rows, due):
+                if url in known_urls or url in seen:
+                    continue
+                seen.add(url)
+                new.append(
+                    {"url": url, "host_id": known_hosts[origin], "weight": float(weight), "added_at": now,
+                     "next_due": float(t), "status": "active"}
+                )
+            if new:
+                conn.execute(insert(pages), new)
+                ids = dict(
+                    (u, i)
+                    for chunk in range(0, len(new), 5000)
+                    for u, i in conn.execute(
+                        select(pages.c.url, pages.c.id).where(
+                            pages.c.url.in_([r["url"] for r in new[chunk : chunk + 5000]])
+                        )
+                    )
+                )
+                added = [ids[r["url"]] for r in new]
+            else:
+                added = []
+        return added, len(rows) - len(added)
+
+    def page_arrays(self) -> PageArrays:
+        """Every page as arrays ordered by id (one query; about 1 s per 10^6 pages on SQLite)."""
+        cols = (
+            pages.c.id, pages.c.host_id, pages.c.weight, pages.c.status, pages.c.next_due, pages.c.rate,
+            pages.c.last_visit_at, pages.c.last_copy_at, pages.c.n_errors, pages.c.n_errors_total,
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(*cols).order_by(pages.c.id)).all()
+        if not rows:
+            e = np.empty(0)
+            return PageArrays(e.astype(np.int64), e.astype(np.int64), e, e.astype(object), e, e, e, e,
+                              e.astype(np.int64), e.astype(np.int64))
+        c = list(zip(*rows))
+        return PageArrays(
+            id=np.array(c[0], dtype=np.int64),
+            host_id=np.array(c[1], dtype=np.int64),
+            weight=np.array(c[2], dtype=np.float64),
+            status=np.array(c[3], dtype=object),
+            next_due=np.array(c[4], dtype=np.float64),
+            rate=np.array(c[5], dtype=np.float64),
+            last_visit_at=_floats(c[6]),
+            last_copy_at=_floats(c[7]),
+            n_errors=np.array(c[8], dtype=np.int64),
+            n_errors_total=np.array(c[9], dtype=np.int64),
+        )
+
+    def host_arrays(self) -> HostArrays:
+        """Every host as arrays ordered by id."""
+        h = hosts.c
+        cols = (h.id, h.origin, h.robots_status, h.robots_text, h.robots_fetched_at, h.crawl_delay_s,
+                h.min_delay_s, h.max_per_day, h.last_request_at, h.backoff_until, h.n_backoff, h.n_errors)
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(*cols).order_by(h.id)).all()
+        c = list(zip(*rows)) if rows else [()] * len(cols)
+        return HostArrays(
+            id=np.array(c[0], dtype=np.int64),
+            origin=np.array(c[1], dtype=object),
+            robots_status=_floats(c[2]),
+            robots_text=np.array(c[3], dtype=object),
+            robots_fetched_at=_floats(c[4]),
+            crawl_delay_s=_floats(c[5]),
+            min_delay_s=_floats(c[6]),
+            max_per_day=_floats(c[7]),
+            last_request_at=_floats(c[8]),
+            backoff_until=_floats(c[9]),
+            n_backoff=np.array(c[10], dtype=np.int64),
+            n_errors=np.array(c[11], dtype=np.int64),
+        )
+
+    def page_rows(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """Page rows by id, as dicts of column values."""
+        ids = list(ids)
+        out: dict[int, dict[str, Any]] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 5000):
+                for row in conn.execute(select(pages).where(pages.c.id.in_(ids[i : i + 5000]))).mappings():
+                    out[row["id"]] = dict(row)
+        return out
+
+    def page_by_url(self, url: str) -> dict[str, Any] | None:
+        """The page row of ``url`` (normalised), or None."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(pages).where(pages.c.url == url)).mappings().first()
+        return None if row is None else dict(row)
+
+    def host_row(self, host_id: int) -> dict[str, Any]:
+        """The host row of ``host_id``."""
+        with self.engine.connect() as conn:
+            return dict(conn.execute(select(hosts).where(hosts.c.id == host_id)).mappings().one())
+
+    # writes of the crawl loop --------------------------------------------------------------------
+    def record(
+        self,
+        observation_rows: Sequence[dict[str, Any]],
+        page_updates: Sequence[dict[str, Any]],
+        host_updates: Sequence[dict[str, Any]],
+    ) -> list[int]:
+        """Append observations and update their pages and hosts, all in one transaction.
+
+        Each page update and host update is a dict with ``id`` and the columns to set; updates with
+        the same keys go through one executemany.
+
+        Returns
+        -------
+        list of int
+            Ids of the observation rows, in order.
+        """
+        with self.engine.begin() as conn:
+            ids = []
+            if observation_rows:
+                ids = list(
+                    conn.execute(
+                        insert(observations).returning(observations.c.id, sort_by_parameter_order=True),
+                        list(observation_rows),
+                    ).scalars()
+                )
+            _update_rows(conn, pages, page_updates)
+            _update_rows(conn, hosts, host_updates)
+        return ids
+
+    def save_plan(
+        self,
+        ids: NDArray[np.int64],
+        rate: NDArray[np.float64],
+        next_due: NDArray[np.float64],
+        delta_hat: NDArray[np.float64],
+        n_obs: NDArray[np.int64],
+        *,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        """Write a plan (rates, next due times, Δ̂ and observation counts) for ``ids``, in one transaction.
+
+        SQLite takes one executemany; PostgreSQL a COPY into a temporary table and one UPDATE.
+        """
+        delta = [None if not math.isfinite(d) else float(d) for d in delta_hat]
+        columns = (ids.tolist(), rate.astype(float).tolist(), next_due.astype(float).tolist(), delta,
+                   n_obs.astype(int).tolist())
+        with self.engine.begin() as conn:
+            if self.dialect == "postgresql" and len(columns[0]):
+                raw = conn.connection.driver_connection
+                with raw.cursor() as cur:
+                    cur.execute(
+                        "CREATE TEMP TABLE plan_rows (id integer, rate double precision, next_due double "
+                        "precision, delta_hat double precision, n_obs integer) ON COMMIT DROP"
+                    )
+                    with cur.copy("COPY plan_rows (id, rate, next_due, delta_hat, n_obs) FROM STDIN") as cp:
+                        for row in zip(*columns):
+                            cp.write_row(row)
+                    cur.execute(
+                        "UPDATE pages SET rate = p.rate, next_due = p.next_due, delta_hat = p.delta_hat, "
+                        "n_obs = p.n_obs FROM plan_rows p WHERE pages.id = p.id"
+                    )
+            elif len(columns[0]):
+                conn.exec_driver_sql(
+                    "UPDATE pages SET rate = ?, next_due = ?, delta_hat = ?, n_obs = ? WHERE id = ?",
+                    [(r, d, dh, k, i) for i, r, d, dh, k in zip(*columns)],
+                )
+            for key, value in (settings or {}).items():
+                conn.execute(crawl.delete().where(crawl.c.key == key))
+                conn.execute(insert(crawl).values(key=key, value=json.dumps(value)))
+
+    def save_host(self, host_id: int, **values: Any) -> None:
+        """Set columns of one host in one transaction."""
+        with self.engine.begin() as conn:
+            conn.execute(update(hosts).where(hosts.c.id == host_id).values(**values))
+
+    def set_page_status(self, ids: Sequence[int], status: str, **values: Any) -> None:
+        """Set the status (and other columns) of pages ``ids`` in one transaction."""
+        with self.engine.begin() as conn:
+            for i in range(0, len(ids), 5000):
+                conn.execute(
+                    update(pages).where(pages.c.id.in_(list(ids[i : i + 5000]))).values(status=status, **values)
+                )
+
+    # reads of the log ----------------------------------------------------------------------------
+    def observation_log(
+        self, *, page_id: int | None = None, after_id: int = 0, outcomes: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Observation rows (dicts) with id > ``after_id``, in time order (then id)."""
+        q = select(observations).where(observations.c.id > after_id)
+        if page_id is not None:
+            q = q.where(observations.c.page_id == page_id)
+        if outcomes is not None:
+            q = q.where(observations.c.outcome.in_(list(outcomes)))
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q.order_by(observations.c.time, observations.c.id)).mappings()]
+
+    def learning_log(self) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_],
+                                    NDArray[np.float64], NDArray[np.float64], int]:
+        """The observations the estimators learn from (changed and unchanged), in time order.
+
+        Returns
+        -------
+        page_id, time_s, changed, tau_days, rate : ndarrays of shape (m,)
+        last_id : int
+            The largest observation id in the log (0 when empty).
+        """
+        o = observations.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(o.page_id, o.time, o.outcome, o.tau_days, o.rate)
+                .where(o.outcome.in_(("changed", "unchanged")))
+                .order_by(o.time, o.id)
+            ).all()
+            last = conn.execute(select(func.max(o.id))).scalar() or 0
+        if not rows:
+            e = np.empty(0)
+            return e.astype(np.int64), e, e.astype(bool), e, e, int(last)
+        c = list(zip(*rows))
+        return (np.array(c[0], dtype=np.int64), np.array(c[1], dtype=np.float64),
+                np.array(c[2], dtype=object) == "changed", np.array(c[3], dtype=np.float64),
+                np.array(c[4], dtype=np.float64), int(last))
+
+    def counts(self) -> dict[str, Any]:
+        """Pages by status, hosts, observations by outcome."""
+        with self.engine.connect() as conn:
+            by_status = dict(conn.execute(select(pages.c.status, func.count()).group_by(pages.c.status)).all())
+            by_outcome = dict(
+                conn.execute(select(observations.c.outcome, func.count()).group_by(observations.c.outcome)).all()
+            )
+            n_hosts = conn.execute(select(func.count()).select_from(hosts)).scalar_one()
+        return {"pages": by_status, "hosts": n_hosts, "observations": by_outcome}
+
+    def export_csv(self, out: io.TextIOBase) -> int:
+        """Write the visit log as ``page,time,changed`` (the format ``freshcrawl estimate`` reads).
+
+        Every visit that gave a copy (first copy, changed, unchanged) is a row: ``page`` is the URL,
+        ``time`` unix seconds, ``changed`` 0 or 1 (a page's first row starts its history). Returns the
+        number of rows.
+        """
+        q = (
+            select(pages.c.url, observations.c.time, observations.c.outcome)
+            .join(pages, pages.c.id == observations.c.page_id)
+            .where(observations.c.outcome.in_(("first", "changed", "unchanged")))
+            .order_by(observations.c.time, observations.c.id)
+        )
+        out.write("page,time,changed\n")
+        n = 0
+        last: dict[str, float] = {}
+        with self.engine.connect() as conn:
+            for url, t, outcome in conn.execute(q):
+                if url in last and t <= last[url]:
+                    continue  # times must strictly increase per page in a visit log
+                last[url] = t
+                quoted = '"' + url.replace('"', '""') + '"' if ("," in url or '"' in url) else url
+                out.write(f"{quoted},{t!r},{int(outcome == 'changed')}\n")
+                n += 1
+        return n
+
+
+def _update_rows(conn: Connection, table, rows: Sequence[dict[str, Any]]) -> None:
+    """UPDATE ``table`` row by ``id``; rows with the same set of columns share one executemany."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        cols = tuple(sorted(k for k in row if k != "id"))
+        if cols:
+            groups.setdefault(cols, []).append(row)
+    for cols, group in groups.items():
+        stmt = text(
+            f"UPDATE {table.name} SET " + ", ".join(f"{c} = :{c}" for c in cols) + " WHERE id = :id"
+        )
+        conn.execute(stmt, group)
+
+
+def _migrate(engine: Engine) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(files("freshcrawl.store") / "migrations"))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+def open_store(db: str | Path, *, create: bool = True) -> Store:
+    """Open (and on first use create) the crawl store ``db`` at the newest schema revision.
+
+    Parameters
+    ----------
+    db : str or path
+        A SQLite file path, or a SQLAlchemy URL such as ``postgresql+psycopg://user@host/dbname``.
+    create : bool, default=True
+        Create a missing SQLite file; with False a missing file raises FileNotFoundError.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``create`` is False and the SQLite file does not exist.
+    ValueError
+        If ``db`` is not a path or a valid URL.
+    sqlalchemy.exc.OperationalError
+        If the database cannot be reached.
+    """
+    url = database_url(db)
+    sa_url = make_url(url)
+    if sa_url.get_backend_name() == "sqlite" and sa_url.database:
+        path = Path(sa_url.database)
+        if not create and not path.exists():
+            raise FileNotFoundError(f"no crawl database at {path} (create one with 'freshcrawl crawl add')")
+        path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    _migrate(engine)
+    return Store(engine)

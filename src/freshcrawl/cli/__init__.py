@@ -37,6 +37,7 @@ class LazyGroup(click.Group):
         "allocate": "freshcrawl.cli.allocate:allocate",
         "simulate": "freshcrawl.cli.simulate:simulate",
         "experiments": "freshcrawl.cli.experiments:experiments",
+        "crawl": "freshcrawl.cli.crawl:crawl",
         "test-web": "freshcrawl.cli.testweb:test_web",
     },
     context_settings={"help_option_names": ["-h", "--help"]},

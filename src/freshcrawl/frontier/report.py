@@ -1,0 +1,235 @@
+"""What a crawl looks like, read from its store: ``crawl status`` and ``crawl explain``.
+
+Both return plain dicts (JSON-ready); the command line prints them as tables, the frontier service
+serves them as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import brentq
+from sqlalchemy import func, select
+
+from freshcrawl.crawler.urls import normalize_url
+from freshcrawl.store import Store
+from freshcrawl.store.schema import hosts, pages
+from freshcrawl.units import SECONDS_PER_DAY
+
+__all__ = ["crawl_status", "explain_page", "expected_freshness", "delta_interval"]
+
+
+def expected_freshness(p: NDArray[np.float64], delta: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Expected freshness of pages visited periodically at rate p with change rate Δ (same unit).
+
+    ``(p/Δ)(1 - e^{-Δ/p})`` (Cho & Garcia-Molina 2003); 1 when Δ = 0, 0 when p = 0 < Δ.
+
+    Examples
+    --------
+    >>> expected_freshness(np.array([1.0, 0.0, 2.0]), np.array([1.0, 1.0, 0.0])).round(4).tolist()
+    [0.6321, 0.0, 1.0]
+    """
+    p = np.asarray(p, dtype=np.float64)
+    delta = np.asarray(delta, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = delta / p
+        f = -np.expm1(-x) / x
+    return np.where(delta <= 0, 1.0, np.where(p > 0, f, 0.0))
+
+
+def delta_interval(changed: NDArray[np.bool_], tau: NDArray[np.float64], level: float = 0.95) -> tuple[float, float]:
+    """Likelihood-based confidence interval of Δ from changed / unchanged visits (changes per day).
+
+    The log-likelihood of Bernoulli observations with P(I=1) = 1 - e^{-Δτ} (seed 001, eq. (15)) is
+    cut at its maximum minus χ²₁(level)/2. With no change seen the lower end is 0; with only changes
+    the upper end is inf.
+
+    Parameters
+    ----------
+    changed : ndarray of bool, shape (m,)
+    tau : ndarray of float, shape (m,)
+        Days since the previous visit, > 0.
+    level : float, default=0.95
+
+    Returns
+    -------
+    (low, high) : tuple of float
+        ``(nan, nan)`` when m = 0.
+
+    Examples
+    --------
+    >>> lo, hi = delta_interval(np.array([True, False] * 20), np.ones(40))
+    >>> round(lo, 3), round(hi, 3)
+    (0.429, 1.054)
+    """
+    changed = np.asarray(changed, dtype=bool)
+    tau = np.asarray(tau, dtype=np.float64)
+    if changed.size == 0:
+        return (math.nan, math.nan)
+    from scipy.stats import chi2
+
+    cut = chi2.ppf(level, 1) / 2.0
+    tc, tu = tau[changed], tau[~changed]
+    sum_u = float(tu.sum())
+
+    def loglik(d: float) -> float:
+        return float(np.log(-np.expm1(-d * tc)).sum()) - d * sum_u
+
+    if tc.size == 0:  # L(Δ) = -Δ Σ τ, maximum at 0
+        return (0.0, cut / sum_u)
+    lo_b, hi_b = 1e-12 / float(tau.max()), 1e6 / float(tau.min())
+    if tu.size == 0:  # increasing in Δ: only a lower end
+        top = loglik(hi_b)
+        return (brentq(lambda d: loglik(d) - (top - cut), lo_b, hi_b), math.inf)
+    from freshcrawl.estimators.mle import solve_mle
+
+    mle = solve_mle(changed, tau)
+    top = loglik(mle)
+    g = lambda d: loglik(d) - (top - cut)  # noqa: E731
+    low = brentq(g, lo_b, mle) if g(lo_b) < 0 else 0.0
+    high = brentq(g, mle, hi_b) if g(hi_b) < 0 else math.inf
+    return (low, high)
+
+
+def crawl_status(store: Store, *, now: float | None = None) -> dict[str, Any]:
+    """Pages, hosts, estimated freshness, what is due and the errors of a crawl.
+
+    Returns
+    -------
+    dict
+        ``pages`` (by status), ``hosts``, ``observations`` (by outcome), ``estimated_freshness``
+        (weighted mean over active pages with an estimate, periodic visits), ``due_now``,
+        ``budget`` and ``budget_in_use`` (visits per day), ``planned_at``, ``hosts_in_backoff``,
+        ``failed_pages`` (at most 20: url and last error), ``settings``.
+    """
+    now = time.time() if now is None else float(now)
+    counts = store.counts()
+    settings = store.settings()
+    crawl_settings = settings.get("settings", {})
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(pages.c.weight, pages.c.rate, pages.c.delta_hat).where(
+                pages.c.status == "active", pages.c.delta_hat.is_not(None)
+            )
+        ).all()
+        due_now = conn.execute(
+            select(func.count()).select_from(pages).where(pages.c.status == "active", pages.c.next_due <= now)
+        ).scalar_one()
+        in_use = conn.execute(select(func.coalesce(func.sum(pages.c.rate), 0.0))).scalar_one()
+        backoff = conn.execute(
+            select(func.count()).select_from(hosts).where(hosts.c.backoff_until > now)
+        ).scalar_one()
+        failed = conn.execute(
+            select(pages.c.url, pages.c.last_error, pages.c.n_errors).where(pages.c.status == "failed").limit(20)
+        ).all()
+    fresh = None
+    if rows:
+        w, p, d = (np.array(c, dtype=np.float64) for c in zip(*rows))
+        if w.sum() > 0:
+            fresh = float((w * expected_freshness(p, d)).sum() / w.sum())
+    return {
+        "pages": counts["pages"],
+        "n_pages": int(sum(counts["pages"].values())),
+        "hosts": counts["hosts"],
+        "observations": counts["observations"],
+        "estimated_freshness": fresh,
+        "due_now": int(due_now),
+        "budget": crawl_settings.get("budget"),
+        "budget_in_use": float(in_use),
+        "planned_at": settings.get("planned_at"),
+        "hosts_in_backoff": int(backoff),
+        "failed_pages": [{"url": u, "last_error": e, "errors_in_a_row": n} for u, e, n in failed],
+        "settings": crawl_settings,
+    }
+
+
+def explain_page(store: Store, url: str, *, now: float | None = None, last: int = 20) -> dict[str, Any]:
+    """Why a page is visited as it is: observations, Δ̂ with its interval, rate, next visit, limits.
+
+    Parameters
+    ----------
+    url : str
+        The page's URL (normalised before the look-up).
+    last : int, default=20
+        Most recent observations listed.
+
+    Returns
+    -------
+    dict
+        ``url``, ``status``, ``weight``, ``delta_hat`` (changes per day) and ``delta_interval`` (95%),
+        ``n_observations``, ``n_changes``, ``rate`` (visits per day), ``next_due`` (seconds since the
+        epoch), ``observations`` (the last ones, newest first), ``limits``: what bounds this page's
+        visits (``budget``, ``host_cap``, ``backoff``, ``robots``, ``errors``), each with its numbers.
+
+    Raises
+    ------
+    KeyError
+        If the URL is not in the crawl.
+    ValueError
+        If the URL is malformed.
+    """
+    now = time.time() if now is None else float(now)
+    key = normalize_url(url)
+    page = store.page_by_url(key)
+    if page is None:
+        raise KeyError(f"{key} is not in this crawl")
+    host = store.host_row(page["host_id"])
+    log = store.observation_log(page_id=page["id"])
+    learn = [r for r in log if r["outcome"] in ("changed", "unchanged") and r["tau_days"]]
+    changed = np.array([r["outcome"] == "changed" for r in learn], dtype=bool)
+    tau = np.array([r["tau_days"] for r in learn], dtype=np.float64)
+    low, high = delta_interval(changed, tau)
+    settings = store.settings().get("settings", {})
+    with store.engine.connect() as conn:
+        host_rate = conn.execute(
+            select(func.coalesce(func.sum(pages.c.rate), 0.0)).where(pages.c.host_id == page["host_id"])
+        ).scalar_one()
+    min_delay = settings.get("min_delay_s", 1.0) if host["min_delay_s"] is None else host["min_delay_s"]
+    delay = max(min_delay, host["crawl_delay_s"] or 0.0)
+    cap = SECONDS_PER_DAY / delay if delay > 0 else math.inf
+    per_day = settings.get("max_per_host_day") if host["max_per_day"] is None else host["max_per_day"]
+    if per_day is not None:
+        cap = min(cap, per_day)
+    limits: dict[str, Any] = {
+        "budget": {"budget": settings.get("budget"), "policy": settings.get("policy"),
+                   "objective": settings.get("objective")},
+        "host_cap": {"host": host["origin"], "delay_s": delay, "cap_per_day": cap,
+                     "host_rate_per_day": float(host_rate),
+                     "binding": bool(math.isfinite(cap) and host_rate >= cap * (1 - 1e-9))},
+        "backoff": {"until": host["backoff_until"],
+                    "active": bool(host["backoff_until"] is not None and host["backoff_until"] > now),
+                    "in_a_row": host["n_backoff"]},
+        "robots": {"status": host["robots_status"], "fetched_at": host["robots_fetched_at"],
+                   "crawl_delay_s": host["crawl_delay_s"], "disallowed": page["status"] == "disallowed"},
+        "errors": {"in_a_row": page["n_errors"], "total": page["n_errors_total"],
+                   "last": page["last_error"], "failed": page["status"] == "failed"},
+    }
+    recent = [
+        {k: r[k] for k in ("time", "outcome", "status", "tau_days", "n_bytes", "elapsed_s", "why", "source")}
+        for r in reversed(log[-last:])
+    ]
+    return {
+        "url": page["url"],
+        "status": page["status"],
+        "weight": page["weight"],
+        "added_at": page["added_at"],
+        "last_visit_at": page["last_visit_at"],
+        "delta_hat": page["delta_hat"],
+        "delta_interval": [low, high],
+        "n_observations": int(changed.size),
+        "n_changes": int(changed.sum()),
+        "rate": page["rate"],
+        "expected_freshness": (
+            None if page["delta_hat"] is None
+            else float(expected_freshness(np.array(page["rate"]), np.array(page["delta_hat"])))
+        ),
+        "next_due": page["next_due"],
+        "observations": recent,
+        "n_log_rows": len(log),
+        "limits": limits,
+    }
+

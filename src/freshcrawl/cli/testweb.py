@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-__all__ = ["test_web", "parse_duration", "parse_rates"]
+__all__ = ["parse_duration", "parse_rates", "test_web"]
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -56,7 +56,9 @@ def parse_rates(text: str) -> tuple[float, float]:
     try:
         lo, hi = float(lo_text), float(hi_text if sep else lo_text)
     except ValueError as err:
-        raise ValueError(f"rates must be LO:HI changes per second, e.g. 0.001:0.1; got {text!r}") from err
+        raise ValueError(
+            f"rates must be LO:HI changes per second, e.g. 0.001:0.1; got {text!r}"
+        ) from err
     if not (0 < lo <= hi < float("inf")):
         raise ValueError(f"rates must have 0 < LO <= HI changes per second; got {text!r}")
     return lo, hi
@@ -75,24 +77,64 @@ def _param(parse, hint):
 
 
 @click.command("test-web")
-@click.option("--pages", "n_pages", type=click.IntRange(1, 1_000_000), default=300, show_default=True,
-              help="Number of pages.")
-@click.option("--hosts", "n_hosts", type=click.IntRange(1, 253), default=6, show_default=True,
-              help="Number of hosts (127.0.0.2, 127.0.0.3, ...).")
-@click.option("--rates", default="0.001:0.1", show_default=True, metavar="LO:HI",
-              callback=_param(parse_rates, "--rates"),
-              help="Change rates in changes per SECOND, log-uniform over [LO, HI].")
-@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
-              help="Seed of the rates, change times and texts.")
-@click.option("--urls-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the page URLs here, one per line (default: print them).")
-@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Append every request to this JSONL file.")
-@click.option("--for", "duration", default=None, metavar="DURATION",
-              callback=_param(parse_duration, "--for"),
-              help="Stop after this long (90, 30s, 10m, 1h); default: until Ctrl-C.")
-@click.option("--crawl-delay", type=click.FloatRange(0, min_open=True), default=None,
-              help="Crawl-delay (seconds) every host's robots.txt announces.")
+@click.option(
+    "--pages",
+    "n_pages",
+    type=click.IntRange(1, 1_000_000),
+    default=300,
+    show_default=True,
+    help="Number of pages.",
+)
+@click.option(
+    "--hosts",
+    "n_hosts",
+    type=click.IntRange(1, 253),
+    default=6,
+    show_default=True,
+    help="Number of hosts (127.0.0.2, 127.0.0.3, ...).",
+)
+@click.option(
+    "--rates",
+    default="0.001:0.1",
+    show_default=True,
+    metavar="LO:HI",
+    callback=_param(parse_rates, "--rates"),
+    help="Change rates in changes per SECOND, log-uniform over [LO, HI].",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Seed of the rates, change times and texts.",
+)
+@click.option(
+    "--urls-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the page URLs here, one per line (default: print them).",
+)
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append every request to this JSONL file.",
+)
+@click.option(
+    "--for",
+    "duration",
+    default=None,
+    metavar="DURATION",
+    callback=_param(parse_duration, "--for"),
+    help="Stop after this long (90, 30s, 10m, 1h); default: until Ctrl-C.",
+)
+@click.option(
+    "--crawl-delay",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    help="Crawl-delay (seconds) every host's robots.txt announces.",
+)
 def test_web(n_pages, n_hosts, rates, seed, urls_out, log_path, duration, crawl_delay) -> None:
     """Serve a test web on loopback: pages that change at known rates, to rehearse a crawl.
 
@@ -102,15 +144,19 @@ def test_web(n_pages, n_hosts, rates, seed, urls_out, log_path, duration, crawl_
     from freshcrawl.testing import HostSpec, TestWeb, make_pages
 
     if n_pages < n_hosts:
-        raise click.BadParameter(f"need at least one page per host; got {n_pages} pages for {n_hosts} hosts",
-                                 param_hint="--pages")
+        raise click.BadParameter(
+            f"need at least one page per host; got {n_pages} pages for {n_hosts} hosts",
+            param_hint="--pages",
+        )
     pages = make_pages(n_pages, n_hosts, rates, seed=seed)
     hosts = [HostSpec(crawl_delay=crawl_delay) for _ in range(n_hosts)]
     web = TestWeb(pages, hosts, seed=seed, log_path=log_path)
     web.start()
     try:
-        click.echo(f"test web: {n_pages} pages on {n_hosts} hosts, rates {rates[0]:g}..{rates[1]:g} "
-                   f"changes/s, seed {seed}")
+        click.echo(
+            f"test web: {n_pages} pages on {n_hosts} hosts, rates {rates[0]:g}..{rates[1]:g} "
+            f"changes/s, seed {seed}"
+        )
         for h in web.hosts:
             click.echo(f"  {h.origin}  ({sum(p.host == h.name for p in web.pages)} pages)")
         urls = web.urls()
@@ -133,8 +179,14 @@ def test_web(n_pages, n_hosts, rates, seed, urls_out, log_path, duration, crawl_
     finally:
         web.stop()
     n = len(web.requests())
-    if web.stopped_at is not None and web.started_at is not None and web.stopped_at > web.started_at:
+    if (
+        web.stopped_at is not None
+        and web.started_at is not None
+        and web.stopped_at > web.started_at
+    ):
         report = web.freshness()
-        click.echo(f"served {n} requests; mean freshness of the crawl over the run: {report.mean:.4f}")
+        click.echo(
+            f"served {n} requests; mean freshness of the crawl over the run: {report.mean:.4f}"
+        )
     else:  # pragma: no cover - a clock that did not move
         click.echo(f"served {n} requests")

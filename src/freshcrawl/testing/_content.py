@@ -14,35 +14,102 @@ import zlib
 from email.utils import formatdate
 from html import escape
 
-__all__ = ["render_html", "render_pdf", "render_png", "gzip_bomb", "garbage", "NOISE_SLOTS"]
+__all__ = ["NOISE_SLOTS", "garbage", "gzip_bomb", "render_html", "render_pdf", "render_png"]
 
 _ADJ = (
-    "quiet", "northern", "annual", "local", "narrow", "early", "recent", "public", "modest", "steady",
-    "coastal", "regional", "familiar", "practical", "seasonal", "careful", "independent", "rural",
+    "quiet",
+    "northern",
+    "annual",
+    "local",
+    "narrow",
+    "early",
+    "recent",
+    "public",
+    "modest",
+    "steady",
+    "coastal",
+    "regional",
+    "familiar",
+    "practical",
+    "seasonal",
+    "careful",
+    "independent",
+    "rural",
 )
 _NOUN = (
-    "council", "library", "harbour", "market", "orchestra", "garden", "railway", "museum", "festival",
-    "bakery", "school", "bridge", "committee", "workshop", "archive", "newspaper", "clinic", "river",
+    "council",
+    "library",
+    "harbour",
+    "market",
+    "orchestra",
+    "garden",
+    "railway",
+    "museum",
+    "festival",
+    "bakery",
+    "school",
+    "bridge",
+    "committee",
+    "workshop",
+    "archive",
+    "newspaper",
+    "clinic",
+    "river",
 )
 _VERB = (
-    "announced", "reviewed", "postponed", "approved", "described", "questioned", "welcomed",
-    "published", "discussed", "extended", "reopened", "examined", "celebrated", "reported",
+    "announced",
+    "reviewed",
+    "postponed",
+    "approved",
+    "described",
+    "questioned",
+    "welcomed",
+    "published",
+    "discussed",
+    "extended",
+    "reopened",
+    "examined",
+    "celebrated",
+    "reported",
 )
 _OBJ = (
-    "a new timetable", "the spring programme", "plans for the old station", "its opening hours",
-    "a proposal from residents", "the results of the survey", "a longer season", "the repair works",
-    "an exhibition of early maps", "the budget for next year", "a series of evening talks",
-    "the results of a long study", "changes to the parking rules", "a small grant for volunteers",
+    "a new timetable",
+    "the spring programme",
+    "plans for the old station",
+    "its opening hours",
+    "a proposal from residents",
+    "the results of the survey",
+    "a longer season",
+    "the repair works",
+    "an exhibition of early maps",
+    "the budget for next year",
+    "a series of evening talks",
+    "the results of a long study",
+    "changes to the parking rules",
+    "a small grant for volunteers",
 )
 _TAIL = (
-    "after a long debate", "despite the weather", "to the surprise of many visitors",
-    "following several complaints", "in a short statement", "at a crowded meeting on Tuesday",
-    "after months of preparation", "with support from local businesses", "for the first time",
-    "according to people familiar with the matter", "before the end of the month",
+    "after a long debate",
+    "despite the weather",
+    "to the surprise of many visitors",
+    "following several complaints",
+    "in a short statement",
+    "at a crowded meeting on Tuesday",
+    "after months of preparation",
+    "with support from local businesses",
+    "for the first time",
+    "according to people familiar with the matter",
+    "before the end of the month",
 )
 _CONNECT = (
-    "Meanwhile,", "In addition,", "As a result,", "However,", "At the same time,", "Later that week,",
-    "According to the organisers,", "For now,",
+    "Meanwhile,",
+    "In addition,",
+    "As a result,",
+    "However,",
+    "At the same time,",
+    "Later that week,",
+    "According to the organisers,",
+    "For now,",
 )
 
 #: the places where a noisy page inserts per-request tokens
@@ -81,9 +148,7 @@ def main_text(seed: int, page: int, version: int) -> tuple[str, list[str]]:
     """Title and paragraphs of a page version (each change rewrites one paragraph)."""
     rng = random.Random(f"{seed}:{page}:title")
     title = f"{rng.choice(_ADJ).capitalize()} {rng.choice(_NOUN)} news, page {page}"
-    paras = [
-        _paragraph(seed, page, j, paragraph_revision(version, j)) for j in range(N_PARAGRAPHS)
-    ]
+    paras = [_paragraph(seed, page, j, paragraph_revision(version, j)) for j in range(N_PARAGRAPHS)]
     return title, paras
 
 
@@ -103,14 +168,14 @@ def render_html(
         f'<meta name="description" content="{escape(paras[0][:120])}">\n'
     )
     nav = (
-        "</head>\n<body>\n<header>\n<nav class=\"menu\"><a href=\"/\">Home</a> | "
+        '</head>\n<body>\n<header>\n<nav class="menu"><a href="/">Home</a> | '
         '<a href="/section/news">News</a> | <a href="/section/events">Events</a> | '
         '<a href="/about">About us</a> | <a href="/contact">Contact</a></nav>\n</header>\n'
         "<main>\n<article>\n"
-        f"<h1>{t}</h1>\n<p class=\"byline\">By the editorial team. Revision {version}, "
+        f'<h1>{t}</h1>\n<p class="byline">By the editorial team. Revision {version}, '
         f"updated {date}.</p>\n"
         + "".join(f"<p>{escape(p)}</p>\n" for p in paras)
-        + "</article>\n</main>\n<aside class=\"related\"><h2>Related</h2><ul>"
+        + '</article>\n</main>\n<aside class="related"><h2>Related</h2><ul>'
         '<li><a href="/section/news">More news</a></li><li><a href="/section/events">What is on'
         "</a></li></ul></aside>\n<footer>\n"
     )
@@ -126,7 +191,7 @@ def render_html(
 
 def noise(rng: random.Random, now: float) -> list[bytes]:
     """Per-request tokens for the ``NOISE_SLOTS`` slots of a noisy page."""
-    token = "%032x" % rng.getrandbits(128)
+    token = f"{rng.getrandbits(128):032x}"
     ad = rng.getrandbits(48)
     stamp = formatdate(now, usegmt=True)
     return [
@@ -141,13 +206,16 @@ def noise(rng: random.Random, now: float) -> list[bytes]:
 def render_pdf(seed: int, page: int, version: int) -> bytes:
     """A small valid PDF whose text (and so bytes) change with the version."""
     title, paras = main_text(seed, page, version)
-    text = (title + ". " + paras[0][:200]).replace("\\", "").replace("(", "").replace(")", "")
+    text = f"{title}. Revision {version}. {paras[version % N_PARAGRAPHS][:200]}"
+    text = text.replace("\\", "").replace("(", "").replace(")", "")
     stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode("latin-1", "replace")
     objs = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        (
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>"
+        ),
         b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
@@ -174,7 +242,9 @@ def render_png(seed: int, page: int, version: int, size: int = 32) -> bytes:
             rows += bytes(((r + 4 * x) & 255, (g + 4 * y) & 255, (b + version) & 255))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     ihdr = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
     return (
@@ -203,7 +273,9 @@ def gzip_bomb(n_mib: int = 1024) -> tuple[bytes, bytes, int, bytes]:
             c = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: gzip header
             first = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)
             block = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)
-            end = c.flush(zlib.Z_FINISH)  # final empty block + crc + isize of 2 MiB: replace the trailer
+            end = c.flush(
+                zlib.Z_FINISH
+            )  # final empty block + crc + isize of 2 MiB: replace the trailer
             crc = 0
             for _ in range(n_mib):
                 crc = zlib.crc32(zeros, crc)

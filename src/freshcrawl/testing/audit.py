@@ -14,6 +14,7 @@ closer than its delay, and no request to a host before a Retry-After it sent has
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import defaultdict
@@ -28,12 +29,12 @@ from freshcrawl.testing.log import RequestRecord
 from freshcrawl.testing.specs import HostSpec
 
 __all__ = [
-    "FreshnessReport",
-    "Violation",
-    "RobotsRules",
     "ROBOTS_PATHS",
-    "page_freshness",
+    "FreshnessReport",
+    "RobotsRules",
+    "Violation",
     "freshness",
+    "page_freshness",
     "politeness_violations",
 ]
 
@@ -138,7 +139,9 @@ def page_freshness(
     """
     global _RNG
     if not (math.isfinite(start) and math.isfinite(end) and start < end):
-        raise ValueError(f"the window must be finite with start < end seconds; got [{start!r}, {end!r}]")
+        raise ValueError(
+            f"the window must be finite with start < end seconds; got [{start!r}, {end!r}]"
+        )
     ct = np.asarray(change_times, dtype=np.float64) - start
     rt = np.asarray(refresh_times, dtype=np.float64) - start
     span = end - start
@@ -223,7 +226,9 @@ def freshness(
             f"({w[k]!r})"
         )
     if not (math.isfinite(start) and math.isfinite(end) and start < end):
-        raise ValueError(f"the window must be finite with start < end seconds; got [{start!r}, {end!r}]")
+        raise ValueError(
+            f"the window must be finite with start < end seconds; got [{start!r}, {end!r}]"
+        )
     refresh: dict[int, list[float]] = defaultdict(list)
     for r in records:
         if r.refreshes and r.page is not None and r.arrived <= end:
@@ -372,20 +377,32 @@ def politeness_violations(
                 continue
             target = r.path + (f"?{r.query}" if r.query else "")
             if not rule.allowed(target):
-                why = "the whole host is disallowed" if rule.disallow_all else "robots.txt disallows it"
+                why = (
+                    "the whole host is disallowed"
+                    if rule.disallow_all
+                    else "robots.txt disallows it"
+                )
                 out.append(
-                    Violation("disallowed", host, full(r), r.arrived,
-                              f"{r.method} {full(r)} at {at(r.arrived)}: {why}")
+                    Violation(
+                        "disallowed",
+                        host,
+                        full(r),
+                        r.arrived,
+                        f"{r.method} {full(r)} at {at(r.arrived)}: {why}",
+                    )
                 )
         delay = max(given[host], _served_delay(hosts[host]))
         timed = [r for r in rs if count_robots or r.path not in ROBOTS_PATHS]
         if delay > 0:
-            for prev, r in zip(timed, timed[1:], strict=False):
+            for prev, r in itertools.pairwise(timed):
                 gap = r.arrived - prev.arrived
                 if gap < delay - tolerance_s:
                     out.append(
                         Violation(
-                            "too-close", host, full(r), r.arrived,
+                            "too-close",
+                            host,
+                            full(r),
+                            r.arrived,
                             f"{r.method} {full(r)} at {at(r.arrived)} came {gap:.3f}s after "
                             f"{prev.method} {full(prev)} at {at(prev.arrived)}; host {host} needs "
                             f"{delay:g}s between requests",
@@ -402,7 +419,10 @@ def politeness_violations(
                     continue
                 out.append(
                     Violation(
-                        "retry-after", host, full(r), r.arrived,
+                        "retry-after",
+                        host,
+                        full(r),
+                        r.arrived,
                         f"{r.method} {full(r)} at {at(r.arrived)} came before {at(ra.retry_after_until)}: "
                         f"the {ra.status} to {full(ra)} at {at(ra.ended)} said Retry-After until then",
                     )

@@ -49,7 +49,8 @@ class ChangeSchedule:
         self.seed = int(seed)
         n = self.rates.shape[0]
         self._gens = [
-            np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,))) for i in range(n)
+            np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(i,)))
+            for i in range(n)
         ]
         self._times = [np.empty(0) for _ in range(n)]
         self._lm = [np.array([math.floor(self.t0)], dtype=np.float64) for _ in range(n)]

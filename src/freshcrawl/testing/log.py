@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-__all__ = ["RequestRecord", "RequestLog", "read_request_log", "NOT_A_REFRESH"]
+__all__ = ["NOT_A_REFRESH", "RequestLog", "RequestRecord", "read_request_log"]
 
 #: faults whose 200 answers do not give the crawler a copy (a crawler must refuse their body)
 NOT_A_REFRESH = frozenset({"oversized", "oversized-chunked", "gzip-bomb"})

@@ -16,13 +16,14 @@ host, applies faults per page (:data:`freshcrawl.testing.specs.FAULT_KINDS`), an
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import random
 import socket
 import struct
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from types import TracebackType
@@ -47,7 +48,7 @@ from freshcrawl.testing.specs import (
     host_name,
 )
 
-__all__ = ["TestWeb", "HostInfo"]
+__all__ = ["HostInfo", "TestWeb"]
 
 _CHUNK = 64 * 1024
 _OVERSIZE_CHUNK = (b"<!-- " + b"padding " * ((_CHUNK - 9) // 8)).ljust(_CHUNK - 4, b" ") + b"-->\n"
@@ -76,7 +77,7 @@ class HostInfo:
         Its robots.txt and faults.
     """
 
-    __slots__ = ("name", "port", "origin", "spec")
+    __slots__ = ("name", "origin", "port", "spec")
 
     def __init__(self, name: str, port: int, spec: HostSpec) -> None:
         self.name, self.port, self.spec = name, port, spec
@@ -89,7 +90,17 @@ class HostInfo:
 class _PageState:
     """Per-page cache of the current version's rendered bodies (only touched on the loop thread)."""
 
-    __slots__ = ("version", "next_change", "last_modified", "lm_text", "etag", "html", "noisy", "pdf", "png")
+    __slots__ = (
+        "etag",
+        "html",
+        "last_modified",
+        "lm_text",
+        "next_change",
+        "noisy",
+        "pdf",
+        "png",
+        "version",
+    )
 
     def __init__(self) -> None:
         self.version = -1
@@ -170,8 +181,10 @@ class TestWeb:
                     raise TypeError(f"hosts[{k}] must be a HostSpec; got {h!r}")
         if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
             raise ValueError(f"seed must be an int >= 0; got {seed!r}")
-        if isinstance(max_hang_s, bool) or not isinstance(max_hang_s, int | float) or not (
-            math.isfinite(max_hang_s) and max_hang_s > 0
+        if (
+            isinstance(max_hang_s, bool)
+            or not isinstance(max_hang_s, int | float)
+            or not (math.isfinite(max_hang_s) and max_hang_s > 0)
         ):
             raise ValueError(f"max_hang_s must be finite and > 0 seconds; got {max_hang_s!r}")
         self.host_specs = specs
@@ -195,7 +208,9 @@ class TestWeb:
                 raise ValueError(f"pages[{k}] repeats the page {p.host}{p.path}")
             self._by_key[(p.host, p.path)] = k
         self._faults: dict[int, Fault] = {
-            k: p.fault for k, p in enumerate(self._page_specs) if p.fault is not None  # type: ignore[misc]
+            k: p.fault
+            for k, p in enumerate(self._page_specs)
+            if p.fault is not None  # type: ignore[misc]
         }
         self.log = RequestLog(log_path)
         self.started_at: float | None = None
@@ -280,7 +295,7 @@ class TestWeb:
         try:
             try:
                 loop.run_until_complete(self._setup(socks))
-            except BaseException as err:  # reported to start()
+            except BaseException as err:  # noqa: BLE001 - reported to start()
                 failure.append(err)
                 for s in socks:
                     s.close()
@@ -339,7 +354,7 @@ class TestWeb:
         """Whether the server thread is serving."""
         return self._thread is not None and self._thread.is_alive()
 
-    def __enter__(self) -> TestWeb:
+    def __enter__(self) -> TestWeb:  # noqa: PYI034 - start() returns self
         return self.start()
 
     def __exit__(
@@ -502,7 +517,9 @@ class TestWeb:
                 f"got {s!r}"
             )
         if not e > s:
-            raise ValueError(f"end must be > start (seconds since the epoch); got start={s!r}, end={e!r}")
+            raise ValueError(
+                f"end must be > start (seconds since the epoch); got start={s!r}, end={e!r}"
+            )
         if weights is None:
             w = np.array([p.weight for p in self._pages])
         elif isinstance(weights, Mapping):
@@ -613,27 +630,35 @@ class TestWeb:
                 return await self._faulty(request, ctx, i, fault)
             return await self._page(request, ctx, i)
         finally:
-            self.log.append(
-                RequestRecord(
-                    arrived=ctx.arrived,
-                    ended=time.time(),
-                    host=ctx.host,
-                    port=ctx.port,
-                    path=ctx.path,
-                    query=ctx.query,
-                    method=ctx.method,
-                    status=ctx.status,
-                    bytes_sent=ctx.sent,
-                    if_none_match=ctx.inm,
-                    if_modified_since=ctx.ims,
-                    user_agent=ctx.ua,
-                    version=ctx.version,
-                    fault=ctx.fault,
-                    completed=ctx.completed,
-                    retry_after_until=ctx.retry_until,
-                    page=ctx.page,
-                )
+            self._finish(ctx)
+
+    def _finish(self, ctx: _Ctx) -> None:
+        """Log the request once. Called just before the last bytes go out (or the connection is
+        aborted), so that a client that has its answer finds the request in the log."""
+        if ctx.logged:
+            return
+        ctx.logged = True
+        self.log.append(
+            RequestRecord(
+                arrived=ctx.arrived,
+                ended=time.time(),
+                host=ctx.host,
+                port=ctx.port,
+                path=ctx.path,
+                query=ctx.query,
+                method=ctx.method,
+                status=ctx.status,
+                bytes_sent=ctx.sent,
+                if_none_match=ctx.inm,
+                if_modified_since=ctx.ims,
+                user_agent=ctx.ua,
+                version=ctx.version,
+                fault=ctx.fault,
+                completed=ctx.completed,
+                retry_after_until=ctx.retry_until,
+                page=ctx.page,
             )
+        )
 
     async def _send(
         self,
@@ -648,11 +673,12 @@ class TestWeb:
         if body or status not in (204, 304):
             resp.headers["Content-Type"] = content_type
         ctx.status = status
-        await resp.prepare(request)
-        await resp.write_eof()
         if request.method != "HEAD" and status != 304:
             ctx.sent = len(body)
         ctx.completed = True
+        self._finish(ctx)
+        await resp.prepare(request)
+        await resp.write_eof()
         return resp
 
     def _not_modified(self, ctx: _Ctx, st: _PageState) -> bool:
@@ -674,9 +700,7 @@ class TestWeb:
         if self._not_modified(ctx, st):
             return await self._send(request, ctx, 304, b"", headers)
         if st.html is None:
-            st.html = b"".join(
-                _content.render_html(self.seed, i, st.version, st.last_modified)
-            )
+            st.html = b"".join(_content.render_html(self.seed, i, st.version, st.last_modified))
         return await self._send(request, ctx, 200, st.html, headers)
 
     async def _hang(self, seconds: float) -> bool:
@@ -687,8 +711,8 @@ class TestWeb:
             return False
         return True
 
-    @staticmethod
-    def _abort(request: web.BaseRequest, *, reset: bool) -> None:
+    def _abort(self, request: web.BaseRequest, ctx: _Ctx, *, reset: bool) -> None:
+        self._finish(ctx)
         transport = request.transport
         if transport is None:
             return
@@ -707,7 +731,7 @@ class TestWeb:
             until = float(math.ceil(now + fault.retry_after_s))
             ctx.retry_until = until
             return {"Retry-After": formatdate(until, usegmt=True)}
-        secs = int(math.ceil(fault.retry_after_s))
+        secs = math.ceil(fault.retry_after_s)
         ctx.retry_until = now + secs
         return {"Retry-After": str(secs)}
 
@@ -726,11 +750,13 @@ class TestWeb:
             target = ctx.path if ctx.query == "loop=1" else f"{ctx.path}?loop=1"
             return await self._send(request, ctx, 302, b"", {"Location": origin + target})
         if kind == "redirect-ftp":
-            return await self._send(request, ctx, 301, b"", {"Location": f"ftp://{ctx.host}{ctx.path}"})
+            return await self._send(
+                request, ctx, 301, b"", {"Location": f"ftp://{ctx.host}{ctx.path}"}
+            )
         if kind in ("timeout", "reset"):
             if kind == "timeout":
                 await self._hang(self.max_hang_s)
-            self._abort(request, reset=True)
+            self._abort(request, ctx, reset=True)
             return web.Response(status=500)  # never written: the transport is gone
         st = self._state(i, ctx.arrived)
         ctx.version = st.version
@@ -747,77 +773,70 @@ class TestWeb:
             return await self._send(request, ctx, 200, st.png, headers, "image/png")
         if kind == "noisy":
             if st.noisy is None:
-                st.noisy = _content.render_html(self.seed, i, st.version, st.last_modified, noisy=True)
+                st.noisy = _content.render_html(
+                    self.seed, i, st.version, st.last_modified, noisy=True
+                )
             tokens = _content.noise(self._noise_rng, time.time())
             parts = st.noisy
-            body = b"".join(
-                [parts[0], tokens[0], parts[1], tokens[1], parts[2]]
-            )
+            body = b"".join([parts[0], tokens[0], parts[1], tokens[1], parts[2]])
             return await self._send(request, ctx, 200, body, {"Cache-Control": "no-store"})
         # streamed bodies: slow-body, oversized, oversized-chunked, gzip-bomb
         resp = web.StreamResponse(status=200, headers={"Content-Type": "text/html; charset=utf-8"})
         ctx.status = 200
-        head_only = request.method == "HEAD"
+        pause = 0.0
+        parts: Iterable[bytes | memoryview]
+        if kind == "slow-body":
+            if st.html is None:
+                st.html = b"".join(_content.render_html(self.seed, i, st.version, st.last_modified))
+            body = memoryview(st.html)
+            resp.headers.update(headers)
+            resp.content_length = len(body)
+            step = math.ceil(len(body) / 20)
+            parts = [body[k : k + step] for k in range(0, len(body), step)]
+            pause = min(fault.duration_s, self.max_hang_s) / max(len(parts) - 1, 1)
+        elif kind in ("oversized", "oversized-chunked"):
+            if kind == "oversized":
+                resp.content_length = fault.size_bytes
+            else:
+                resp.enable_chunked_encoding()
+            n_full, rest = divmod(fault.size_bytes, _CHUNK)
+            chunk = memoryview(_OVERSIZE_CHUNK)
+            parts = itertools.chain(itertools.repeat(chunk, n_full), [chunk[:rest]] if rest else [])
+        else:  # gzip-bomb, built once (in a worker thread: the CRC of 1 GiB takes a moment)
+            first, block, n_blocks, tail = await asyncio.get_running_loop().run_in_executor(
+                None, _content.gzip_bomb
+            )
+            resp.headers["Content-Encoding"] = "gzip"
+            resp.content_length = len(first) + len(block) * n_blocks + len(tail)
+            n_groups, rest = divmod(n_blocks, 64)
+            parts = itertools.chain(
+                [first],
+                itertools.repeat(block * 64, n_groups),
+                [block * rest] if rest else [],
+                [tail],
+            )
         try:
-            if kind == "slow-body":
-                if st.html is None:
-                    st.html = b"".join(_content.render_html(self.seed, i, st.version, st.last_modified))
-                body = st.html
-                resp.headers.update(headers)
-                resp.content_length = len(body)
-                await resp.prepare(request)
-                if not head_only:
-                    n_steps = 20
-                    step = math.ceil(len(body) / n_steps)
-                    pause = min(fault.duration_s, self.max_hang_s) / n_steps
-                    for k in range(0, len(body), step):
-                        await resp.write(body[k : k + step])
-                        ctx.sent += len(body[k : k + step])
-                        if k + step < len(body) and await self._hang(pause):
-                            self._abort(request, reset=False)
-                            return resp
-            elif kind in ("oversized", "oversized-chunked"):
-                if kind == "oversized":
-                    resp.content_length = fault.size_bytes
-                else:
-                    resp.enable_chunked_encoding()
-                await resp.prepare(request)
-                if not head_only:
-                    left = fault.size_bytes
-                    chunk = memoryview(_OVERSIZE_CHUNK)
-                    while left > 0:
-                        if self._stopping.is_set():
-                            self._abort(request, reset=False)
-                            return resp
-                        part = chunk[: min(left, _CHUNK)]
-                        await resp.write(part)
-                        ctx.sent += len(part)
-                        left -= len(part)
-            else:  # gzip-bomb
-                first, block, n_blocks, tail = await asyncio.get_running_loop().run_in_executor(
-                    None, _content.gzip_bomb
-                )
-                resp.headers["Content-Encoding"] = "gzip"
-                resp.content_length = len(first) + len(block) * n_blocks + len(tail)
-                await resp.prepare(request)
-                if not head_only:
-                    await resp.write(first)
-                    ctx.sent += len(first)
-                    group = block * 64
-                    left = n_blocks
-                    while left > 0:
-                        k = min(64, left)
-                        part = group if k == 64 else block * k
-                        await resp.write(part)
-                        ctx.sent += len(part)
-                        left -= k
-                    await resp.write(tail)
-                    ctx.sent += len(tail)
-            await resp.write_eof()
+            await resp.prepare(request)
+            it = iter(() if request.method == "HEAD" else parts)
+            prev = next(it, None)
+            for part in it:
+                await resp.write(prev)
+                ctx.sent += len(prev)
+                prev = part
+                stopping = await self._hang(pause) if pause else self._stopping.is_set()
+                if stopping:
+                    self._abort(request, ctx, reset=False)
+                    return resp
+            # log before the last bytes, so that a client holding the whole body finds the record
+            ctx.sent += 0 if prev is None else len(prev)
             ctx.completed = True
-        except (ConnectionError, asyncio.CancelledError):
-            ctx.completed = False
-            raise
+            self._finish(ctx)
+            if prev is not None:
+                await resp.write(prev)
+            await resp.write_eof()
+        except ConnectionError:  # the client went away
+            if not ctx.logged:
+                ctx.completed = False
         return resp
 
     async def _robots(self, request: web.BaseRequest, ctx: _Ctx) -> web.StreamResponse:
@@ -841,7 +860,7 @@ class TestWeb:
         if rf == "malformed":
             return await self._send(request, ctx, 200, _content.garbage(self.seed), None, plain)
         await self._hang(self.max_hang_s)  # timeout
-        self._abort(request, reset=True)
+        self._abort(request, ctx, reset=True)
         return web.Response(status=500)
 
 
@@ -849,8 +868,23 @@ class _Ctx:
     """What the request log needs to know about one request, filled in as it is served."""
 
     __slots__ = (
-        "arrived", "host", "port", "path", "query", "method", "inm", "ims", "ua",
-        "status", "sent", "version", "fault", "completed", "retry_until", "page",
+        "arrived",
+        "completed",
+        "fault",
+        "host",
+        "ims",
+        "inm",
+        "logged",
+        "method",
+        "page",
+        "path",
+        "port",
+        "query",
+        "retry_until",
+        "sent",
+        "status",
+        "ua",
+        "version",
     )
 
     def __init__(self, *, arrived, host, port, path, query, method, inm, ims, ua) -> None:
@@ -863,6 +897,7 @@ class _Ctx:
         self.completed = False
         self.retry_until: float | None = None
         self.page: int | None = None
+        self.logged = False
 
 
 def _finite_time(name: str, value: object) -> float:

@@ -19,12 +19,12 @@ import numpy as np
 
 __all__ = [
     "FAULT_KINDS",
-    "ROBOTS_FAULTS",
     "MAX_HOSTS",
+    "ROBOTS_FAULTS",
     "Fault",
     "HostSpec",
-    "PageSpec",
     "Page",
+    "PageSpec",
     "host_name",
     "make_pages",
 ]
@@ -95,7 +95,9 @@ def _check_loopback(name: str, value: str) -> str:
     return str(addr)
 
 
-def _finite(name: str, value: object, *, low: float, high: float = math.inf, unit: str = "") -> float:
+def _finite(
+    name: str, value: object, *, low: float, high: float = math.inf, unit: str = ""
+) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a real number{unit}; got {type(value).__name__} {value!r}")
     v = float(value)
@@ -208,7 +210,9 @@ class HostSpec:
         for name in ("disallow", "allow"):
             value = getattr(self, name)
             if isinstance(value, str):
-                raise TypeError(f"host.{name} must be a sequence of paths, not a string; got {value!r}")
+                raise TypeError(
+                    f"host.{name} must be a sequence of paths, not a string; got {value!r}"
+                )
             paths = tuple(value)
             for p in paths:
                 if not isinstance(p, str) or not p.startswith("/") or any(c in p for c in "\r\n#"):
@@ -277,7 +281,9 @@ class PageSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.host, str):
-            raise TypeError(f"page.host must be a host name string like '127.0.0.2'; got {self.host!r}")
+            raise TypeError(
+                f"page.host must be a host name string like '127.0.0.2'; got {self.host!r}"
+            )
         _check_loopback("page.host", self.host)
         if (
             not isinstance(self.path, str)
@@ -370,14 +376,19 @@ def make_pages(
     >>> [p.host for p in pages[:3]], all(0.01 <= p.rate <= 1.0 for p in pages)
     (['127.0.0.2', '127.0.0.3', '127.0.0.2'], True)
     """
-    for name, value, low, high in (("n_pages", n_pages, 1, 10**7), ("n_hosts", n_hosts, 1, MAX_HOSTS)):
+    for name, value, low, high in (
+        ("n_pages", n_pages, 1, 10**7),
+        ("n_hosts", n_hosts, 1, MAX_HOSTS),
+    ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise TypeError(f"{name} must be an int; got {value!r}")
         if not low <= value <= high:
             raise ValueError(f"{name} must be in [{low}, {high}]; got {value!r}")
     lo, hi = _pair("rate_range", rate_range, " changes per second")
     if not 0 < lo <= hi:
-        raise ValueError(f"rate_range must have 0 < lo <= hi changes per second; got {rate_range!r}")
+        raise ValueError(
+            f"rate_range must have 0 < lo <= hi changes per second; got {rate_range!r}"
+        )
     rng = np.random.default_rng(seed)
     rates = np.exp(rng.uniform(math.log(lo), math.log(hi), size=n_pages))
     if weight_range is None:

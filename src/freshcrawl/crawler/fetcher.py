@@ -280,9 +280,8 @@ class Fetcher:
         session: aiohttp.ClientSession | None = None,
     ) -> None:
         if signature not in SIGNATURE_MODES:
-            raise UnknownNameError(
-                f"signature must be one of {', '.join(map(repr, SIGNATURE_MODES))}; got {signature!r}"
-            )
+            allowed = ", ".join(map(repr, SIGNATURE_MODES))
+            raise UnknownNameError(f"signature must be one of {allowed}; got {signature!r}")
         self.user_agent = user_agent if user_agent is not None else default_user_agent(contact_url)
         if not self.user_agent or "\r" in self.user_agent or "\n" in self.user_agent:
             raise ValueError(f"user_agent must be a non-empty single line; got {self.user_agent!r}")
@@ -335,7 +334,8 @@ class Fetcher:
     def _require_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             raise RuntimeError(
-                "Fetcher has no open session: use `async with Fetcher(...)` or `await fetcher.start()`"
+                "Fetcher has no open session: "
+                "use `async with Fetcher(...)` or `await fetcher.start()`"
             )
         return self._session
 
@@ -567,7 +567,9 @@ class Fetcher:
             parsed = URL(origin.strip())
             ok = parsed.scheme in HTTP_SCHEMES and bool(parsed.raw_host)
         except (ValueError, TypeError, AttributeError) as err:
-            raise ValueError(f"origin must be scheme://host[:port] with http(s); got {origin!r}") from err
+            raise ValueError(
+                f"origin must be scheme://host[:port] with http(s); got {origin!r}"
+            ) from err
         if not ok:
             raise ValueError(f"origin must be scheme://host[:port] with http(s); got {origin!r}")
         normalised_origin = str(parsed.origin())
@@ -575,7 +577,9 @@ class Fetcher:
         fetched_at = time.time()
         t0 = time.perf_counter()
 
-        def result(status: int | None, text: str | None, why: str, retry: float | None = None) -> RobotsOutcome:
+        def result(
+            status: int | None, text: str | None, why: str, retry: float | None = None
+        ) -> RobotsOutcome:
             return RobotsOutcome(
                 origin=normalised_origin,
                 status=status,

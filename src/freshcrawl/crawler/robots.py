@@ -99,7 +99,9 @@ class RobotsRules:
             self.mode = "disallow-all"
 
     @classmethod
-    def from_outcome(cls, outcome: RobotsOutcome, *, user_agent: str = PRODUCT_TOKEN) -> RobotsRules:
+    def from_outcome(
+        cls, outcome: RobotsOutcome, *, user_agent: str = PRODUCT_TOKEN
+    ) -> RobotsRules:
         """Rules from the result of :meth:`freshcrawl.crawler.Fetcher.fetch_robots`.
 
         Parameters

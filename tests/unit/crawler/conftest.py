@@ -112,8 +112,11 @@ class LoopbackServer:
         await site.start()
         self.port = self._runner.addresses[0][1]
         self._raw = []
-        for name, handler in (("reset_port", self._reset), ("garbage_port", self._garbage),
-                              ("cut_port", self._cut)):
+        for name, handler in (
+            ("reset_port", self._reset),
+            ("garbage_port", self._garbage),
+            ("cut_port", self._cut),
+        ):
             server = await asyncio.start_server(handler, "127.0.0.1", 0)
             self._raw.append(server)
             setattr(self, name, server.sockets[0].getsockname()[1])
@@ -150,8 +153,11 @@ class LoopbackServer:
             headers["Last-Modified"] = page.last_modified
         if page.etag and request.headers.get("If-None-Match") == page.etag:
             return web.Response(status=304, headers=headers)
-        if (page.last_modified and "If-None-Match" not in request.headers
-                and request.headers.get("If-Modified-Since") == page.last_modified):
+        if (
+            page.last_modified
+            and "If-None-Match" not in request.headers
+            and request.headers.get("If-Modified-Since") == page.last_modified
+        ):
             return web.Response(status=304, headers=headers)
         headers["Content-Type"] = page.content_type
         return web.Response(body=page.body, headers=headers)
@@ -227,8 +233,9 @@ class LoopbackServer:
     async def _chain(self, request: web.Request) -> web.Response:
         n = int(request.match_info["n"])
         if n == 0:
-            return web.Response(text="<html><body><p>end of the chain</p></body></html>",
-                                content_type="text/html")
+            return web.Response(
+                text="<html><body><p>end of the chain</p></body></html>", content_type="text/html"
+            )
         raise web.HTTPFound(f"/redirect/chain/{n - 1}")
 
     async def _loop_redirect(self, request: web.Request) -> web.Response:
@@ -242,7 +249,9 @@ class LoopbackServer:
 
     async def _robots(self, request: web.Request) -> web.Response:
         status, body, headers = self.robots
-        return web.Response(status=status, body=body, headers={"Content-Type": "text/plain", **headers})
+        return web.Response(
+            status=status, body=body, headers={"Content-Type": "text/plain", **headers}
+        )
 
     # ---------------------------------------------------------------------- raw servers
     async def _reset(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -260,7 +269,9 @@ class LoopbackServer:
 
     async def _cut(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n"
+        )
         writer.write(b"only ten b")
         await writer.drain()
         writer.close()

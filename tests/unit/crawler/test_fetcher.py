@@ -57,7 +57,12 @@ def test_first_unchanged_changed(server):
     url = server.url("/page/a")
     before = time.time()
     first = fetch(url)
-    assert (first.outcome, first.why, first.error, first.status) == (Outcome.FIRST, "first-copy", None, 200)
+    assert (first.outcome, first.why, first.error, first.status) == (
+        Outcome.FIRST,
+        "first-copy",
+        None,
+        200,
+    )
     assert first.signature == signature(server.pages["a"].body, "text/html", "raw")
     assert first.n_bytes == len(server.pages["a"].body)
     assert before <= first.started_at <= time.time()
@@ -65,7 +70,11 @@ def test_first_unchanged_changed(server):
     assert first.final_url is None and first.url == url
 
     same = fetch(url, signature=first.signature)
-    assert (same.outcome, same.why, same.signature) == (Outcome.UNCHANGED, "same-signature", first.signature)
+    assert (same.outcome, same.why, same.signature) == (
+        Outcome.UNCHANGED,
+        "same-signature",
+        first.signature,
+    )
 
     server.pages["a"] = Page(b"<html><body><p>version two</p></body></html>")
     changed = fetch(url, signature=first.signature)
@@ -74,18 +83,31 @@ def test_first_unchanged_changed(server):
 
 
 def test_304_on_etag_carries_the_request_validators(server):
-    server.pages["e"] = Page(b"<p>tagged</p>", etag='"v1"', last_modified="Wed, 21 Oct 2015 07:28:00 GMT")
+    server.pages["e"] = Page(
+        b"<p>tagged</p>", etag='"v1"', last_modified="Wed, 21 Oct 2015 07:28:00 GMT"
+    )
     url = server.url("/page/e")
     first = fetch(url)
     assert (first.outcome, first.etag, first.last_modified) == (
-        Outcome.FIRST, '"v1"', "Wed, 21 Oct 2015 07:28:00 GMT")
+        Outcome.FIRST,
+        '"v1"',
+        "Wed, 21 Oct 2015 07:28:00 GMT",
+    )
 
     again = fetch(url, etag='"v1"', last_modified=first.last_modified, signature="abc123")
     assert server.headers_of("/page/e")["If-None-Match"] == '"v1"'
     assert server.headers_of("/page/e")["If-Modified-Since"] == first.last_modified
     assert (again.outcome, again.why, again.status, again.error) == (
-        Outcome.UNCHANGED, "not-modified", 304, None)
-    assert (again.etag, again.last_modified, again.signature) == ('"v1"', first.last_modified, "abc123")
+        Outcome.UNCHANGED,
+        "not-modified",
+        304,
+        None,
+    )
+    assert (again.etag, again.last_modified, again.signature) == (
+        '"v1"',
+        first.last_modified,
+        "abc123",
+    )
     assert again.n_bytes == 0
 
     stale = fetch(url, etag='"v0"', signature=first.signature)
@@ -94,8 +116,14 @@ def test_304_on_etag_carries_the_request_validators(server):
 
 def test_304_on_if_modified_since(server):
     server.pages["lm"] = Page(b"<p>dated</p>", last_modified="Wed, 21 Oct 2015 07:28:00 GMT")
-    result = fetch(server.url("/page/lm"), last_modified="Wed, 21 Oct 2015 07:28:00 GMT", signature="s")
-    assert (result.outcome, result.why, result.signature) == (Outcome.UNCHANGED, "not-modified", "s")
+    result = fetch(
+        server.url("/page/lm"), last_modified="Wed, 21 Oct 2015 07:28:00 GMT", signature="s"
+    )
+    assert (result.outcome, result.why, result.signature) == (
+        Outcome.UNCHANGED,
+        "not-modified",
+        "s",
+    )
     assert "If-None-Match" not in server.headers_of("/page/lm")
 
 
@@ -123,9 +151,13 @@ def test_text_mode_ignores_noisy_markup_raw_mode_does_not(server):
 
 
 def test_text_mode_sees_a_change_of_the_main_text(server):
-    server.pages["t"] = Page(b"<html><body><article><p>The first text of this page.</p></article></body></html>")
+    server.pages["t"] = Page(
+        b"<html><body><article><p>The first text of this page.</p></article></body></html>"
+    )
     first = fetch(server.url("/page/t"), fetcher={"signature": "text"})
-    server.pages["t"] = Page(b"<html><body><article><p>The second text of this page.</p></article></body></html>")
+    server.pages["t"] = Page(
+        b"<html><body><article><p>The second text of this page.</p></article></body></html>"
+    )
     second = fetch(server.url("/page/t"), fetcher={"signature": "text"}, signature=first.signature)
     assert second.outcome is Outcome.CHANGED
 
@@ -198,7 +230,9 @@ def test_timeout_before_headers(server):
 
 
 def test_slow_body_ends_at_the_total_timeout(server):
-    result = fetch(server.url("/slow-body"), fetcher={"read_timeout_s": 1.0, "total_timeout_s": 0.4})
+    result = fetch(
+        server.url("/slow-body"), fetcher={"read_timeout_s": 1.0, "total_timeout_s": 0.4}
+    )
     assert_no_info(result, ErrorKind.NETWORK, "timeout")
     assert result.status == 200 and 0.3 < result.elapsed_s < 1.5
 
@@ -211,8 +245,7 @@ def test_connection_refused(closed_port):
 
 def test_connection_reset(server):
     result = fetch(f"http://127.0.0.1:{server.reset_port}/")
-    assert (result.outcome, result.error) == (Outcome.NO_INFO, ErrorKind.NETWORK)
-    assert result.why in {"reset", "incomplete-body"}
+    assert_no_info(result, ErrorKind.NETWORK, "reset")
 
 
 def test_body_cut_short(server):
@@ -222,7 +255,9 @@ def test_body_cut_short(server):
 
 
 def test_not_http(server):
-    assert_no_info(fetch(f"http://127.0.0.1:{server.garbage_port}/"), ErrorKind.SERVER, "bad-response")
+    assert_no_info(
+        fetch(f"http://127.0.0.1:{server.garbage_port}/"), ErrorKind.SERVER, "bad-response"
+    )
 
 
 def test_declared_length_over_the_cap_is_refused_before_reading(server):
@@ -284,8 +319,11 @@ def test_redirect_loop(server):
 
 @pytest.mark.parametrize(
     ("location", "why"),
-    [("ftp://127.0.0.1/file", "bad-scheme"), ("file:///etc/hostname", "bad-scheme"),
-     ("http://127.0.0.1:99999/", "bad-redirect")],
+    [
+        ("ftp://127.0.0.1/file", "bad-scheme"),
+        ("file:///etc/hostname", "bad-scheme"),
+        ("http://127.0.0.1:99999/", "bad-redirect"),
+    ],
 )
 def test_redirect_off_the_web(server, location, why):
     result = fetch(server.url("/redirect/to?location=" + urllib.parse.quote(location, safe="")))
@@ -304,8 +342,14 @@ def test_redirect_status_without_location(server):
     assert_no_info(fetch(server.url("/redirect/to")), ErrorKind.PAGE, "http-302")
 
 
-@pytest.mark.parametrize(("url", "why"), [("ftp://127.0.0.1/x", "bad-scheme"), ("http:///nohost", "bad-url"),
-                                          ("http://127.0.0.1:99999/", "bad-url")])
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("ftp://127.0.0.1/x", "bad-scheme"),
+        ("http:///nohost", "bad-url"),
+        ("http://127.0.0.1:99999/", "bad-url"),
+    ],
+)
 def test_bad_request_urls_are_not_sent(url, why):
     assert_no_info(fetch(url), ErrorKind.PAGE, why)
 
@@ -321,8 +365,10 @@ def test_robots_parsed(server):
     assert server.headers_of("/robots.txt")["User-Agent"].startswith("freshcrawl/")
 
 
-@pytest.mark.parametrize(("status", "allowed"), [(404, True), (410, True), (403, True), (429, False),
-                                                 (500, False), (503, False)])
+@pytest.mark.parametrize(
+    ("status", "allowed"),
+    [(404, True), (410, True), (403, True), (429, False), (500, False), (503, False)],
+)
 def test_robots_error_statuses(server, status, allowed):
     server.robots = (status, b"User-agent: *\nDisallow: /\n", {"Retry-After": "60"})
     outcome = fetch_robots(server.origin)
@@ -347,17 +393,26 @@ def test_robots_timeout_is_unreachable(server):
 
 def test_robots_redirects(server):
     server.robots = (301, b"", {"Location": "/page/robots-moved"})
-    server.pages["robots-moved"] = Page(b"User-agent: *\nDisallow: /moved\n", content_type="text/plain")
+    server.pages["robots-moved"] = Page(
+        b"User-agent: *\nDisallow: /moved\n", content_type="text/plain"
+    )
     outcome = fetch_robots(server.origin)
     assert (outcome.status, outcome.why) == (200, "ok")
     assert not RobotsRules.from_outcome(outcome).allowed(server.url("/moved"))
 
     server.robots = (301, b"", {"Location": "/redirect/chain/5"})  # 1 + 5 hops: one too many
-    assert (fetch_robots(server.origin).status, fetch_robots(server.origin).why) == (None, "too-many-redirects")
+    assert (fetch_robots(server.origin).status, fetch_robots(server.origin).why) == (
+        None,
+        "too-many-redirects",
+    )
 
 
 def test_robots_malformed_and_oversized(server):
-    server.robots = (200, b"\xff\xfe<html>not robots</html>\nUser-agent: *\nDisallow: /a\nnonsense: yes\n", {})
+    server.robots = (
+        200,
+        b"\xff\xfe<html>not robots</html>\nUser-agent: *\nDisallow: /a\nnonsense: yes\n",
+        {},
+    )
     outcome = fetch_robots(server.origin)
     assert outcome.status == 200 and "\ufffd" in outcome.text
     rules = RobotsRules.from_outcome(outcome)  # the lines that parse are kept
@@ -381,7 +436,9 @@ def test_many_visits_to_one_host_share_one_connection(server):
 
     async def visit_many():
         async with Fetcher(**FAST) as f:
-            return await asyncio.gather(*(f.fetch(FetchRequest(server.url("/page/many"))) for _ in range(8)))
+            return await asyncio.gather(
+                *(f.fetch(FetchRequest(server.url("/page/many"))) for _ in range(8))
+            )
 
     results = asyncio.run(visit_many())
     assert [r.outcome for r in results] == [Outcome.FIRST] * 8
@@ -411,15 +468,27 @@ def test_fetch_without_a_session_raises():
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"signature": "html"}, UnknownNameError, "signature must be one of 'raw', 'text'; got 'html'"),
+        (
+            {"signature": "html"},
+            UnknownNameError,
+            "signature must be one of 'raw', 'text'; got 'html'",
+        ),
         ({"max_bytes": 0}, ValueError, "max_bytes must be >= 1; got 0"),
         ({"max_bytes": 1.5}, TypeError, "max_bytes must be an int; got float"),
         ({"max_redirects": -1}, ValueError, "max_redirects must be >= 0; got -1"),
         ({"limit_per_host": 0}, ValueError, "limit_per_host must be >= 1; got 0"),
         ({"total_timeout_s": 0}, ValueError, "total_timeout_s must be finite and > 0"),
         ({"read_timeout_s": float("nan")}, ValueError, "read_timeout_s must not be NaN"),
-        ({"connect_timeout_s": float("inf")}, ValueError, "connect_timeout_s must be finite and > 0"),
-        ({"user_agent": "a\r\nX-Injected: 1"}, ValueError, "user_agent must be a non-empty single line"),
+        (
+            {"connect_timeout_s": float("inf")},
+            ValueError,
+            "connect_timeout_s must be finite and > 0",
+        ),
+        (
+            {"user_agent": "a\r\nX-Injected: 1"},
+            ValueError,
+            "user_agent must be a non-empty single line",
+        ),
     ],
 )
 def test_bad_settings(kwargs, error, match):

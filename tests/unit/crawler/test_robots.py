@@ -27,7 +27,9 @@ ORIGIN = "https://example.com"
 
 
 def outcome(status, text=None, origin=ORIGIN):
-    return RobotsOutcome(origin=origin, status=status, text=text, fetched_at=0.0, elapsed_s=0.1, why="x")
+    return RobotsOutcome(
+        origin=origin, status=status, text=text, fetched_at=0.0, elapsed_s=0.1, why="x"
+    )
 
 
 def test_max_age_is_a_day():
@@ -138,13 +140,17 @@ def test_from_outcome_keeps_the_origin():
     assert rules.origin == ORIGIN and rules.status == 200
     assert not rules.allowed("https://example.com/not-for-freshcrawl")
     assert not rules.allowed("HTTPS://EXAMPLE.COM:443/not-for-freshcrawl")
-    with pytest.raises(ValueError, match="url 'https://other.example/a' is not on the origin of these rules"):
+    with pytest.raises(
+        ValueError, match="url 'https://other.example/a' is not on the origin of these rules"
+    ):
         rules.allowed("https://other.example/a")
     with pytest.raises(ValueError, match="is not on the origin"):
         rules.allowed("http://example.com/a")  # another scheme is another origin
 
 
-@pytest.mark.parametrize(("status", "allowed"), [(200, True), (404, True), (503, False), (None, False)])
+@pytest.mark.parametrize(
+    ("status", "allowed"), [(200, True), (404, True), (503, False), (None, False)]
+)
 def test_from_outcome_statuses(status, allowed):
     rules = RobotsRules.from_outcome(outcome(status, "" if status == 200 else None))
     assert rules.allowed("https://example.com/page") is allowed
@@ -163,9 +169,11 @@ def test_allowed_needs_an_absolute_http_url(url):
 
 @pytest.mark.parametrize(
     ("args", "match"),
-    [(("200",), "status must be an int HTTP status or None; got '200'"),
-     ((True,), "status must be an int"),
-     ((200, b"User-agent: *"), "text must be a str or None; got bytes")],
+    [
+        (("200",), "status must be an int HTTP status or None; got '200'"),
+        ((True,), "status must be an int"),
+        ((200, b"User-agent: *"), "text must be a str or None; got bytes"),
+    ],
 )
 def test_bad_arguments(args, match):
     with pytest.raises(TypeError, match=match):
@@ -173,10 +181,13 @@ def test_bad_arguments(args, match):
 
 
 def test_bad_origin():
-    with pytest.raises(ValueError, match="origin must be an absolute http\\(s\\) URL; got 'example.com'"):
+    with pytest.raises(
+        ValueError, match="origin must be an absolute http\\(s\\) URL; got 'example.com'"
+    ):
         RobotsRules(200, "", origin="example.com")
 
 
 def test_repr():
     assert repr(RobotsRules(404, origin="http://Example.com")) == (
-        "RobotsRules(status=404, mode='allow-all', origin='http://example.com')")
+        "RobotsRules(status=404, mode='allow-all', origin='http://example.com')"
+    )

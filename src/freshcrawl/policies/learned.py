@@ -179,6 +179,9 @@ class LearnedPolicy:
     half_life : float or None, default=None
         Days of exponential forgetting of the estimator (``half_life`` of
         :func:`freshcrawl.estimators.make_batch_estimator`); None: every visit weighs the same forever.
+    estimator_params : dict, optional
+        Further keyword parameters of the estimator (e.g. ``{"n_bins": 4}`` for ``mle-binned``: fewer
+        interval slots, less memory per page); checked by the estimator at :meth:`reset`.
 
     Attributes
     ----------
@@ -217,6 +220,7 @@ class LearnedPolicy:
         prior_visits: float = DEFAULT_PRIOR_VISITS,
         rule: str = "allocate",
         half_life: float | None = None,
+        estimator_params: dict | None = None,
     ) -> None:
         from freshcrawl.estimators import ESTIMATOR_NAMES, FORGETTING_NAMES
         from freshcrawl.estimators._checks import check_half_life
@@ -240,6 +244,7 @@ class LearnedPolicy:
         if not (np.isfinite(self.prior_visits) and self.prior_visits >= 0):
             raise ValueError(f"prior_visits must be finite and >= 0 visits; got {prior_visits!r}")
         self.rule = rule
+        self.estimator_params = dict(estimator_params or {})
         self.half_life = check_half_life(half_life)
         if self.half_life is not None and estimator not in FORGETTING_NAMES:
             raise ValueError(
@@ -260,7 +265,7 @@ class LearnedPolicy:
 
         self.context_ = context
         self.estimator_ = make_batch_estimator(
-            self.estimator, context.n_pages, half_life=self.half_life
+            self.estimator, context.n_pages, half_life=self.half_life, **self.estimator_params
         )
         self.rates_ = np.zeros(context.n_pages)
         self.n_unconverged_ = 0
@@ -484,6 +489,7 @@ def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolic
         default_rate=opts.default_rate,
         explore=opts.extra.get("explore", DEFAULT_EXPLORE),
         prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
+        estimator_params=opts.extra.get("estimator_params"),
     )
 
 

@@ -53,6 +53,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA cache_size=-65536")  # 64 MiB of page cache: a re-plan rewrites every page row
     cur.close()
 
 
@@ -195,30 +196,26 @@ class Store:
         return added, len(rows) - len(added)
 
     def page_arrays(self) -> PageArrays:
-        """Every page as arrays ordered by id (one query; about 1 s per 10^6 pages on SQLite)."""
+        """Every page as arrays ordered by id, read in chunks (about 1 s per 10^6 pages on SQLite)."""
         cols = (
             pages.c.id, pages.c.host_id, pages.c.weight, pages.c.status, pages.c.next_due, pages.c.rate,
             pages.c.last_visit_at, pages.c.last_copy_at, pages.c.n_errors, pages.c.n_errors_total,
         )
+        kinds = (np.int64, np.int64, np.float64, object, np.float64, np.float64, np.float64, np.float64,
+                 np.int64, np.int64)
+        parts: list[list[np.ndarray]] = [[] for _ in cols]
         with self.engine.connect() as conn:
-            rows = conn.execute(select(*cols).order_by(pages.c.id)).all()
-        if not rows:
-            e = np.empty(0)
-            return PageArrays(e.astype(np.int64), e.astype(np.int64), e, e.astype(object), e, e, e, e,
-                              e.astype(np.int64), e.astype(np.int64))
-        c = list(zip(*rows))
-        return PageArrays(
-            id=np.array(c[0], dtype=np.int64),
-            host_id=np.array(c[1], dtype=np.int64),
-            weight=np.array(c[2], dtype=np.float64),
-            status=np.array(c[3], dtype=object),
-            next_due=np.array(c[4], dtype=np.float64),
-            rate=np.array(c[5], dtype=np.float64),
-            last_visit_at=_floats(c[6]),
-            last_copy_at=_floats(c[7]),
-            n_errors=np.array(c[8], dtype=np.int64),
-            n_errors_total=np.array(c[9], dtype=np.int64),
-        )
+            result = conn.execution_options(stream_results=True, yield_per=100_000).execute(
+                select(*cols).order_by(pages.c.id)
+            )
+            for chunk in result.partitions():
+                for j, column in enumerate(zip(*chunk)):
+                    if kinds[j] is np.float64:
+                        parts[j].append(_floats(column))
+                    else:
+                        parts[j].append(np.array(column, dtype=kinds[j]))
+        arrays = [np.concatenate(p) if p else np.empty(0, dtype=k) for p, k in zip(parts, kinds)]
+        return PageArrays(*arrays)
 
     def host_arrays(self) -> HostArrays:
         """Every host as arrays ordered by id."""
@@ -308,29 +305,35 @@ class Store:
 
         SQLite takes one executemany; PostgreSQL a COPY into a temporary table and one UPDATE.
         """
-        delta = [None if not math.isfinite(d) else float(d) for d in delta_hat]
-        columns = (ids.tolist(), rate.astype(float).tolist(), next_due.astype(float).tolist(), delta,
-                   n_obs.astype(int).tolist())
+        chunk = 100_000
+
+        def rows(lo: int):  # plain Python values, a chunk at a time (bounded memory)
+            sl = slice(lo, lo + chunk)
+            delta = [None if not math.isfinite(d) else d for d in delta_hat[sl].tolist()]
+            return zip(rate[sl].tolist(), next_due[sl].tolist(), delta, n_obs[sl].tolist(), ids[sl].tolist())
+
         with self.engine.begin() as conn:
-            if self.dialect == "postgresql" and len(columns[0]):
+            if self.dialect == "postgresql" and ids.size:
                 raw = conn.connection.driver_connection
                 with raw.cursor() as cur:
                     cur.execute(
-                        "CREATE TEMP TABLE plan_rows (id integer, rate double precision, next_due double "
-                        "precision, delta_hat double precision, n_obs integer) ON COMMIT DROP"
+                        "CREATE TEMP TABLE plan_rows (rate double precision, next_due double precision, "
+                        "delta_hat double precision, n_obs integer, id integer) ON COMMIT DROP"
                     )
-                    with cur.copy("COPY plan_rows (id, rate, next_due, delta_hat, n_obs) FROM STDIN") as cp:
-                        for row in zip(*columns):
-                            cp.write_row(row)
+                    with cur.copy("COPY plan_rows (rate, next_due, delta_hat, n_obs, id) FROM STDIN") as cp:
+                        for lo in range(0, ids.size, chunk):
+                            for row in rows(lo):
+                                cp.write_row(row)
                     cur.execute(
                         "UPDATE pages SET rate = p.rate, next_due = p.next_due, delta_hat = p.delta_hat, "
                         "n_obs = p.n_obs FROM plan_rows p WHERE pages.id = p.id"
                     )
-            elif len(columns[0]):
-                conn.exec_driver_sql(
-                    "UPDATE pages SET rate = ?, next_due = ?, delta_hat = ?, n_obs = ? WHERE id = ?",
-                    [(r, d, dh, k, i) for i, r, d, dh, k in zip(*columns)],
-                )
+            else:
+                for lo in range(0, ids.size, chunk):
+                    conn.exec_driver_sql(
+                        "UPDATE pages SET rate = ?, next_due = ?, delta_hat = ?, n_obs = ? WHERE id = ?",
+                        list(rows(lo)),
+                    )
             for key, value in (settings or {}).items():
                 conn.execute(crawl.delete().where(crawl.c.key == key))
                 conn.execute(insert(crawl).values(key=key, value=json.dumps(value)))

@@ -60,7 +60,6 @@ def upgrade() -> None:
         sa.Column("n_errors_total", sa.Integer, nullable=False, server_default="0"),
         sa.Column("last_error", sa.String(64)),
     )
-    op.create_index("ix_pages_next_due", "pages", ["next_due"])
     op.create_index("ix_pages_host_id", "pages", ["host_id"])
     op.create_table(
         "observations",

@@ -404,7 +404,9 @@ class Fetcher:
             ``started_at`` is the epoch time the first request was sent, ``elapsed_s`` the seconds
             until the body was read or the visit failed (signature work excluded), ``n_bytes``
             the decoded body bytes read (at most `max_bytes`), ``final_url`` the URL after
-            redirects when it differs from ``request.url``.
+            redirects when it differs from ``request.url``. For a redirect that is not followed
+            (loop, too many, off http(s)), ``status`` is that redirect's status and ``final_url``
+            the URL that answered with it.
 
         Raises
         ------

@@ -346,6 +346,7 @@ class Frontier:
         self.n_errors_total[idx] = pa.n_errors_total
         self.n_obs = np.zeros(cap, dtype=np.int64)
         self.inflight = np.zeros(cap, dtype=bool)
+        self.max_page_id = n_max
 
     def _context(self, now: float) -> PolicyContext:
         alive_hosts = np.where(self.status > 0, self.host, -1)
@@ -383,26 +384,32 @@ class Frontier:
 
     # pages ---------------------------------------------------------------------------------------
     def add_urls(self, rows: list[tuple[str, str, float]], *, now: float | None = None) -> tuple[int, int]:
-        """Add ``(url, origin, weight)`` rows (see :func:`parse_url_list`); return (added, known).
+        """Add ``(url, origin, weight)`` rows (see :func:`parse_url_list`) and re-plan; return (added, known).
 
-        New pages are due at a random phase within their first period and join the plan at once.
+        Pages added to the store by another process (``freshcrawl crawl add`` while a crawl runs)
+        join at the next plan.
         """
         now = time.time() if now is None else float(now)
         ids, n_known = self.store.add_pages(rows, now=now)
         if ids:
-            self._load_hosts(now)
-            if max(ids) > self.capacity:
-                self._load_pages()
-                self._build_policy(now)
-            else:
-                rows_db = self.store.page_rows(ids)
-                for i in ids:
-                    r = rows_db[i]
-                    k = i - 1
-                    self.status[k], self.host[k], self.weight[k] = ACTIVE, r["host_id"] - 1, r["weight"]
-                    self.next_due[k] = now
             self.replan(now)
         return len(ids), n_known
+
+    def _sync_new_pages(self, now: float) -> None:
+        """Take in the pages (and hosts) added to the store since this frontier last looked."""
+        rows = self.store.pages_after(self.max_page_id)
+        if not rows:
+            return
+        self._load_hosts(now)
+        if rows[-1]["id"] > self.capacity:
+            self._load_pages()
+            self._build_policy(now)
+            return
+        for r in rows:
+            k = r["id"] - 1
+            self.status[k] = _STATUS_CODE[r["status"]]
+            self.host[k], self.weight[k], self.next_due[k] = r["host_id"] - 1, r["weight"], r["next_due"]
+        self.max_page_id = rows[-1]["id"]
 
     # planning ------------------------------------------------------------------------------------
     @property
@@ -418,6 +425,7 @@ class Frontier:
         period. Pages waiting out an error back-off keep their due time.
         """
         now = time.time() if now is None else float(now)
+        self._sync_new_pages(now)
         self._feed_policy()
         self.policy.update_context(self._context(now))
         alive = self.status == ACTIVE

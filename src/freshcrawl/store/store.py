@@ -250,6 +250,14 @@ class Store:
                     out[row["id"]] = dict(row)
         return out
 
+    def pages_after(self, after_id: int) -> list[dict[str, Any]]:
+        """Rows (id, host_id, weight, status, next_due) of the pages with id > ``after_id``, by id."""
+        c = pages.c
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(
+                select(c.id, c.host_id, c.weight, c.status, c.next_due).where(c.id > after_id).order_by(c.id)
+            ).mappings()]
+
     def page_by_url(self, url: str) -> dict[str, Any] | None:
         """The page row of ``url`` (normalised), or None."""
         with self.engine.connect() as conn:

@@ -125,28 +125,51 @@ def _clip_to_caps(
     return p * scale[hosts]
 
 
+def _water_level(u: NDArray[np.float64], m: NDArray[np.float64], m_free: float, total: float) -> float:
+    """Level L with ``Σ_h m_h min(L, u_h) + m_free L = total`` (inf when even L = inf falls short)."""
+    order = np.argsort(u)
+    u, m = u[order], m[order]
+    below = np.concatenate(([0.0], np.cumsum(m * u)))  # what the hosts under the level take
+    above = m_free + m.sum() - np.concatenate(([0.0], np.cumsum(m)))  # pages still at the level
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = (total - below) / above
+    ok = np.flatnonzero(level <= np.append(u, np.inf))
+    return float(level[ok[0]]) if ok.size else np.inf
+
+
 def _host_limits(
     ctx: PolicyContext, rates: NDArray[np.float64], seen: NDArray[np.intp], rest: float
 ) -> tuple[NDArray[np.float64], float, NDArray[np.intp] | None, NDArray[np.float64] | None]:
     """Fit the default rates of unobserved pages under the host caps; what is left for observed pages.
 
-    Scales down, host by host, the default rates of unobserved pages (``rates``, changed in place) to
-    their host's cap c_h. Returns the budget left for the observed pages ``seen`` (never more than
-    their hosts can take), their host indices (``None`` without caps), and each host's cap left after
-    its unobserved pages, visits per day.
+    The unobserved pages (those with a default rate in ``rates``, changed in place) keep their total
+    but are water-filled under the caps: each gets ``min(L, c_h / m_h)``, m_h the host's unobserved
+    pages, with one level L for all, so a capped host's share moves to pages of hosts with room (this
+    is the uniform policy under host caps). What even that cannot place joins ``rest``. Returns the
+    budget left for the observed pages ``seen`` (never more than their hosts can take), their host
+    indices (``None`` without caps), and each host's cap left after its unobserved pages, visits per
+    day.
     """
     if ctx.hosts is None or ctx.host_caps is None:
         return rates, rest, None, None
     hosts = np.asarray(ctx.hosts, dtype=np.intp)
     caps = np.asarray(ctx.host_caps, dtype=np.float64)
     n_hosts = caps.shape[0]
+    waiting = np.flatnonzero(rates > 0)
+    if waiting.size:
+        total = float(rates[waiting].sum())
+        wh = hosts[waiting]
+        capped = (wh >= 0) & np.isfinite(caps[np.maximum(wh, 0)])
+        m = np.bincount(wh[capped], minlength=n_hosts).astype(np.float64)
+        groups = np.flatnonzero(m)
+        level = _water_level(caps[groups] / m[groups], m[groups], float((~capped).sum()), total)
+        per_page = np.full(waiting.size, level)
+        per_page[capped] = np.minimum(level, caps[wh[capped]] / m[wh[capped]])
+        rates[waiting] = per_page
+        rest += total - float(per_page.sum())
     has_host = hosts >= 0
     used = np.bincount(hosts[has_host], weights=rates[has_host], minlength=n_hosts)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(used > caps, caps / used, 1.0)
-    rates[has_host] *= scale[hosts[has_host]]
-    left = np.maximum(caps - np.minimum(used, caps), 0.0)
-    rest += float((used - np.minimum(used, caps)).sum())
+    left = np.maximum(caps - used, 0.0)
     seen_hosts = hosts[seen]
     if (seen_hosts < 0).any() or not np.isfinite(left[np.unique(seen_hosts)]).all():
         room = np.inf

@@ -313,8 +313,10 @@ class LearnedPolicy:
         if rest > 0 and seen.size:
             floor = np.full(seen.size, self.explore * rest / seen.size)
             if seen_hosts is not None:  # a floor the host's cap can hold
-                per_host = np.bincount(seen_hosts, minlength=caps_left.shape[0])
-                floor = np.minimum(floor, 0.5 * caps_left[seen_hosts] / per_host[seen_hosts])
+                on = seen_hosts >= 0
+                per_host = np.bincount(seen_hosts[on], minlength=caps_left.shape[0])
+                h = seen_hosts[on]
+                floor[on] = np.minimum(floor[on], 0.5 * caps_left[h] / per_host[h])
             delta = self.planning_delta()[seen]
             if self.rule == "allocate":
                 from freshcrawl.allocation import allocate

@@ -235,3 +235,38 @@ def test_shrinkage_counts_effective_visits_with_forgetting():
     raw = pol.estimated_delta()
     np.testing.assert_allclose(raw, [np.log(1.5), 0.0])
     np.testing.assert_allclose(pol.planning_delta(), (k * raw + 2 * raw.mean()) / (k + 2))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_learned_plan_keeps_every_host_within_its_cap(seed):
+    """Random pages, hosts, caps and partial observations: no host over its cap, budget never exceeded,
+    and the whole budget spent whenever the caps leave room for it."""
+    from freshcrawl.policies import Observations, PolicyContext, make_policy
+
+    rng = np.random.default_rng(seed)
+    n, n_hosts = 200, 7
+    hosts = rng.integers(-1 if seed % 2 else 0, n_hosts, n)
+    caps = np.where(rng.random(n_hosts) < 0.7, rng.uniform(1, 30, n_hosts), np.inf)
+    budget = 120.0
+    ctx = PolicyContext(n_pages=n, budget=budget, start=0.0, weights=rng.uniform(0.5, 2, n),
+                        rng=np.random.default_rng(0), hosts=hosts, host_caps=caps)
+    policy = make_policy("learned")
+    policy.reset(ctx)
+    seen = rng.choice(n, 120, replace=False)
+    policy.observe(Observations(seen, np.ones(120), rng.random(120) < 0.4, rng.uniform(0.1, 1, 120),
+                                np.ones(120)))
+    alive = rng.random(n) < 0.9
+    rates = policy.plan(1.0, alive).rates
+    assert (rates[~alive] == 0).all() and (rates >= 0).all()
+    on = hosts >= 0
+    per_host = np.bincount(hosts[on], weights=rates[on], minlength=n_hosts)
+    assert (per_host <= caps * (1 + 1e-9) + 1e-12).all()
+    room = (alive & ~on).any() or np.isinf(caps[np.unique(hosts[alive & on])]).any()
+    capacity = np.inf if room else caps[np.unique(hosts[alive & on])].sum()
+    assert rates.sum() == pytest.approx(min(budget, capacity), rel=1e-9)
+    # the same caps through update_context give the same plan; the estimator's state is kept
+    policy.update_context(ctx)
+    np.testing.assert_array_equal(policy.plan(1.0, alive).rates, rates)
+    with pytest.raises(ValueError, match="n_pages must stay 200"):
+        policy.update_context(PolicyContext(n_pages=201, budget=budget, start=0.0, weights=np.ones(201),
+                                            rng=np.random.default_rng(0)))

@@ -25,6 +25,10 @@ from ..conftest import REPO
         "freshcrawl.policies",
         "freshcrawl.environments",
         "freshcrawl.simulation",
+        "freshcrawl.crawler",
+        "freshcrawl.frontier",
+        "freshcrawl.store",
+        "freshcrawl.testing",
     ],
 )
 def test_all_names_exist(module_name):
@@ -38,14 +42,15 @@ def test_all_names_exist(module_name):
 def test_ci_runs_the_readme_test_command():
     readme = (REPO / "README.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
-    test_cmd = next(b for b in blocks if "pytest" in b)
+    test_cmd = next(b for b in blocks if "scripts/test.sh" in b)
+    assert "python -m pytest" in (REPO / "scripts" / "test.sh").read_text()
     assert test_cmd.strip() in (REPO / ".ci" / "run").read_text()
 
 
 def test_cli_help_lists_commands():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
-    for cmd in ("estimate", "allocate", "simulate", "experiments"):
+    for cmd in ("estimate", "allocate", "simulate", "experiments", "crawl", "test-web"):
         assert cmd in result.output
 
 

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need on a fresh machine, then runs pytest.
+#   - the package with its test extras (pip);
+#   - a PostgreSQL server on 127.0.0.1:5432 that user postgres reaches without a password (the store
+#     tests create and drop their own databases on it): started if installed and stopped, installed
+#     from Debian's packages if missing.
+# Arguments are passed to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pip install -e ".[test]"
+
+pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
+if ! pg_up; then
+  if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql postgresql-client
+    version=$(ls /etc/postgresql | sort -V | tail -n 1)
+    # loopback only, user postgres without a password: a server for tests, never for data
+    echo "host all postgres 127.0.0.1/32 trust" > /tmp/pg_hba_tests.conf
+    cat "/etc/postgresql/$version/main/pg_hba.conf" >> /tmp/pg_hba_tests.conf
+    cp /tmp/pg_hba_tests.conf "/etc/postgresql/$version/main/pg_hba.conf"
+  fi
+  version=$(ls /etc/postgresql | sort -V | tail -n 1)
+  pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  for _ in $(seq 1 30); do pg_up && break; sleep 1; done
+  pg_up || { echo "PostgreSQL did not start on 127.0.0.1:5432; the store tests need it" >&2; exit 1; }
+fi
+
+python -m pytest "$@"

@@ -309,8 +309,9 @@ class Frontier:
             h.last_request_at[k] = ha.last_request_at[k]
             h.busy[k] = False
             last = 0.0 if np.isnan(ha.last_request_at[k]) else ha.last_request_at[k]
-            # a request may have been in flight when a previous run died: wait a full delay from now
-            floor = now + h.delay_s[k] if restart and not np.isnan(ha.last_request_at[k]) else 0.0
+            # a request may have been in flight when a previous run died, a robots.txt fetch too (which
+            # leaves no trace in the store): wait a full delay from now before contacting any host
+            floor = now + h.delay_s[k] if restart else 0.0
             h.ready_at[k] = max(last + h.delay_s[k], h.backoff_until[k], floor)
 
     @staticmethod
@@ -478,26 +479,30 @@ class Frontier:
         """
         now = time.time() if now is None else float(now)
         h = self._hosts
-        cand = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE) & ~self.inflight)
-        if cand.size == 0 or limit <= 0:
+        if limit <= 0:
             return []
+        out: list[Visit | RobotsVisit] = []
+        # hosts whose pages all wait on robots.txt still need it fetched again when it is due
+        for hk in np.unique(self.host[self.status == DISALLOWED]):
+            if len(out) < limit and not h.busy[hk] and h.ready_at[hk] <= now and self._robots_due(hk, now):
+                h.busy[hk] = True
+                out.append(RobotsVisit(int(hk) + 1, h.origin[hk]))
+        cand = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE) & ~self.inflight)
         hc = self.host[cand]
         ok = ~h.busy[hc] & (h.ready_at[hc] <= now)
         cand, hc = cand[ok], hc[ok]
         if cand.size == 0:
-            return []
+            return out
         order = np.lexsort((self.next_due[cand], hc))
         cand, hc = cand[order], hc[order]
         first = np.ones(cand.size, dtype=bool)
         first[1:] = hc[1:] != hc[:-1]
         cand = cand[first]
-        cand = cand[np.argsort(self.next_due[cand], kind="stable")][:limit]
-        out: list[Visit | RobotsVisit] = []
+        cand = cand[np.argsort(self.next_due[cand], kind="stable")][: limit - len(out)]
         pages_out = []
         disallowed = []
         for k in cand:
             hk = int(self.host[k])
-            rules = h.rules[hk]
             if self._robots_due(hk, now):
                 h.busy[hk] = True
                 out.append(RobotsVisit(hk + 1, h.origin[hk]))

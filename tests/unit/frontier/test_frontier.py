@@ -259,3 +259,15 @@ def test_every_baseline_policy_plans_live(tmp_path, policy):
         assert f.rate[2:].sum() == 0
     finally:
         store.close()
+
+
+def test_a_host_whose_pages_are_all_disallowed_still_gets_robots_txt_again(make):
+    store, f = make(["http://a.test/private/1", "http://a.test/private/2"], min_delay_s=0.0)
+    open_hosts(f, text="User-agent: *\nDisallow: /private\n")
+    assert f.due(T0 + 1000, 5) == [] and f.due(T0 + 1000, 5) == []  # one page of the host per call
+    assert {store.page_rows([1, 2])[i]["status"] for i in (1, 2)} == {"disallowed"}
+    later = T0 + 86_400
+    item = f.due(later, 5)
+    assert [type(x).__name__ for x in item] == ["RobotsVisit"]
+    robots(f, item[0], text="", t=later)
+    assert {v.url for v in f.due(later + 1, 5)} <= {"http://a.test/private/1", "http://a.test/private/2"}

@@ -231,7 +231,7 @@ class _Hosts:
     backoff_until: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
     n_backoff: NDArray[np.int64] = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     n_errors: NDArray[np.int64] = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    busy: NDArray[np.bool_] = field(default_factory=lambda: np.empty(0, dtype=bool))
+    lease_until: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
     robots_at: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
     last_request_at: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
     rules: list[RobotsRules | None] = field(default_factory=list)
@@ -285,11 +285,10 @@ class Frontier:
         n = ha.id.shape[0]
         if n == known:
             return
-        for name in ("delay_s", "cap", "ready_at", "backoff_until", "robots_at", "last_request_at"):
+        for name in ("delay_s", "cap", "ready_at", "backoff_until", "robots_at", "last_request_at", "lease_until"):
             setattr(h, name, np.resize(getattr(h, name), n) if known else np.zeros(n))
         h.n_backoff = np.resize(h.n_backoff, n) if known else np.zeros(n, dtype=np.int64)
         h.n_errors = np.resize(h.n_errors, n) if known else np.zeros(n, dtype=np.int64)
-        h.busy = np.resize(h.busy, n) if known else np.zeros(n, dtype=bool)
         s = self.settings
         for k in range(known, n):
             assert ha.id[k] == k + 1, "host ids are dense from 1"
@@ -307,7 +306,7 @@ class Frontier:
             h.n_backoff[k] = ha.n_backoff[k]
             h.n_errors[k] = ha.n_errors[k]
             h.last_request_at[k] = ha.last_request_at[k]
-            h.busy[k] = False
+            h.lease_until[k] = 0.0
             last = 0.0 if np.isnan(ha.last_request_at[k]) else ha.last_request_at[k]
             # a request may have been in flight when a previous run died, a robots.txt fetch too (which
             # leaves no trace in the store): wait a full delay from now before contacting any host
@@ -346,7 +345,7 @@ class Frontier:
         self.n_errors_total = np.zeros(cap, dtype=np.int64)
         self.n_errors_total[idx] = pa.n_errors_total
         self.n_obs = np.zeros(cap, dtype=np.int64)
-        self.inflight = np.zeros(cap, dtype=bool)
+        self.lease_until = np.zeros(cap)
         self.max_page_id = n_max
 
     def _context(self, now: float) -> PolicyContext:
@@ -446,10 +445,14 @@ class Frontier:
         period = np.minimum(period, _IDLE_S)
         never = np.isnan(self.last_visit)
         due = np.where(never, now + self.rng.random(self.capacity) * period, self.last_visit + period)
+        # a page not visited yet keeps the phase an earlier plan gave it (within its first period, or
+        # overdue while its host was busy): drawn again at every plan it could be pushed back forever
+        phased = never & (self.rate > 0) & (self.next_due <= now + period)
+        due = np.where(phased, self.next_due, due)
         if first is not None:
             due = np.where(np.isfinite(first), first, now + self.settings.replan_every_s)
         due = np.maximum(due, now) if first is None else due
-        keep = (self.n_errors > 0) | self.inflight | ~alive
+        keep = (self.n_errors > 0) | (self.lease_until > now) | ~alive
         self.next_due = np.where(keep, self.next_due, due)
         self.rate = np.where(alive, rates, 0.0)
         est = self.policy.estimated_delta()
@@ -470,11 +473,14 @@ class Frontier:
                                          arr[:, 2].astype(bool), arr[:, 3], arr[:, 4]))
 
     # dispatch ------------------------------------------------------------------------------------
-    def due(self, now: float | None = None, limit: int = 64) -> list[Visit | RobotsVisit]:
+    def due(
+        self, now: float | None = None, limit: int = 64, *, lease_s: float = 300.0
+    ) -> list[Visit | RobotsVisit]:
         """Up to ``limit`` visits that may start now, at most one per host, earliest due first.
 
-        Marks them in flight (and their hosts busy) until :meth:`record` or :meth:`record_robots`
-        takes their outcome back. A page disallowed by its host's robots.txt is recorded at once
+        Each is leased for ``lease_s`` seconds, with its host: neither is handed out again until
+        :meth:`record` or :meth:`record_robots` takes the outcome back, :meth:`release` gives it back,
+        or the lease runs out (a fetcher that died; the visit is then due again). A page disallowed by its host's robots.txt is recorded at once
         (no information, ``why="robots"``) and marked ``disallowed`` instead of being handed out.
         """
         now = time.time() if now is None else float(now)
@@ -484,12 +490,12 @@ class Frontier:
         out: list[Visit | RobotsVisit] = []
         # hosts whose pages all wait on robots.txt still need it fetched again when it is due
         for hk in np.unique(self.host[self.status == DISALLOWED]):
-            if len(out) < limit and not h.busy[hk] and h.ready_at[hk] <= now and self._robots_due(hk, now):
-                h.busy[hk] = True
+            if len(out) < limit and h.lease_until[hk] <= now and h.ready_at[hk] <= now and self._robots_due(hk, now):
+                h.lease_until[hk] = now + lease_s
                 out.append(RobotsVisit(int(hk) + 1, h.origin[hk]))
-        cand = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE) & ~self.inflight)
+        cand = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE) & (self.lease_until <= now))
         hc = self.host[cand]
-        ok = ~h.busy[hc] & (h.ready_at[hc] <= now)
+        ok = (h.lease_until[hc] <= now) & (h.ready_at[hc] <= now)
         cand, hc = cand[ok], hc[ok]
         if cand.size == 0:
             return out
@@ -504,7 +510,7 @@ class Frontier:
         for k in cand:
             hk = int(self.host[k])
             if self._robots_due(hk, now):
-                h.busy[hk] = True
+                h.lease_until[hk] = now + lease_s
                 out.append(RobotsVisit(hk + 1, h.origin[hk]))
                 continue
             pages_out.append(int(k))
@@ -515,8 +521,8 @@ class Frontier:
             if not h.rules[hk].allowed(r["url"]):
                 disallowed.append((k, r))
                 continue
-            h.busy[hk] = True
-            self.inflight[k] = True
+            h.lease_until[hk] = now + lease_s
+            self.lease_until[k] = now + lease_s
             out.append(Visit(k + 1, hk + 1, FetchRequest(r["url"], r["etag"], r["last_modified"],
                                                           r["signature"]), float(self.next_due[k])))
         if disallowed:
@@ -543,11 +549,11 @@ class Frontier:
         """Earliest time (seconds since the epoch) at which :meth:`due` may hand out something new."""
         now = time.time() if now is None else float(now)
         h = self._hosts
-        waiting = (self.status == ACTIVE) & ~self.inflight
+        waiting = (self.status == ACTIVE) & (self.lease_until <= now)
         if not waiting.any():
             return self.next_replan
         hk = self.host[waiting]
-        free = ~h.busy[hk]
+        free = h.lease_until[hk] <= now
         if not free.any():
             return self.next_replan
         t = np.maximum(self.next_due[waiting][free], h.ready_at[hk[free]])
@@ -614,10 +620,10 @@ class Frontier:
             upd["next_due"] = float(self.next_due[k])
             obs_rows.append(row)
             page_upd.append(upd)
-            self.inflight[k] = False
+            self.lease_until[k] = 0.0
             hosts_touched[hk] = self._host_after(hk, out)
         for hk, values in hosts_touched.items():
-            h.busy[hk] = False
+            h.lease_until[hk] = 0.0
             host_upd.append(dict(id=hk + 1, **values))
         self.store.record(obs_rows, page_upd, host_upd)
         self._pending.extend(learn)
@@ -672,7 +678,7 @@ class Frontier:
         values = self._host_after(hk, as_visit)
         values.update(robots_status=out.status, robots_text=out.text, robots_fetched_at=out.fetched_at,
                       robots_why=out.why, crawl_delay_s=crawl_delay)
-        h.busy[hk] = False
+        h.lease_until[hk] = 0.0
         revive = np.flatnonzero((self.status == DISALLOWED) & (self.host == hk))
         page_upd = []
         if revive.size and rules.mode != "disallow-all":
@@ -687,9 +693,9 @@ class Frontier:
     def release(self, items: list[Visit | RobotsVisit]) -> None:
         """Give back visits handed out by :meth:`due` that were not made (nothing is recorded)."""
         for item in items:
-            self._hosts.busy[item.host_id - 1] = False
+            self._hosts.lease_until[item.host_id - 1] = 0.0
             if isinstance(item, Visit):
-                self.inflight[item.page_id - 1] = False
+                self.lease_until[item.page_id - 1] = 0.0
 
     # reports -------------------------------------------------------------------------------------
     def budget_in_use(self) -> float:

@@ -271,3 +271,15 @@ def test_a_host_whose_pages_are_all_disallowed_still_gets_robots_txt_again(make)
     assert [type(x).__name__ for x in item] == ["RobotsVisit"]
     robots(f, item[0], text="", t=later)
     assert {v.url for v in f.due(later + 1, 5)} <= {"http://a.test/private/1", "http://a.test/private/2"}
+
+
+def test_a_lease_that_runs_out_hands_the_visit_out_again(make):
+    store, f = make(["http://a.test/1"], min_delay_s=0.0)
+    open_hosts(f)
+    v = f.due(T0 + 1000, 5, lease_s=60.0)
+    assert len(v) == 1 and isinstance(v[0], Visit)
+    assert f.due(T0 + 1059.9, 5) == []  # leased: neither the page nor its host is handed out
+    again = f.due(T0 + 1060.0, 5)
+    assert [x.page_id for x in again] == [v[0].page_id]  # the fetcher never reported: due again
+    f.record([fetched(again[0], t=T0 + 1061)])
+    assert store.observation_log(page_id=1)[0]["outcome"] == "first"

@@ -7,6 +7,25 @@ writes pages, hosts, the observation log and the crawl's settings, each write on
 from __future__ import annotations
 
 from freshcrawl.store.schema import PAGE_STATUSES
-from freshcrawl.store.store import HostArrays, PageArrays, Store, database_url, open_store
+from freshcrawl.store.store import (
+    HostArrays,
+    PageArrays,
+    Store,
+    check_namespace,
+    database_url,
+    drop_namespace,
+    list_namespaces,
+    open_store,
+)
 
-__all__ = ["PAGE_STATUSES", "HostArrays", "PageArrays", "Store", "database_url", "open_store"]
+__all__ = [
+    "PAGE_STATUSES",
+    "HostArrays",
+    "PageArrays",
+    "Store",
+    "check_namespace",
+    "database_url",
+    "drop_namespace",
+    "list_namespaces",
+    "open_store",
+]

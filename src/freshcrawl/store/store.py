@@ -8,9 +8,11 @@ transaction survives the crash of the process (not necessarily a power cut of th
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
@@ -24,7 +26,16 @@ from sqlalchemy.engine import Connection, make_url
 
 from freshcrawl.store.schema import crawl, hosts, observations, pages
 
-__all__ = ["Store", "open_store", "database_url", "PageArrays", "HostArrays"]
+__all__ = [
+    "Store",
+    "open_store",
+    "database_url",
+    "check_namespace",
+    "list_namespaces",
+    "drop_namespace",
+    "PageArrays",
+    "HostArrays",
+]
 
 
 def database_url(db: str | Path) -> str:
@@ -106,6 +117,10 @@ class Store:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        #: the crawl ID this store holds (None: the crawl of the database itself)
+        self.namespace: str | None = None
+        #: its PostgreSQL schema, if any
+        self.schema: str | None = None
 
     @property
     def dialect(self) -> str:
@@ -460,7 +475,28 @@ def _migrate(engine: Engine) -> None:
         command.upgrade(cfg, "head")
 
 
-def open_store(db: str | Path, *, create: bool = True) -> Store:
+#: Crawl namespaces (URLFrontier crawl IDs): letters, digits, ``.``, ``_`` and ``-``, at most 64.
+_NAMESPACE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+def check_namespace(namespace: str) -> str:
+    """Return ``namespace`` if it can name a crawl; ValueError otherwise."""
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace) or namespace in (".", ".."):
+        raise ValueError(
+            f"a crawl ID is 1-64 letters, digits, '.', '_' or '-'; got {namespace!r}"
+        )
+    return namespace
+
+
+def _pg_schema(namespace: str) -> str:
+    return "fc_" + hashlib.sha1(namespace.encode()).hexdigest()[:20]
+
+
+def _sqlite_sibling(path: Path, namespace: str) -> Path:
+    return path.with_name(f"{path.stem}.crawl-{namespace}{path.suffix or '.db'}")
+
+
+def open_store(db: str | Path, *, create: bool = True, namespace: str | None = None) -> Store:
     """Open (and on first use create) the crawl store ``db`` at the newest schema revision.
 
     Parameters
@@ -468,26 +504,98 @@ def open_store(db: str | Path, *, create: bool = True) -> Store:
     db : str or path
         A SQLite file path, or a SQLAlchemy URL such as ``postgresql+psycopg://user@host/dbname``.
     create : bool, default=True
-        Create a missing SQLite file; with False a missing file raises FileNotFoundError.
+        Create a missing SQLite file (or PostgreSQL schema); with False a missing one raises
+        FileNotFoundError.
+    namespace : str, optional
+        Another crawl in the same place (a URLFrontier crawl ID): a sibling SQLite file
+        ``<stem>.crawl-<namespace>.db``, or a PostgreSQL schema of its own. None is the crawl of
+        ``db`` itself.
 
     Raises
     ------
     FileNotFoundError
-        If ``create`` is False and the SQLite file does not exist.
+        If ``create`` is False and the crawl does not exist.
     ValueError
-        If ``db`` is not a path or a valid URL.
+        If ``db`` is not a path or a valid URL, or ``namespace`` is not a valid crawl ID.
     sqlalchemy.exc.OperationalError
         If the database cannot be reached.
     """
     url = database_url(db)
     sa_url = make_url(url)
+    connect_args: dict[str, Any] = {}
+    schema = None
+    if namespace is not None:
+        check_namespace(namespace)
     if sa_url.get_backend_name() == "sqlite" and sa_url.database:
         path = Path(sa_url.database)
+        if namespace is not None:
+            path = _sqlite_sibling(path, namespace)
+            url = f"sqlite:///{path}"
         if not create and not path.exists():
             raise FileNotFoundError(f"no crawl database at {path} (create one with 'freshcrawl crawl add')")
         path.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url)
+    elif namespace is not None:
+        schema = _pg_schema(namespace)
+        connect_args["options"] = f"-c search_path={schema}"
+    engine = create_engine(url, connect_args=connect_args)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+    if schema is not None:
+        with engine.begin() as conn:
+            exists = conn.execute(
+                text("SELECT 1 FROM information_schema.schemata WHERE schema_name = :s"), {"s": schema}
+            ).first()
+            if exists is None and not create:
+                engine.dispose()
+                raise FileNotFoundError(f"no crawl {namespace!r} in {sa_url.render_as_string(hide_password=True)}")
+            conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
     _migrate(engine)
-    return Store(engine)
+    store = Store(engine)
+    store.namespace = namespace
+    store.schema = schema
+    if namespace is not None and "crawl_id" not in store.settings():
+        store.save_settings({"crawl_id": namespace})
+    return store
+
+
+def list_namespaces(db: str | Path) -> list[str]:
+    """Crawl IDs of the namespaced crawls beside ``db`` (see :func:`open_store`), sorted."""
+    url = database_url(db)
+    sa_url = make_url(url)
+    if sa_url.get_backend_name() == "sqlite" and sa_url.database:
+        path = Path(sa_url.database)
+        prefix = f"{path.stem}.crawl-"
+        return sorted(p.name[len(prefix): len(p.name) - len(path.suffix or ".db")]
+                      for p in path.parent.glob(f"{prefix}*{path.suffix or '.db'}"))
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            schemas = conn.execute(
+                text("SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE 'fc\\_%'")
+            ).scalars().all()
+            names = []
+            for schema in schemas:
+                value = conn.execute(text(f"SELECT value FROM {schema}.crawl WHERE key = 'crawl_id'")).scalar()
+                if value is not None:
+                    names.append(json.loads(value))
+        return sorted(names)
+    finally:
+        engine.dispose()
+
+
+def drop_namespace(db: str | Path, namespace: str) -> None:
+    """Delete the crawl ``namespace`` beside ``db`` (its SQLite file or PostgreSQL schema)."""
+    check_namespace(namespace)
+    url = database_url(db)
+    sa_url = make_url(url)
+    if sa_url.get_backend_name() == "sqlite" and sa_url.database:
+        base = _sqlite_sibling(Path(sa_url.database), namespace)
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(base) + suffix).unlink(missing_ok=True)
+        return
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA IF EXISTS {_pg_schema(namespace)} CASCADE"))
+    finally:
+        engine.dispose()

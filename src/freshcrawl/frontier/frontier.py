@@ -272,6 +272,7 @@ class Frontier:
         self._load_hosts(now, restart=True)
         self._load_pages()
         self._pending: list[tuple[int, float, bool, float, float]] = []
+        self._new_pages_at: float | None = None
         #: visits, changes seen and visits without information since this frontier started
         self.counts = {"visits": 0, "changes": 0, "errors": 0}
         self._build_policy(now)
@@ -410,12 +411,20 @@ class Frontier:
             self.status[k] = _STATUS_CODE[r["status"]]
             self.host[k], self.weight[k], self.next_due[k] = r["host_id"] - 1, r["weight"], r["next_due"]
         self.max_page_id = rows[-1]["id"]
+        if self._new_pages_at is None:
+            self._new_pages_at = now
 
     # planning ------------------------------------------------------------------------------------
+    #: Seconds after pages join (from another process or a service call) within which they are planned.
+    NEW_PAGES_PLAN_S = 10.0
+
     @property
     def next_replan(self) -> float:
-        """Seconds since the epoch of the next scheduled plan."""
-        return self.planned_at + self.settings.replan_every_s
+        """Seconds since the epoch of the next plan: every ``replan_every_s``, and soon after pages join."""
+        due = self.planned_at + self.settings.replan_every_s
+        if self._new_pages_at is not None:
+            due = min(due, self._new_pages_at + self.NEW_PAGES_PLAN_S)
+        return due
 
     def replan(self, now: float | None = None) -> None:
         """Teach the policy the observations since the last plan, plan, and commit rates and due times.
@@ -461,6 +470,7 @@ class Frontier:
         self.store.save_plan(ids + 1, self.rate[ids], self.next_due[ids], delta_hat[ids], self.n_obs[ids],
                              settings={"planned_at": now})
         self.planned_at = now
+        self._new_pages_at = None
 
     def _feed_policy(self) -> None:
         if not self._pending:
@@ -689,6 +699,15 @@ class Frontier:
                     self.next_due[k] = out.fetched_at
                     page_upd.append(dict(id=int(k) + 1, status="active", next_due=out.fetched_at))
         self.store.record([], page_upd, [dict(id=visit.host_id, **values)])
+
+    def set_host_delay(self, hk: int, min_delay_s: float) -> None:
+        """Set host ``hk``'s (index) own minimum delay, seconds; its cap follows at the next plan."""
+        h = self._hosts
+        rules = h.rules[hk]
+        crawl_delay = (rules.crawl_delay if rules is not None else None) or 0.0
+        h.delay_s[hk] = max(min_delay_s, crawl_delay)
+        h.cap[hk] = self._cap(h.delay_s[hk], self.settings.max_per_host_day)
+        h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], h.backoff_until[hk])
 
     def release(self, items: list[Visit | RobotsVisit]) -> None:
         """Give back visits handed out by :meth:`due` that were not made (nothing is recorded)."""

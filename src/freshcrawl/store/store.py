@@ -273,6 +273,30 @@ class Store:
                 select(c.id, c.host_id, c.weight, c.status, c.next_due).where(c.id > after_id).order_by(c.id)
             ).mappings()]
 
+    def _url_filter(self, q, host_id: int | None, contains: str | None, ignore_case: bool):
+        q = q.where(pages.c.status != "removed")
+        if host_id is not None:
+            q = q.where(pages.c.host_id == host_id)
+        if contains:
+            pattern = "%" + contains.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            column = func.lower(pages.c.url) if ignore_case else pages.c.url
+            q = q.where(column.like(pattern.lower() if ignore_case else pattern, escape="\\"))
+        return q
+
+    def count_urls(self, *, host_id: int | None = None, contains: str | None = None,
+                   ignore_case: bool = False) -> int:
+        """Pages not removed, of one host and/or whose URL contains a text."""
+        q = self._url_filter(select(func.count()).select_from(pages), host_id, contains, ignore_case)
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar_one())
+
+    def list_urls(self, *, start: int = 0, size: int = 100, host_id: int | None = None,
+                  contains: str | None = None, ignore_case: bool = False) -> list[dict[str, Any]]:
+        """Page rows not removed, by id, from ``start``, at most ``size``."""
+        q = self._url_filter(select(pages), host_id, contains, ignore_case).order_by(pages.c.id)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q.offset(max(0, start)).limit(max(0, size))).mappings()]
+
     def page_by_url(self, url: str) -> dict[str, Any] | None:
         """The page row of ``url`` (normalised), or None."""
         with self.engine.connect() as conn:

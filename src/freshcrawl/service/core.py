@@ -1,0 +1,498 @@
+"""The frontier served to other processes: crawls by ID, leases, reports, queues; thread-safe.
+
+:class:`FrontierService` is what the gRPC (URLFrontier) and REST front ends call. It holds one
+:class:`~freshcrawl.frontier.Frontier` per crawl ID (the default crawl is the database given; others
+live beside it, see :func:`freshcrawl.store.open_store`'s ``namespace``) and serialises every call
+with one lock, so several workers lease at once without ever getting the same URL twice: a lease is
+taken and marked under the lock, and the frontier is the only writer of its database (run one serve
+process per crawl database; a second one is refused while the first holds the database's lock).
+
+A fetcher outside this process reports what a visit gave (:class:`Report`): freshcrawl turns it into
+an observation (changed when the signature differs from the stored one; unchanged on 304 or an equal
+signature; no information on errors), learns from it, and schedules the next visit itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome
+from freshcrawl.crawler.urls import normalize_url
+from freshcrawl.frontier.frontier import ACTIVE, CrawlSettings, Frontier, RobotsVisit, Visit, origin_of
+from freshcrawl.store import drop_namespace, list_namespaces, open_store
+from freshcrawl.store.schema import hosts, pages
+
+__all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key", "outcome_from_status"]
+
+#: The crawl ID of the database given to the service (URLFrontier's default crawl).
+DEFAULT_CRAWL = "DEFAULT"
+
+
+def queue_key(origin: str) -> str:
+    """The URLFrontier queue key of a host: its name, with the port when it is not the default.
+
+    Examples
+    --------
+    >>> queue_key("https://example.org"), queue_key("http://127.0.0.2:8080")
+    ('example.org', '127.0.0.2:8080')
+    """
+    return origin.split("://", 1)[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A visit handed to a worker: the page, its URL and what is known of its last copy.
+
+    ``kind`` is ``"page"`` or ``"robots"`` (fetch ``url``, the host's robots.txt, and report it with
+    :meth:`FrontierService.report_robots`). ``expires_at`` is seconds since the epoch.
+    """
+
+    crawl_id: str
+    kind: str
+    url: str
+    queue: str
+    page_id: int | None
+    host_id: int
+    etag: str | None
+    last_modified: str | None
+    signature: str | None
+    due: float
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a worker's visit of a URL gave.
+
+    Attributes
+    ----------
+    url : str
+        The URL (as leased, or any known URL).
+    status : int or None
+        HTTP status; None when no answer came (network error, timeout).
+    signature : str or None
+        Content signature of the body (any stable digest the worker computes); compared with the one
+        stored. Ignored on 304.
+    started_at : float or None
+        When the request was sent, seconds since the epoch; default the time of the report.
+    elapsed_s : float
+        Seconds the visit took.
+    n_bytes : int
+        Body bytes.
+    etag, last_modified : str or None
+        Validators of the new copy.
+    retry_after_s : float or None
+        Seconds a 429/503 asked to wait.
+    error : str or None
+        For answers without a status: ``"timeout"``, ``"network"``; anything else is a page error.
+    refetch_not_before : float or None
+        The worker's earliest next fetch (seconds since the epoch): a floor after errors only;
+        freshcrawl sets the due time of a page whose visit gave information.
+    """
+
+    url: str
+    status: int | None
+    signature: str | None = None
+    started_at: float | None = None
+    elapsed_s: float = 0.0
+    n_bytes: int = 0
+    etag: str | None = None
+    last_modified: str | None = None
+    retry_after_s: float | None = None
+    error: str | None = None
+    refetch_not_before: float | None = None
+
+
+def outcome_from_status(
+    status: int | None, signature: str | None, stored_signature: str | None, error: str | None = None
+) -> tuple[Outcome, ErrorKind | None, str]:
+    """Outcome of a visit reported by status and signature (DESIGN.md, "The live layer").
+
+    Examples
+    --------
+    >>> outcome_from_status(304, None, "a")[0].value, outcome_from_status(200, "b", "a")[0].value
+    ('unchanged', 'changed')
+    >>> outcome_from_status(503, None, "a")[1].value
+    'throttled'
+    """
+    if status is None:
+        return Outcome.NO_INFO, ErrorKind.NETWORK, error or "network"
+    if status == 304:
+        if stored_signature is None:
+            return Outcome.NO_INFO, ErrorKind.PAGE, "unexpected-304"
+        return Outcome.UNCHANGED, None, "not-modified"
+    if 200 <= status < 300:
+        if signature is None:
+            return Outcome.NO_INFO, ErrorKind.CONTENT, "no-signature"
+        if stored_signature is None:
+            return Outcome.FIRST, None, "first-copy"
+        if signature == stored_signature:
+            return Outcome.UNCHANGED, None, "same-signature"
+        return Outcome.CHANGED, None, "new-signature"
+    if status in (429, 503):
+        return Outcome.NO_INFO, ErrorKind.THROTTLED, f"http-{status}"
+    if status >= 500:
+        return Outcome.NO_INFO, ErrorKind.SERVER, f"http-{status}"
+    return Outcome.NO_INFO, ErrorKind.PAGE, f"http-{status}"
+
+
+@dataclass
+class _Crawl:
+    frontier: Frontier
+    active: bool = True
+    leases: dict[tuple[str, int], Lease] = field(default_factory=dict)
+
+
+class FrontierService:
+    """Frontiers of one database served to many workers, one lock around all of them.
+
+    Parameters
+    ----------
+    db : str
+        The crawl database (SQLite path or URL); its crawl is :data:`DEFAULT_CRAWL`.
+    settings : CrawlSettings
+        Settings of every crawl this service opens or creates (the budget is per crawl).
+
+    Raises
+    ------
+    ValueError
+        If ``db`` is not a path or URL.
+    """
+
+    def __init__(self, db: str, settings: CrawlSettings) -> None:
+        self.db = str(db)
+        self.settings = settings
+        self.lock = threading.RLock()
+        self._crawls: dict[str, _Crawl] = {}
+        self.started_at = time.time()
+        self.crawl(DEFAULT_CRAWL, create=True)
+
+    # crawls --------------------------------------------------------------------------------------
+    def crawl(self, crawl_id: str | None, *, create: bool = False) -> _Crawl:
+        """The crawl ``crawl_id`` ("" or None: the default one); KeyError if unknown and not ``create``."""
+        crawl_id = crawl_id or DEFAULT_CRAWL
+        with self.lock:
+            if crawl_id in self._crawls:
+                return self._crawls[crawl_id]
+            namespace = None if crawl_id == DEFAULT_CRAWL else crawl_id
+            try:
+                store = open_store(self.db, namespace=namespace, create=create or namespace is None)
+            except FileNotFoundError as err:
+                raise KeyError(f"no crawl {crawl_id!r}") from err
+            c = _Crawl(Frontier(store, self.settings))
+            self._crawls[crawl_id] = c
+            return c
+
+    def crawl_ids(self) -> list[str]:
+        """Every crawl of the database: the default one and the namespaced ones."""
+        with self.lock:
+            return sorted({DEFAULT_CRAWL, *self._crawls, *list_namespaces(self.db)})
+
+    def delete_crawl(self, crawl_id: str) -> int:
+        """Delete a crawl and everything in it; return its number of pages (0 for an unknown crawl).
+
+        The default crawl is emptied (its pages, hosts and log deleted), not dropped.
+        """
+        crawl_id = crawl_id or DEFAULT_CRAWL
+        with self.lock:
+            try:
+                c = self.crawl(crawl_id)
+            except KeyError:
+                return 0
+            store = c.frontier.store
+            n = int(sum(store.counts()["pages"].values()))
+            if crawl_id == DEFAULT_CRAWL:
+                from freshcrawl.store.schema import observations
+
+                with store.engine.begin() as conn:
+                    conn.execute(observations.delete())
+                    conn.execute(pages.delete())
+                    conn.execute(hosts.delete())
+                c.frontier = Frontier(store, self.settings)
+                c.leases.clear()
+            else:
+                store.close()
+                del self._crawls[crawl_id]
+                drop_namespace(self.db, crawl_id)
+            return n
+
+    def close(self) -> None:
+        """Close every crawl's store."""
+        with self.lock:
+            for c in self._crawls.values():
+                c.frontier.store.close()
+            self._crawls.clear()
+
+    @contextmanager
+    def _frontier(self, crawl_id: str | None, *, create: bool = False) -> Iterator[Frontier]:
+        with self.lock:
+            yield self.crawl(crawl_id, create=create).frontier
+
+    # adding --------------------------------------------------------------------------------------
+    def add_urls(self, crawl_id: str | None, urls: Iterable[tuple[str, float]], *, now: float | None = None
+                 ) -> tuple[int, int]:
+        """Add ``(url, weight)`` pairs not yet known; return (added, already known).
+
+        Raises
+        ------
+        ValueError
+            If a URL is malformed or not http(s), or a weight is negative (nothing is added).
+        """
+        now = time.time() if now is None else float(now)
+        rows = []
+        for url, weight in urls:
+            u = normalize_url(url)
+            if not (np.isfinite(weight) and weight >= 0):
+                raise ValueError(f"weight must be a finite number >= 0; got {weight!r} for {url!r}")
+            rows.append((u, origin_of(u), float(weight)))
+        with self._frontier(crawl_id, create=True) as f:
+            ids, known = f.store.add_pages(rows, now=now)
+            f._sync_new_pages(now)
+            return len(ids), known
+
+    # leasing -------------------------------------------------------------------------------------
+    def lease(
+        self,
+        crawl_id: str | None,
+        worker: str,
+        count: int,
+        *,
+        lease_s: float = 60.0,
+        queue: str | None = None,
+        now: float | None = None,
+    ) -> list[Lease]:
+        """Up to ``count`` due visits for ``worker``, at most one per queue (host), each leased for ``lease_s``.
+
+        A visit leased is not handed out again before its lease runs out unless it is reported. An
+        inactive crawl (``set_active(False)``) leases nothing.
+        """
+        if count < 0 or not (np.isfinite(lease_s) and lease_s > 0):
+            raise ValueError(f"count must be >= 0 and lease_s > 0 seconds; got {count!r}, {lease_s!r}")
+        now = time.time() if now is None else float(now)
+        crawl_id = crawl_id or DEFAULT_CRAWL
+        with self.lock:
+            c = self.crawl(crawl_id)
+            if not c.active or count == 0:
+                return []
+            f = c.frontier
+            if now >= f.next_replan:
+                f.replan(now)
+            limit = count if queue is None else max(count, 1) * 64
+            items = f.due(now, limit, lease_s=lease_s)
+            if queue is not None:
+                keep = [x for x in items if queue_key(f._hosts.origin[x.host_id - 1]) == queue][:count]
+                f.release([x for x in items if x not in keep])
+                items = keep
+            out = []
+            for item in items:
+                origin = f._hosts.origin[item.host_id - 1]
+                if isinstance(item, RobotsVisit):
+                    lease = Lease(crawl_id, "robots", origin + "/robots.txt", queue_key(origin), None,
+                                  item.host_id, None, None, None, now, now + lease_s)
+                else:
+                    r = item.request
+                    lease = Lease(crawl_id, "page", r.url, queue_key(origin), item.page_id, item.host_id,
+                                  r.etag, r.last_modified, r.signature, item.due, now + lease_s)
+                c.leases[(lease.kind, item.host_id if lease.kind == "robots" else item.page_id)] = lease
+                out.append(lease)
+            return out
+
+    def report(self, crawl_id: str | None, reports: Iterable[Report], *, source: str = "worker",
+               now: float | None = None) -> list[str]:
+        """Record what visits gave; return, per report, ``"ok"`` or why it was refused.
+
+        A report of a URL not in the crawl is refused (``"unknown-url"``); a malformed URL too
+        (``"bad-url: ..."``). Reports need not hold a lease (a worker that fetched on its own).
+        """
+        now = time.time() if now is None else float(now)
+        crawl_id = crawl_id or DEFAULT_CRAWL
+        answers: list[str] = []
+        with self.lock:
+            c = self.crawl(crawl_id)
+            f = c.frontier
+            batch = []
+            floors = []
+            for rep in reports:
+                try:
+                    url = normalize_url(rep.url)
+                except ValueError as err:
+                    answers.append(f"bad-url: {err}")
+                    continue
+                row = f.store.page_by_url(url)
+                if row is None:
+                    answers.append("unknown-url")
+                    continue
+                outcome, error, why = outcome_from_status(rep.status, rep.signature, row["signature"], rep.error)
+                started = now if rep.started_at is None else float(rep.started_at)
+                sig = row["signature"] if outcome is Outcome.UNCHANGED and rep.status == 304 else rep.signature
+                out = FetchOutcome(
+                    url, outcome, why, started, float(rep.elapsed_s), rep.status, int(rep.n_bytes),
+                    etag=rep.etag if rep.status != 304 else (rep.etag or row["etag"]),
+                    last_modified=rep.last_modified if rep.status != 304 else (rep.last_modified or row["last_modified"]),
+                    signature=None if outcome is Outcome.NO_INFO else sig, error=error,
+                    retry_after_s=rep.retry_after_s,
+                )
+                visit = Visit(row["id"], row["host_id"], FetchRequest(url, row["etag"], row["last_modified"],
+                                                                       row["signature"]), row["next_due"])
+                batch.append((visit, out))
+                floors.append((row["id"], rep.refetch_not_before if outcome is Outcome.NO_INFO else None))
+                c.leases.pop(("page", row["id"]), None)
+                answers.append("ok")
+            if batch:
+                f.record(batch, source=source)
+                for page_id, floor in floors:
+                    if floor is not None and floor > f.next_due[page_id - 1]:
+                        f.next_due[page_id - 1] = floor
+                        f.store.record([], [dict(id=page_id, next_due=float(floor))], [])
+        return answers
+
+    def report_robots(self, crawl_id: str | None, origin_or_url: str, status: int | None, text: str | None,
+                      *, fetched_at: float | None = None, elapsed_s: float = 0.0,
+                      retry_after_s: float | None = None) -> None:
+        """Record a robots.txt fetched by a worker for a host of the crawl (KeyError for an unknown host)."""
+        from freshcrawl.crawler.outcome import RobotsOutcome
+
+        fetched_at = time.time() if fetched_at is None else float(fetched_at)
+        with self.lock:
+            c = self.crawl(crawl_id)
+            f = c.frontier
+            origin = origin_of(normalize_url(origin_or_url))
+            try:
+                hk = f._hosts.origin.index(origin)
+            except ValueError as err:
+                raise KeyError(f"no host {origin} in this crawl") from err
+            why = "ok" if status is not None and 200 <= status < 300 else (f"http-{status}" if status else "network")
+            f.record_robots(RobotsVisit(hk + 1, origin),
+                            RobotsOutcome(origin, status, text, fetched_at, elapsed_s, why, retry_after_s))
+            c.leases.pop(("robots", hk + 1), None)
+
+    def schedule(self, crawl_id: str | None, url: str, not_before: float) -> bool:
+        """Set a known URL's next due time (a client's date); 0 means never again. False if unknown."""
+        with self._frontier(crawl_id) as f:
+            row = f.store.page_by_url(normalize_url(url))
+            if row is None:
+                return False
+            k = row["id"] - 1
+            if not_before <= 0:
+                f.status[k] = 4  # removed: never visited again, its log kept
+                f.store.set_page_status([row["id"]], "removed", removed_at=time.time())
+            else:
+                f.next_due[k] = float(not_before)
+                f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
+            f.lease_until[k] = 0.0
+            return True
+
+    # queues --------------------------------------------------------------------------------------
+    def _host_index(self, f: Frontier, queue: str) -> int:
+        for hk, origin in enumerate(f._hosts.origin):
+            if queue_key(origin) == queue:
+                return hk
+        raise KeyError(f"no queue {queue!r}")
+
+    def queues(self, crawl_id: str | None, *, include_inactive: bool = False, now: float | None = None) -> list[str]:
+        """Queue keys of the crawl, sorted; only those with a URL due now unless ``include_inactive``."""
+        now = time.time() if now is None else float(now)
+        with self._frontier(crawl_id) as f:
+            n_hosts = len(f._hosts.origin)
+            if include_inactive:
+                keep = np.ones(n_hosts, dtype=bool)
+            else:
+                due = (f.next_due <= now) & (f.status == ACTIVE) & (f.lease_until <= now)
+                keep = np.zeros(n_hosts, dtype=bool)
+                keep[np.unique(f.host[due])] = True
+                keep &= np.maximum(f._hosts.ready_at, f._hosts.lease_until) <= now
+            return sorted(queue_key(f._hosts.origin[h]) for h in np.flatnonzero(keep))
+
+    def block_queue(self, crawl_id: str | None, queue: str, until: float) -> None:
+        """No URL of ``queue`` is handed out before ``until`` (seconds since the epoch; 0 unblocks)."""
+        with self._frontier(crawl_id) as f:
+            hk = self._host_index(f, queue)
+            h = f._hosts
+            h.backoff_until[hk] = float(until)
+            h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
+            f.store.save_host(hk + 1, backoff_until=float(until))
+
+    def set_delay(self, crawl_id: str | None, queue: str | None, delay_s: float) -> None:
+        """Least seconds between two requests to ``queue`` (None or "": every queue); feeds the host caps."""
+        if not (np.isfinite(delay_s) and delay_s >= 0):
+            raise ValueError(f"delay must be finite and >= 0 seconds; got {delay_s!r}")
+        with self._frontier(crawl_id) as f:
+            targets = range(len(f._hosts.origin)) if not queue else [self._host_index(f, queue)]
+            for hk in targets:
+                f.store.save_host(hk + 1, min_delay_s=float(delay_s))
+                f.set_host_delay(hk, float(delay_s))
+
+    def delete_queue(self, crawl_id: str | None, queue: str) -> int:
+        """Remove every page of ``queue`` from the crawl (their logs stay); return how many."""
+        with self._frontier(crawl_id) as f:
+            hk = self._host_index(f, queue)
+            ks = np.flatnonzero((f.host == hk) & (f.status != 4) & (f.status != 0))
+            f.status[ks] = 4
+            f.store.set_page_status((ks + 1).tolist(), "removed", removed_at=time.time())
+            return int(ks.size)
+
+    # reading -------------------------------------------------------------------------------------
+    def count_urls(self, crawl_id: str | None, *, queue: str | None = None, contains: str | None = None,
+                   ignore_case: bool = False) -> int:
+        """URLs in the crawl (not removed), of one queue and/or containing a text."""
+        with self._frontier(crawl_id) as f:
+            host_id = None if not queue else self._host_index(f, queue) + 1
+            return f.store.count_urls(host_id=host_id, contains=contains, ignore_case=ignore_case)
+
+    def list_urls(self, crawl_id: str | None, *, start: int = 0, size: int = 100, queue: str | None = None,
+                  contains: str | None = None, ignore_case: bool = False) -> list[dict[str, Any]]:
+        """Page rows (url, queue, status, next_due, rate, delta_hat, signature, ...) by id, paginated."""
+        with self._frontier(crawl_id) as f:
+            host_id = None if not queue else self._host_index(f, queue) + 1
+            rows = f.store.list_urls(start=start, size=size, host_id=host_id, contains=contains,
+                                     ignore_case=ignore_case)
+            for row in rows:
+                row["queue"] = queue_key(f._hosts.origin[row["host_id"] - 1])
+            return rows
+
+    def url_status(self, crawl_id: str | None, url: str) -> dict[str, Any] | None:
+        """The page row of ``url`` with its queue, or None."""
+        with self._frontier(crawl_id) as f:
+            row = f.store.page_by_url(normalize_url(url))
+            if row is not None:
+                row["queue"] = queue_key(f._hosts.origin[row["host_id"] - 1])
+            return row
+
+    def stats(self, crawl_id: str | None, queue: str | None = None, *, now: float | None = None) -> dict[str, Any]:
+        """``size`` (active URLs), ``in_process`` (leased), ``counts`` (pages by status), ``queues`` (active)."""
+        now = time.time() if now is None else float(now)
+        with self._frontier(crawl_id) as f:
+            sel = f.status > 0
+            if queue:
+                sel &= f.host == self._host_index(f, queue)
+            active = sel & (f.status == ACTIVE)
+            counts = {name: int((sel & (f.status == code)).sum())
+                      for name, code in (("active", 1), ("disallowed", 2), ("failed", 3), ("removed", 4))}
+            return {
+                "size": int(active.sum()),
+                "in_process": int((active & (f.lease_until > now)).sum()),
+                "counts": counts,
+                "queues": len(self.queues(crawl_id, now=now)) if not queue else int(active.any()),
+            }
+
+    def set_active(self, crawl_id: str | None, state: bool) -> None:
+        """(De)activate leasing of a crawl; reports are still taken."""
+        with self.lock:
+            self.crawl(crawl_id).active = bool(state)
+
+    def replan_all(self, now: float | None = None) -> int:
+        """Re-plan every crawl whose plan is due; return how many were re-planned."""
+        now = time.time() if now is None else float(now)
+        n = 0
+        with self.lock:
+            for c in self._crawls.values():
+                if now >= c.frontier.next_replan:
+                    c.frontier.replan(now)
+                    n += 1
+        return n

@@ -312,6 +312,10 @@ class Fetcher:
                 auto_decompress=True,
                 headers={"User-Agent": self.user_agent},
             )
+            # aiohttp sends an idempotent request a second time, at once, when the connection fails
+            # (reset, disconnect): a second request to the host with no delay. A visit is one request
+            # (plus the redirect hops it follows); a failure is an outcome, and the frontier retries.
+            self._session._retry_connection = False
 
     async def close(self) -> None:
         """Close the session if this fetcher created it; safe to call twice."""

@@ -23,15 +23,12 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-
-import numpy as np
 
 
 def _pg_database() -> tuple[str, callable]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 

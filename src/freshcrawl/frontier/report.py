@@ -89,7 +89,7 @@ def delta_interval(changed: NDArray[np.bool_], tau: NDArray[np.float64], level: 
 
     mle = solve_mle(changed, tau)
     top = loglik(mle)
-    g = lambda d: loglik(d) - (top - cut)  # noqa: E731
+    g = lambda d: loglik(d) - (top - cut)
     low = brentq(g, lo_b, mle) if g(lo_b) < 0 else 0.0
     high = brentq(g, mle, hi_b) if g(hi_b) < 0 else math.inf
     return (low, high)

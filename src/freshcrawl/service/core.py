@@ -22,9 +22,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome
 from freshcrawl.crawler.urls import normalize_url
-from freshcrawl.frontier.frontier import ACTIVE, CrawlSettings, Frontier, RobotsVisit, Visit, origin_of
+from freshcrawl.frontier.frontier import (
+    ACTIVE,
+    CrawlSettings,
+    Frontier,
+    RobotsVisit,
+    Visit,
+    origin_of,
+)
 from freshcrawl.store import drop_namespace, list_namespaces, open_store
 from freshcrawl.store.schema import hosts, pages
 

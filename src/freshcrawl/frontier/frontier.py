@@ -272,6 +272,9 @@ class Frontier:
         self._load_pages()
         self._pending: list[tuple[int, float, bool, float, float]] = []
         self._new_pages_at: float | None = None
+        #: page index -> a due time set from outside (a client's date, an error floor): plans keep it
+        #: until it has passed or the page reports a visit (in memory: a restart plans such pages anew)
+        self.held: dict[int, float] = {}
         #: visits, changes seen and visits without information since this frontier started
         self.counts = {"visits": 0, "changes": 0, "errors": 0}
         self._build_policy(now)
@@ -430,7 +433,8 @@ class Frontier:
 
         Pages visited before keep their phase: the next visit is a period 1/p after the last one
         (or now, when that is past). Pages never visited get a random phase within their first
-        period. Pages waiting out an error back-off keep their due time.
+        period. Pages waiting out an error back-off keep their due time, and so do pages whose due
+        time was set from outside (:attr:`held`) until it passes.
         """
         now = time.time() if now is None else float(now)
         self._sync_new_pages(now)
@@ -462,6 +466,11 @@ class Frontier:
         due = np.maximum(due, now) if first is None else due
         keep = (self.n_errors > 0) | (self.lease_until > now) | ~alive
         self.next_due = np.where(keep, self.next_due, due)
+        for k, t in list(self.held.items()):
+            if t > now and alive[k]:
+                self.next_due[k] = t
+            else:
+                del self.held[k]
         self.rate = np.where(alive, rates, 0.0)
         est = self.policy.estimated_delta()
         delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)
@@ -630,6 +639,7 @@ class Frontier:
             obs_rows.append(row)
             page_upd.append(upd)
             self.lease_until[k] = 0.0
+            self.held.pop(k, None)
             hosts_touched[hk] = self._host_after(hk, out)
         for hk, values in hosts_touched.items():
             h.lease_until[hk] = 0.0

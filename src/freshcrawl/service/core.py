@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -357,6 +357,7 @@ class FrontierService:
                 for page_id, floor in floors:
                     if floor is not None and floor > f.next_due[page_id - 1]:
                         f.next_due[page_id - 1] = floor
+                        f.held[page_id - 1] = float(floor)
                         f.store.record([], [dict(id=page_id, next_due=float(floor))], [])
         return answers
 
@@ -381,19 +382,29 @@ class FrontierService:
             c.leases.pop(("robots", hk + 1), None)
 
     def schedule(self, crawl_id: str | None, url: str, not_before: float) -> bool:
-        """Set a known URL's next due time (a client's date); 0 means never again. False if unknown."""
-        with self._frontier(crawl_id) as f:
+        """Set a known URL's next due time (a client's date); 0 means never again. False if unknown.
+
+        The date holds across plans until it passes (:attr:`Frontier.held`). A lease of the URL ends
+        (its host may be handed out again at once, within its delay).
+        """
+        with self.lock:
+            c = self.crawl(crawl_id)
+            f = c.frontier
             row = f.store.page_by_url(normalize_url(url))
             if row is None:
                 return False
             k = row["id"] - 1
             if not_before <= 0:
                 f.status[k] = 4  # removed: never visited again, its log kept
+                f.held.pop(k, None)
                 f.store.set_page_status([row["id"]], "removed", removed_at=time.time())
             else:
                 f.next_due[k] = float(not_before)
+                f.held[k] = float(not_before)
                 f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
             f.lease_until[k] = 0.0
+            if c.leases.pop(("page", row["id"]), None) is not None:
+                f._hosts.lease_until[row["host_id"] - 1] = 0.0
             return True
 
     # queues --------------------------------------------------------------------------------------
@@ -427,10 +438,13 @@ class FrontierService:
             f.store.save_host(hk + 1, backoff_until=float(until))
 
     def set_delay(self, crawl_id: str | None, queue: str | None, delay_s: float) -> None:
-        """Least seconds between two requests to ``queue`` (None or "": every queue); feeds the host caps."""
+        """Least seconds between two requests to ``queue`` (None or "": every queue, and the default of
+        queues to come); feeds the host caps."""
         if not (np.isfinite(delay_s) and delay_s >= 0):
             raise ValueError(f"delay must be finite and >= 0 seconds; got {delay_s!r}")
         with self._frontier(crawl_id) as f:
+            if not queue:
+                f.settings = replace(f.settings, min_delay_s=float(delay_s))
             targets = range(len(f._hosts.origin)) if not queue else [self._host_index(f, queue)]
             for hk in targets:
                 f.store.save_host(hk + 1, min_delay_s=float(delay_s))

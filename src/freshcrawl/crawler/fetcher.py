@@ -30,6 +30,7 @@ How a final response becomes an outcome::
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import datetime
 import email.utils
 import math
@@ -144,6 +145,10 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
         return None
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
+
+
+#: The timeout of the visit in progress (per task), extended by the politeness waits between hops.
+_deadline: contextvars.ContextVar[asyncio.Timeout] = contextvars.ContextVar("freshcrawl_fetch_deadline")
 
 class _Refused(Exception):
     """A redirect the fetcher will not follow; caught inside this module only."""
@@ -345,11 +350,13 @@ class Fetcher:
 
     # ------------------------------------------------------------------------------ requests
     async def _open(
-        self, url: str, headers: dict[str, str], max_redirects: int
+        self, url: str, headers: dict[str, str], max_redirects: int, hop_delay_s: float = 0.0
     ) -> tuple[aiohttp.ClientResponse, str]:
         """GET `url`, following redirects hop by hop; return the final response (open) and URL.
 
-        Raises _Refused for a redirect not to follow, and aiohttp/OS errors as they come.
+        Waits `hop_delay_s` seconds before each hop after the first (politeness between the
+        requests of one visit). Raises _Refused for a redirect not to follow, and aiohttp/OS errors
+        as they come.
         """
         session = self._require_session()
         current = url
@@ -358,6 +365,11 @@ class Fetcher:
         except ValueError:
             seen = {url}
         for hop in range(max_redirects + 1):
+            if hop and hop_delay_s > 0:
+                deadline = _deadline.get(None)
+                if deadline is not None and deadline.when() is not None:
+                    deadline.reschedule(deadline.when() + hop_delay_s)  # the wait is not the server's time
+                await asyncio.sleep(hop_delay_s)
             response = await session.get(
                 current, headers=headers, allow_redirects=False, timeout=self._timeout
             )
@@ -458,9 +470,11 @@ class Fetcher:
         content_type: str | None = None
         etag = last_modified = None
         try:
-            async with asyncio.timeout(self.total_timeout_s):
+            hop_delay = max(0.0, float(request.hop_delay_s))
+            async with asyncio.timeout(self.total_timeout_s) as deadline:
+                _deadline.set(deadline)
                 response, url = await self._open(
-                    request.url, self._headers(conditional), self.max_redirects
+                    request.url, self._headers(conditional), self.max_redirects, hop_delay
                 )
                 final_url = url if url != request.url else None
                 complete = False
@@ -543,7 +557,7 @@ class Fetcher:
             final_url=final_url,
         )
 
-    async def fetch_robots(self, origin: str) -> RobotsOutcome:
+    async def fetch_robots(self, origin: str, *, hop_delay_s: float = 0.0) -> RobotsOutcome:
         """Fetch ``<origin>/robots.txt`` as RFC 9309 asks.
 
         Follows up to :data:`ROBOTS_MAX_REDIRECTS` redirects (to any http(s) origin), reads at
@@ -554,6 +568,8 @@ class Fetcher:
         ----------
         origin : str
             ``scheme://host[:port]`` (a path, query or fragment is ignored).
+        hop_delay_s : float, default=0.0
+            Seconds to wait before following a redirect (the host's politeness delay).
 
         Returns
         -------
@@ -578,6 +594,7 @@ class Fetcher:
             ) from err
         if not ok:
             raise ValueError(f"origin must be scheme://host[:port] with http(s); got {origin!r}")
+        hop_delay = max(0.0, float(hop_delay_s))
         normalised_origin = str(parsed.origin())
         self._require_session()
         fetched_at = time.time()
@@ -597,9 +614,10 @@ class Fetcher:
             )
 
         try:
-            async with asyncio.timeout(self.total_timeout_s):
+            async with asyncio.timeout(self.total_timeout_s) as deadline:
+                _deadline.set(deadline)
                 response, _ = await self._open(
-                    normalised_origin + "/robots.txt", self._headers(), ROBOTS_MAX_REDIRECTS
+                    normalised_origin + "/robots.txt", self._headers(), ROBOTS_MAX_REDIRECTS, hop_delay
                 )
                 complete = False
                 try:

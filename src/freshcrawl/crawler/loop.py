@@ -117,7 +117,7 @@ async def crawl(
 
     async def visit(item):
         if isinstance(item, RobotsVisit):
-            return await fetcher.fetch_robots(item.origin)
+            return await fetcher.fetch_robots(item.origin, hop_delay_s=item.delay_s)
         return await fetcher.fetch(item.request)
 
     def collect(finished) -> None:

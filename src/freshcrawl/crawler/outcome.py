@@ -63,12 +63,16 @@ class FetchRequest:
         Last-Modified of the last copy (the header's text), sent as If-Modified-Since.
     signature : str or None
         Content signature of the last copy (hex), None when the page has no copy yet.
+    hop_delay_s : float
+        Seconds to wait before following a redirect (the host's politeness delay), so that the hops
+        of one visit keep the delay between them.
     """
 
     url: str
     etag: str | None = None
     last_modified: str | None = None
     signature: str | None = None
+    hop_delay_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,10 +149,14 @@ class Visit:
 
 @dataclass(frozen=True, slots=True)
 class RobotsVisit:
-    """A host whose robots.txt must be fetched before any other of its URLs (RFC 9309)."""
+    """A host whose robots.txt must be fetched before any other of its URLs (RFC 9309).
+
+    ``delay_s`` is the host's politeness delay, to keep between redirect hops.
+    """
 
     host_id: int
     origin: str
+    delay_s: float = 0.0
 
 
 def origin_of(url: str) -> str:
@@ -510,7 +514,7 @@ class Frontier:
         for hk in np.unique(self.host[self.status == DISALLOWED]):
             if len(out) < limit and h.lease_until[hk] <= now and h.ready_at[hk] <= now and self._robots_due(hk, now):
                 h.lease_until[hk] = now + lease_s
-                out.append(RobotsVisit(int(hk) + 1, h.origin[hk]))
+                out.append(RobotsVisit(int(hk) + 1, h.origin[hk], self._robots_hop_delay(hk)))
         cand = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE) & (self.lease_until <= now))
         hc = self.host[cand]
         ok = (h.lease_until[hc] <= now) & (h.ready_at[hc] <= now)
@@ -529,7 +533,7 @@ class Frontier:
             hk = int(self.host[k])
             if self._robots_due(hk, now):
                 h.lease_until[hk] = now + lease_s
-                out.append(RobotsVisit(hk + 1, h.origin[hk]))
+                out.append(RobotsVisit(hk + 1, h.origin[hk], self._robots_hop_delay(hk)))
                 continue
             pages_out.append(int(k))
         rows = self.store.page_rows([k + 1 for k in pages_out]) if pages_out else {}
@@ -541,11 +545,18 @@ class Frontier:
                 continue
             h.lease_until[hk] = now + lease_s
             self.lease_until[k] = now + lease_s
-            out.append(Visit(k + 1, hk + 1, FetchRequest(r["url"], r["etag"], r["last_modified"],
-                                                          r["signature"]), float(self.next_due[k])))
+            out.append(Visit(k + 1, hk + 1, FetchRequest(r["url"], r["etag"], r["last_modified"], r["signature"],
+                                                          float(h.delay_s[hk])), float(self.next_due[k])))
         if disallowed:
             self._record_disallowed(disallowed, now)
         return out
+
+    #: Least wait between the redirect hops of a robots.txt fetch, seconds: the Crawl-delay it may set
+    #: is not known until it is read, so the hops wait at least the usual default delay.
+    ROBOTS_HOP_DELAY_S = 1.0
+
+    def _robots_hop_delay(self, hk: int) -> float:
+        return max(float(self._hosts.delay_s[hk]), self.ROBOTS_HOP_DELAY_S)
 
     def _robots_due(self, hk: int, now: float) -> bool:
         h = self._hosts
@@ -670,7 +681,10 @@ class Frontier:
         elif out.outcome is not Outcome.NO_INFO and h.n_backoff[hk]:
             h.n_backoff[hk] = 0
             values["n_backoff"] = 0
-        h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], end, h.backoff_until[hk])
+        # a visit that followed redirects (or fetched robots.txt, which may have) made its last request
+        # as late as its end: the delay runs from there
+        last = end if (out.final_url is not None or out.url.endswith("/robots.txt")) else out.started_at
+        h.ready_at[hk] = max(last + h.delay_s[hk], end, h.backoff_until[hk])
         return values
 
     def record_robots(self, visit: RobotsVisit, out: RobotsOutcome) -> None:

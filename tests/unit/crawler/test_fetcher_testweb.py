@@ -179,3 +179,14 @@ def test_gzip_bomb_under_a_larger_cap_stops_at_the_cap(web):
         "too-large",
     )
     assert result.n_bytes == cap
+
+
+def test_redirect_hops_keep_the_host_delay(web):
+    """A visit that follows redirects waits ``hop_delay_s`` between its requests, outside the timeout."""
+    url = url_of(web, "/fault/redirect-loop")
+    before = len(web.requests())
+    out = visit(url, {"total_timeout_s": 0.25}, hop_delay_s=0.3)  # the wait is longer than the timeout
+    assert out.why == "redirect-loop" and out.error is ErrorKind.PAGE
+    hops = [r for r in web.requests()[before:] if r.host == HOST]
+    assert len(hops) == 2
+    assert hops[1].arrived - hops[0].arrived >= 0.3

@@ -7,7 +7,8 @@ Every exception subclasses :class:`FreshcrawlError` and the builtin that matches
     ├── InvalidObservation (ValueError)      bad visit data: tau <= 0, NaN, flags outside {0, 1}
     ├── InfeasibleAllocation (ValueError)    budget outside [sum p_min, sum p_max], caps too tight
     ├── TraceFormatError (ValueError)        a malformed or unsorted change history or visit log
-    └── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
+    ├── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
+    └── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
 
     FreshcrawlWarning (UserWarning)
     └── ConvergenceWarning                   a solver stopped at its iteration limit
@@ -21,6 +22,7 @@ __all__ = [
     "InfeasibleAllocation",
     "TraceFormatError",
     "UnknownNameError",
+    "DatabaseInUseError",
     "FreshcrawlWarning",
     "ConvergenceWarning",
 ]
@@ -44,6 +46,10 @@ class TraceFormatError(FreshcrawlError, ValueError):
 
 class UnknownNameError(FreshcrawlError, ValueError):
     """A name (estimator, objective, policy, mode) that freshcrawl does not know."""
+
+
+class DatabaseInUseError(FreshcrawlError, RuntimeError):
+    """A crawl database that another process holds as its only writer (``freshcrawl serve``)."""
 
 
 class FreshcrawlWarning(UserWarning):

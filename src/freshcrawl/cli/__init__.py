@@ -39,6 +39,7 @@ class LazyGroup(click.Group):
         "experiments": "freshcrawl.cli.experiments:experiments",
         "crawl": "freshcrawl.cli.crawl:crawl",
         "test-web": "freshcrawl.cli.testweb:test_web",
+        "serve": "freshcrawl.cli.serve:serve",
     },
     context_settings={"help_option_names": ["-h", "--help"]},
 )

@@ -1,0 +1,704 @@
+"""The REST API of the frontier service (FastAPI), its Prometheus metrics and its dashboard.
+
+For crawlers without a gRPC client. :func:`create_app` serves one :class:`FrontierService`:
+
+=========================  ========================================================================
+``POST /urls``             add URLs with weights (all or nothing; 422 names the bad field and index)
+``POST /leases``           lease due visits for a worker (``count``, ``lease_s``); a visit not
+                           reported before its lease runs out is handed out again
+``POST /observations``     report what visits gave (a result per report; a malformed batch is
+                           refused whole with 422, nothing recorded)
+``POST /robots``           report a robots.txt a worker fetched (a lease of kind ``robots``)
+``GET /explain?url=``      why a page is visited as it is (:func:`~freshcrawl.frontier.report.explain_page`)
+``GET /status``            the crawl's status (:func:`~freshcrawl.frontier.report.crawl_status`)
+``GET /hosts``             budget use by host: planned visits per day against the host's cap
+``GET /overdue``           the pages most overdue
+``GET /history``           estimated freshness over time (samples kept in memory)
+``GET /metrics``           Prometheus metrics (``freshcrawl_*``)
+``GET /``                  the dashboard (HTML and plain JS drawing SVG; nothing fetched elsewhere)
+``GET /openapi.json``      the OpenAPI document
+=========================  ========================================================================
+
+Every write needs ``Authorization: Bearer <token>`` when the app has a token (401 with a JSON body
+otherwise); reads are public unless ``public_reads=False``. Errors are JSON: ``{"detail": [{"loc":
+[...], "msg": ..., "type": ...}]}`` where ``loc`` names the field (``["body", "urls", 3, "url"]``).
+
+Non-finite numbers are not JSON: an unbounded interval end or cap (``inf``) and an unknown value
+(``nan``) are served as ``null``.
+
+Leases are taken under the service's lock, so workers leasing at once never get the same URL while
+its lease holds; this holds across processes only because one serve process is the only writer of a
+crawl database (:mod:`freshcrawl.service.writer`).
+"""
+
+
+import collections
+import math
+import secrets
+import threading
+import time
+from importlib.resources import files
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlalchemy import func, select
+
+from freshcrawl.crawler.urls import normalize_url
+from freshcrawl.frontier.frontier import ACTIVE, origin_of
+from freshcrawl.frontier.report import crawl_status, explain_page
+from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report, queue_key
+from freshcrawl.store import check_namespace, list_namespaces
+from freshcrawl.store.schema import observations
+
+__all__ = ["create_app", "FreshnessHistory"]
+
+_MAX_URL = 2048  # characters of a URL (PostgreSQL indexes the url column; browsers stop near here)
+_MAX_ORIGIN = 512  # the hosts.origin column
+_MAX_BATCH = 10_000
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+def _finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float (and numpy scalar) made JSON-ready: inf and nan -> None."""
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def _text(value: str | None, *, name: str = "text") -> str | None:
+    if value is not None and "\x00" in value:
+        raise ValueError(f"{name} must not contain NUL characters")
+    return value
+
+
+def _crawl_id(value: str | None) -> str:
+    if value is None or value == "" or value == DEFAULT_CRAWL:
+        return DEFAULT_CRAWL
+    return check_namespace(value)
+
+
+def _url(value: str) -> str:
+    if len(value) > _MAX_URL:
+        raise ValueError(f"url must be at most {_MAX_URL} characters; got {len(value)}")
+    _text(value, name="url")
+    try:
+        url = normalize_url(value)
+    except (TypeError, ValueError) as err:
+        raise ValueError(str(err)) from None
+    if len(url) > _MAX_URL or len(origin_of(url)) > _MAX_ORIGIN:
+        raise ValueError(f"url must be at most {_MAX_URL} characters with a host of at most {_MAX_ORIGIN}")
+    return url
+
+
+def _problem(status: int, loc: list[Any], msg: str, kind: str) -> HTTPException:
+    return HTTPException(status, detail=[{"loc": loc, "msg": msg, "type": kind}])
+
+
+# --- request and response models -------------------------------------------------------------------
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class _CrawlScoped(_Model):
+    crawl_id: str | None = Field(
+        None, max_length=64, validate_default=True,
+        description="Crawl ID (1-64 letters, digits, '.', '_' or '-'); null, '' or 'DEFAULT': the default crawl.",
+    )
+
+    @field_validator("crawl_id")
+    @classmethod
+    def _check_crawl(cls, v: str | None) -> str:
+        return _crawl_id(v)
+
+
+class UrlIn(_Model):
+    """A URL to keep fresh."""
+
+    url: str = Field(..., description="Absolute http(s) URL (normalised before it is stored).",
+                     examples=["https://example.org/news"])
+    weight: float = Field(1.0, ge=0, le=1e9, description="Importance w of the page (>= 0, dimensionless).")
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, v: str) -> str:
+        return _url(v)
+
+
+class AddUrlsRequest(_CrawlScoped):
+    """URLs to add to a crawl (created when it does not exist)."""
+
+    urls: list[UrlIn] = Field(..., max_length=_MAX_BATCH, description="URLs with weights; at most 10,000.")
+
+
+class AddUrlsResponse(_Model):
+    crawl_id: str
+    added: int = Field(..., description="URLs new to the crawl.")
+    known: int = Field(..., description="URLs already in the crawl (left as they are).")
+
+
+class LeaseRequest(_CrawlScoped):
+    """A worker asking for due visits."""
+
+    worker_id: str = Field(..., min_length=1, max_length=128, description="Who leases (free text).")
+    count: int = Field(1, ge=1, le=1000, description="Most visits wanted; at most one per host is handed out.")
+    lease_s: float = Field(60.0, gt=0, le=86_400.0,
+                           description="Seconds the visits are held for this worker; unreported ones go back after.")
+    queue: str | None = Field(None, max_length=600, description="Only visits of this queue (host[:port]).")
+
+    @field_validator("worker_id", "queue")
+    @classmethod
+    def _no_nul(cls, v: str | None) -> str | None:
+        return _text(v)
+
+
+class LeaseOut(_Model):
+    """A leased visit. ``kind="robots"``: fetch the host's robots.txt at ``url``, report it to /robots."""
+
+    crawl_id: str
+    kind: Literal["page", "robots"]
+    url: str = Field(..., description="What to fetch.")
+    queue: str = Field(..., description="host[:port] of the URL.")
+    page_id: int | None
+    etag: str | None = Field(None, description="Validator for If-None-Match.")
+    last_modified: str | None = Field(None, description="Validator for If-Modified-Since.")
+    signature: str | None = Field(None, description="Signature of the stored copy.")
+    due: float = Field(..., description="When the visit was due, seconds since the epoch.")
+    expires_at: float = Field(..., description="End of the lease, seconds since the epoch.")
+
+
+class LeaseResponse(_Model):
+    worker_id: str
+    leases: list[LeaseOut]
+
+
+class ReportIn(_Model):
+    """What a visit gave."""
+
+    url: str = Field(..., description="The URL visited (as leased).")
+    status: int | None = Field(..., ge=100, le=599, description="HTTP status; null when no answer came.")
+    signature: str | None = Field(None, max_length=128,
+                                  description="Content signature of the body (any stable digest); ignored on 304.")
+    etag: str | None = Field(None, max_length=4096)
+    last_modified: str | None = Field(None, max_length=4096)
+    elapsed_s: float = Field(0.0, ge=0, le=86_400.0, description="Seconds the visit took.")
+    n_bytes: int = Field(0, ge=0, le=2**31 - 1, description="Body bytes.")
+    retry_after_s: float | None = Field(None, ge=0, le=1e7, description="Seconds a 429/503 asked to wait.")
+    error: str | None = Field(None, max_length=64,
+                              description="Without a status: 'timeout', 'network' or another page error.")
+    started_at: float | None = Field(None, ge=0, le=1e11,
+                                     description="When the request was sent, seconds since the epoch; default now.")
+    refetch_not_before: float | None = Field(
+        None, ge=0, le=1e11, description="After an error: earliest next visit, seconds since the epoch.")
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, v: str) -> str:
+        return _url(v)
+
+    @field_validator("signature", "etag", "last_modified", "error")
+    @classmethod
+    def _no_nul(cls, v: str | None) -> str | None:
+        return _text(v)
+
+
+class ObservationsRequest(_CrawlScoped):
+    """Reports of visits; one malformed report refuses the whole batch (nothing is recorded)."""
+
+    reports: list[ReportIn] = Field(..., max_length=_MAX_BATCH)
+
+
+class ObservationsResponse(_Model):
+    crawl_id: str
+    results: list[str] = Field(..., description="Per report, in order: 'ok' or 'unknown-url'.")
+    n_ok: int
+
+
+class RobotsRequest(_CrawlScoped):
+    """A robots.txt a worker fetched."""
+
+    url: str = Field(..., description="The robots.txt URL leased (or any URL of the host).")
+    status: int | None = Field(..., ge=100, le=599, description="HTTP status; null when unreachable.")
+    text: str | None = Field(None, max_length=512_000, description="The body (RFC 9309: at least 500 KiB parsed).")
+    fetched_at: float | None = Field(None, ge=0, le=1e11, description="Seconds since the epoch; default now.")
+    elapsed_s: float = Field(0.0, ge=0, le=86_400.0)
+    retry_after_s: float | None = Field(None, ge=0, le=1e7)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, v: str) -> str:
+        return _url(v)
+
+    @field_validator("text")
+    @classmethod
+    def _no_nul(cls, v: str | None) -> str | None:
+        return _text(v)
+
+
+class RobotsResponse(_Model):
+    crawl_id: str
+    host: str
+
+
+class HostUse(_Model):
+    queue: str
+    origin: str
+    n_pages: int = Field(..., description="Active pages of the host.")
+    rate_per_day: float = Field(..., description="Visits per day the plan gives the host's pages.")
+    cap_per_day: float | None = Field(..., description="Most visits per day the host allows (null: no cap).")
+    delay_s: float = Field(..., description="Least seconds between two requests to the host.")
+    in_backoff: bool
+
+
+class HostsResponse(_Model):
+    crawl_id: str
+    budget: float = Field(..., description="Crawl budget, visits per day.")
+    budget_in_use: float = Field(..., description="Sum of planned rates, visits per day.")
+    n_hosts: int
+    hosts: list[HostUse] = Field(..., description="Hosts by planned rate, largest first.")
+
+
+class OverduePage(_Model):
+    url: str
+    queue: str
+    next_due: float = Field(..., description="Seconds since the epoch.")
+    overdue_s: float = Field(..., description="Seconds past due.")
+    rate: float = Field(..., description="Planned visits per day.")
+    delta_hat: float | None = Field(..., description="Estimated changes per day.")
+    leased: bool = Field(..., description="A worker holds its lease now.")
+
+
+class OverdueResponse(_Model):
+    crawl_id: str
+    now: float
+    n_due: int = Field(..., description="Active pages due now.")
+    pages: list[OverduePage]
+
+
+class HistorySample(_Model):
+    time: float = Field(..., description="Seconds since the epoch.")
+    estimated_freshness: float | None = Field(..., description="Weighted mean expected freshness in [0, 1].")
+    budget_in_use: float = Field(..., description="Visits per day planned.")
+    due_now: int
+    n_pages: int
+
+
+class HistoryResponse(_Model):
+    crawl_id: str
+    samples: list[HistorySample]
+
+
+# --- freshness history ------------------------------------------------------------------------------
+class FreshnessHistory:
+    """Estimated freshness over time per crawl, sampled in memory (at most ``maxlen`` per crawl).
+
+    :meth:`sample` is called after each plan by ``freshcrawl serve``, and by the API when the last
+    sample is older than ``every_s`` seconds.
+    """
+
+    def __init__(self, service: FrontierService, *, every_s: float = 60.0, maxlen: int = 10_000) -> None:
+        self.service = service
+        self.every_s = float(every_s)
+        self._lock = threading.Lock()
+        self._samples: dict[str, collections.deque] = collections.defaultdict(lambda: collections.deque(maxlen=maxlen))
+
+    def sample(self, crawl_id: str | None = None, *, now: float | None = None) -> None:
+        """Take a sample of ``crawl_id`` (None: every crawl open in the service)."""
+        now = time.time() if now is None else float(now)
+        with self.service.lock:
+            ids = list(self.service._crawls) if crawl_id is None else [crawl_id]  # same package
+        for cid in ids:
+            st = crawl_status(_store(self.service, cid), now=now)
+            with self._lock:
+                self._samples[cid].append(dict(
+                    time=now, estimated_freshness=st["estimated_freshness"], budget_in_use=st["budget_in_use"],
+                    due_now=st["due_now"], n_pages=st["n_pages"]))
+
+    def get(self, crawl_id: str, *, now: float | None = None) -> list[dict[str, Any]]:
+        """The samples of ``crawl_id``, oldest first (a new one taken first if the last is old)."""
+        now = time.time() if now is None else float(now)
+        with self._lock:
+            last = self._samples[crawl_id][-1]["time"] if self._samples[crawl_id] else -math.inf
+        if now - last >= self.every_s:
+            self.sample(crawl_id, now=now)
+        with self._lock:
+            return list(self._samples[crawl_id])
+
+
+def _known(service: FrontierService, crawl_id: str, loc: list[Any]) -> None:
+    """404 naming ``loc`` unless ``crawl_id`` is open or exists in the database (checked without opening it)."""
+    with service.lock:
+        if crawl_id == DEFAULT_CRAWL or crawl_id in service._crawls:  # same package
+            return
+    if crawl_id not in list_namespaces(service.db):
+        raise _problem(404, loc, f"no crawl {crawl_id!r}", "not_found")
+
+
+def _store(service: FrontierService, crawl_id: str):
+    _known(service, crawl_id, ["query", "crawl_id"])
+    try:
+        return service.crawl(crawl_id).frontier.store
+    except KeyError as err:
+        raise _problem(404, ["query", "crawl_id"], f"no crawl {crawl_id!r}", "not_found") from err
+
+
+# --- metrics ----------------------------------------------------------------------------------------
+class _CrawlCollector:
+    """Metrics read from each open crawl at scrape time (the log's counts are counters)."""
+
+    def __init__(self, service: FrontierService) -> None:
+        self.service = service
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        now = time.time()
+        fam = dict(
+            visits=CounterMetricFamily("freshcrawl_visits", "Visits recorded in the crawl's log, by outcome.",
+                                       labels=["crawl", "outcome"]),
+            changes=CounterMetricFamily("freshcrawl_changes_detected", "Visits that found the page changed.",
+                                        labels=["crawl"]),
+            errors=CounterMetricFamily("freshcrawl_errors", "Visits without information, by error kind.",
+                                       labels=["crawl", "kind"]),
+            pages=GaugeMetricFamily("freshcrawl_pages", "Pages in the crawl, by status.", labels=["crawl", "status"]),
+            hosts=GaugeMetricFamily("freshcrawl_hosts", "Hosts in the crawl.", labels=["crawl"]),
+            backoff=GaugeMetricFamily("freshcrawl_hosts_in_backoff", "Hosts in back-off now.", labels=["crawl"]),
+            due=GaugeMetricFamily("freshcrawl_due_pages", "Active pages due now (the backlog).", labels=["crawl"]),
+            leased=GaugeMetricFamily("freshcrawl_leased_pages", "Pages leased to workers now.", labels=["crawl"]),
+            fresh=GaugeMetricFamily("freshcrawl_estimated_freshness_ratio",
+                                    "Weighted mean expected freshness of the active pages, in [0, 1].",
+                                    labels=["crawl"]),
+            budget=GaugeMetricFamily("freshcrawl_budget_visits_per_day", "Crawl budget.", labels=["crawl"]),
+            in_use=GaugeMetricFamily("freshcrawl_budget_in_use_visits_per_day",
+                                     "Sum of the planned rates.", labels=["crawl"]),
+            plan_age=GaugeMetricFamily("freshcrawl_plan_age_seconds", "Time since the last plan.", labels=["crawl"]),
+        )
+        with self.service.lock:
+            crawls = list(self.service._crawls.items())  # same package
+            leased = {cid: int(((c.frontier.lease_until > now) & (c.frontier.status == ACTIVE)).sum())
+                      for cid, c in crawls}
+            planned = {cid: c.frontier.planned_at for cid, c in crawls}
+        for cid, c in crawls:
+            store = c.frontier.store
+            st = crawl_status(store, now=now)
+            with store.engine.connect() as conn:
+                by_kind = conn.execute(
+                    select(observations.c.outcome, observations.c.error, func.count())
+                    .group_by(observations.c.outcome, observations.c.error)
+                ).all()
+            for outcome in ("changed", "unchanged", "first", "no-info"):
+                fam["visits"].add_metric([cid, outcome], float(st["observations"].get(outcome, 0)))
+            fam["changes"].add_metric([cid], float(st["observations"].get("changed", 0)))
+            kinds = collections.Counter()
+            for outcome, error, n in by_kind:
+                if outcome == "no-info":
+                    kinds[error or "unknown"] += n
+            for kind in dict.fromkeys(("throttled", "server", "network", "page", "content", "robots", *sorted(kinds))):
+                fam["errors"].add_metric([cid, kind], float(kinds.get(kind, 0)))
+            for status in ("active", "disallowed", "failed", "removed"):
+                fam["pages"].add_metric([cid, status], float(st["pages"].get(status, 0)))
+            fam["hosts"].add_metric([cid], float(st["hosts"]))
+            fam["backoff"].add_metric([cid], float(st["hosts_in_backoff"]))
+            fam["due"].add_metric([cid], float(st["due_now"]))
+            fam["leased"].add_metric([cid], float(leased[cid]))
+            if st["estimated_freshness"] is not None:
+                fam["fresh"].add_metric([cid], float(st["estimated_freshness"]))
+            fam["budget"].add_metric([cid], float(st["budget"] or 0.0))
+            fam["in_use"].add_metric([cid], float(st["budget_in_use"]))
+            fam["plan_age"].add_metric([cid], max(0.0, now - planned[cid]))
+        yield from fam.values()
+
+
+_ROUTES = {"/urls", "/leases", "/observations", "/robots", "/explain", "/status", "/hosts", "/overdue",
+           "/history", "/metrics", "/", "/openapi.json", "/docs"}
+
+
+class _Timing:
+    """ASGI middleware: request counts and latencies by route and status code."""
+
+    def __init__(self, app, requests: Counter, latency: Histogram) -> None:
+        self.app = app
+        self.requests = requests
+        self.latency = latency
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        route = scope["path"] if scope["path"] in _ROUTES else "other"
+        code = {"status": 500}
+        t0 = time.perf_counter()
+
+        async def send_(message):
+            if message["type"] == "http.response.start":
+                code["status"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_)
+        finally:
+            self.latency.labels(route).observe(time.perf_counter() - t0)
+            self.requests.labels(scope["method"], route, str(code["status"])).inc()
+
+
+# --- the app ----------------------------------------------------------------------------------------
+def create_app(
+    service: FrontierService,
+    *,
+    token: str | None,
+    public_reads: bool = True,
+    history_every_s: float = 60.0,
+) -> FastAPI:
+    """The REST API, metrics and dashboard of ``service``.
+
+    Parameters
+    ----------
+    service : FrontierService
+        The frontier served.
+    token : str or None
+        Bearer token every write must carry; None leaves writes open (only for a server bound to
+        loopback: ``freshcrawl serve`` refuses other addresses without a token).
+    public_reads : bool, default=True
+        Whether reads (status, explain, hosts, overdue, history, metrics, the dashboard's data) are
+        served without the token. The dashboard page and the OpenAPI document are always public.
+    history_every_s : float, default=60.0
+        Least seconds between two freshness samples taken by the API (``freshcrawl serve`` also
+        samples after every plan).
+
+    Raises
+    ------
+    ValueError
+        If ``public_reads`` is False without a token, or the token is empty.
+    """
+    if token is not None and not token.strip():
+        raise ValueError("token must be a non-empty string or None")
+    if not public_reads and token is None:
+        raise ValueError("public_reads=False needs a token (reads would be open to no one)")
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_CrawlCollector(service))
+    leases_total = Counter("freshcrawl_rest_leases", "Visits handed out through the REST API, by kind.",
+                           ["kind"], registry=registry)
+    reports_total = Counter("freshcrawl_rest_reports", "Reports taken through the REST API, by result.",
+                            ["result"], registry=registry)
+    requests_total = Counter("freshcrawl_http_requests", "HTTP requests, by method, route and status code.",
+                             ["method", "route", "code"], registry=registry)
+    latency = Histogram("freshcrawl_http_request_duration_seconds", "Time to answer an HTTP request.", ["route"],
+                        buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+                        registry=registry)
+    history = FreshnessHistory(service, every_s=history_every_s)
+
+    app = FastAPI(
+        title="freshcrawl frontier",
+        version="1",
+        description=__doc__.split("\n\n")[0] + " Writes need a Bearer token; times are seconds since the epoch, "
+        "rates visits (or changes) per day.",
+    )
+    app.state.service = service
+    app.state.history = history
+    app.state.registry = registry
+    app.add_middleware(_Timing, requests=requests_total, latency=latency)
+
+    bearer = HTTPBearer(auto_error=False, description="The API token given to `freshcrawl serve`.")
+
+    def _check(creds: HTTPAuthorizationCredentials | None) -> None:
+        if token is None:
+            return
+        if creds is None or creds.scheme.lower() != "bearer":
+            raise HTTPException(401, detail=[{"loc": ["header", "Authorization"], "msg": "a Bearer token is required",
+                                              "type": "missing_token"}], headers={"WWW-Authenticate": "Bearer"})
+        if not secrets.compare_digest(creds.credentials.encode(), token.encode()):
+            raise HTTPException(401, detail=[{"loc": ["header", "Authorization"], "msg": "the token is not valid",
+                                              "type": "invalid_token"}],
+                                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+
+    def write_auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+        _check(creds)
+
+    def read_auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+        if not public_reads:
+            _check(creds)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+                  for e in exc.errors()]
+        return JSONResponse(status_code=422, content=_finite({"detail": errors}))
+
+    CrawlQuery = Annotated[str | None, Query(max_length=64, description="Crawl ID; default the default crawl.")]
+
+    def crawl_q(crawl_id: str | None) -> str:
+        try:
+            return _crawl_id(crawl_id)
+        except ValueError as err:
+            raise _problem(422, ["query", "crawl_id"], str(err), "value_error") from err
+
+    writes = [Depends(write_auth)]
+    reads = [Depends(read_auth)]
+
+    @app.post("/urls", response_model=AddUrlsResponse, dependencies=writes, tags=["write"])
+    def add_urls(body: AddUrlsRequest) -> AddUrlsResponse:
+        """Add URLs (all or none). Known URLs are left as they are; a new crawl ID creates the crawl."""
+        added, known = service.add_urls(body.crawl_id, [(u.url, u.weight) for u in body.urls])
+        return AddUrlsResponse(crawl_id=body.crawl_id, added=added, known=known)
+
+    @app.post("/leases", response_model=LeaseResponse, dependencies=writes, tags=["write"])
+    def lease(body: LeaseRequest) -> LeaseResponse:
+        """Lease up to ``count`` due visits, at most one per host; report each to /observations or /robots."""
+        _known(service, body.crawl_id, ["body", "crawl_id"])
+        try:
+            got = service.lease(body.crawl_id, body.worker_id, body.count, lease_s=body.lease_s, queue=body.queue)
+        except KeyError as err:
+            raise _problem(404, ["body", "crawl_id"], f"no crawl {body.crawl_id!r}", "not_found") from err
+        for x in got:
+            leases_total.labels(x.kind).inc()
+        return LeaseResponse(worker_id=body.worker_id, leases=[
+            LeaseOut(crawl_id=x.crawl_id, kind=x.kind, url=x.url, queue=x.queue, page_id=x.page_id, etag=x.etag,
+                     last_modified=x.last_modified, signature=x.signature, due=x.due, expires_at=x.expires_at)
+            for x in got])
+
+    @app.post("/observations", response_model=ObservationsResponse, dependencies=writes, tags=["write"])
+    def report(body: ObservationsRequest) -> ObservationsResponse:
+        """Record what visits gave, in one transaction; per report 'ok' or 'unknown-url'.
+
+        A URL appears at most once per batch (order would matter): send later visits in a later batch."""
+        seen: dict[str, int] = {}
+        for j, r in enumerate(body.reports):
+            if r.url in seen:
+                raise RequestValidationError([{
+                    "loc": ("body", "reports", j, "url"), "type": "value_error",
+                    "msg": f"{r.url} is reported twice in this batch (also at index {seen[r.url]}); one report "
+                           "per URL and batch"}])
+            seen[r.url] = j
+        reports = [Report(url=r.url, status=r.status, signature=r.signature, started_at=r.started_at,
+                          elapsed_s=r.elapsed_s, n_bytes=r.n_bytes, etag=r.etag, last_modified=r.last_modified,
+                          retry_after_s=r.retry_after_s, error=r.error, refetch_not_before=r.refetch_not_before)
+                   for r in body.reports]
+        _known(service, body.crawl_id, ["body", "crawl_id"])
+        try:
+            results = service.report(body.crawl_id, reports, source="rest")
+        except KeyError as err:
+            raise _problem(404, ["body", "crawl_id"], f"no crawl {body.crawl_id!r}", "not_found") from err
+        for r in results:
+            reports_total.labels("ok" if r == "ok" else r.split(":")[0]).inc()
+        return ObservationsResponse(crawl_id=body.crawl_id, results=results, n_ok=results.count("ok"))
+
+    @app.post("/robots", response_model=RobotsResponse, dependencies=writes, tags=["write"])
+    def robots(body: RobotsRequest) -> RobotsResponse:
+        """Record a robots.txt fetched for a host of the crawl (rules, Crawl-delay, errors)."""
+        _known(service, body.crawl_id, ["body", "crawl_id"])
+        try:
+            service.crawl(body.crawl_id)
+        except KeyError as err:
+            raise _problem(404, ["body", "crawl_id"], f"no crawl {body.crawl_id!r}", "not_found") from err
+        try:
+            service.report_robots(body.crawl_id, body.url, body.status, body.text, fetched_at=body.fetched_at,
+                                  elapsed_s=body.elapsed_s, retry_after_s=body.retry_after_s)
+        except KeyError as err:
+            raise _problem(404, ["body", "url"], str(err.args[0]), "not_found") from err
+        return RobotsResponse(crawl_id=body.crawl_id, host=origin_of(body.url))
+
+    @app.get("/explain", dependencies=reads, tags=["read"])
+    def explain(url: Annotated[str, Query(max_length=_MAX_URL, description="The page's URL.")],
+                crawl_id: CrawlQuery = None) -> dict[str, Any]:
+        """Why a page is visited as it is: its observations, Δ̂ (changes/day) with its 95% interval,
+        rate (visits/day), next visit and what limits it. The content of ``freshcrawl crawl explain``."""
+        cid = crawl_q(crawl_id)
+        try:
+            key = _url(url)
+        except ValueError as err:
+            raise _problem(422, ["query", "url"], str(err), "value_error") from err
+        store = _store(service, cid)
+        try:
+            return _finite(explain_page(store, key))
+        except KeyError as err:
+            raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}", "not_found") from err
+
+    @app.get("/status", dependencies=reads, tags=["read"])
+    def status(crawl_id: CrawlQuery = None) -> dict[str, Any]:
+        """Pages, hosts, observations, estimated freshness, backlog, budget in use, plan age, errors."""
+        cid = crawl_q(crawl_id)
+        now = time.time()
+        with service.lock:
+            store = _store(service, cid)
+            f = service.crawl(cid).frontier
+            planned_at, leased = f.planned_at, int(((f.lease_until > now) & (f.status == ACTIVE)).sum())
+        st = crawl_status(store, now=now)
+        st.update(crawl_id=cid, now=now, plan_age_s=now - planned_at, leased=leased)
+        return _finite(st)
+
+    @app.get("/hosts", response_model=HostsResponse, dependencies=reads, tags=["read"])
+    def hosts(crawl_id: CrawlQuery = None,
+              limit: Annotated[int, Query(ge=1, le=10_000, description="Most hosts listed.")] = 50) -> HostsResponse:
+        """Budget use by host: planned visits per day against each host's cap, largest first."""
+        cid = crawl_q(crawl_id)
+        now = time.time()
+        with service.lock:
+            _store(service, cid)
+            f = service.crawl(cid).frontier
+            h = f._hosts  # the frontier's own arrays, read under the service's lock
+            n = len(h.origin)
+            active = f.status == ACTIVE
+            rate = np.bincount(f.host[active], weights=f.rate[active], minlength=n)[:n]
+            count = np.bincount(f.host[active], minlength=n)[:n]
+            order = np.argsort(-rate, kind="stable")[:limit]
+            rows = [HostUse(queue=queue_key(h.origin[k]), origin=h.origin[k], n_pages=int(count[k]),
+                            rate_per_day=float(rate[k]),
+                            cap_per_day=float(h.cap[k]) if math.isfinite(h.cap[k]) else None,
+                            delay_s=float(h.delay_s[k]), in_backoff=bool(h.backoff_until[k] > now))
+                    for k in order]
+            return HostsResponse(crawl_id=cid, budget=f.settings.budget, budget_in_use=float(f.rate[active].sum()),
+                                 n_hosts=n, hosts=rows)
+
+    @app.get("/overdue", response_model=OverdueResponse, dependencies=reads, tags=["read"])
+    def overdue(crawl_id: CrawlQuery = None,
+                limit: Annotated[int, Query(ge=1, le=1000, description="Most pages listed.")] = 20) -> OverdueResponse:
+        """Active pages due the longest, most overdue first (leased ones included, marked)."""
+        cid = crawl_q(crawl_id)
+        now = time.time()
+        with service.lock:
+            store = _store(service, cid)
+            f = service.crawl(cid).frontier
+            due = np.flatnonzero((f.next_due <= now) & (f.status == ACTIVE))
+            top = due[np.argsort(f.next_due[due], kind="stable")[:limit]]
+            rows = store.page_rows([int(k) + 1 for k in top]) if top.size else {}
+            pages_ = [OverduePage(url=rows[k + 1]["url"], queue=queue_key(f._hosts.origin[f.host[k]]),
+                                  next_due=float(f.next_due[k]), overdue_s=float(now - f.next_due[k]),
+                                  rate=float(f.rate[k]), delta_hat=_finite(rows[k + 1]["delta_hat"]),
+                                  leased=bool(f.lease_until[k] > now))
+                      for k in (int(x) for x in top)]
+            return OverdueResponse(crawl_id=cid, now=now, n_due=int(due.size), pages=pages_)
+
+    @app.get("/history", response_model=HistoryResponse, dependencies=reads, tags=["read"])
+    def get_history(crawl_id: CrawlQuery = None) -> HistoryResponse:
+        """Estimated freshness over time (a sample after each plan, and at most every minute on demand)."""
+        cid = crawl_q(crawl_id)
+        _store(service, cid)
+        return HistoryResponse(crawl_id=cid, samples=[HistorySample(**_finite(s)) for s in history.get(cid)])
+
+    @app.get("/metrics", dependencies=reads, tags=["read"], response_class=Response,
+             responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format."}})
+    def metrics() -> Response:
+        """Prometheus metrics."""
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/", response_class=HTMLResponse, tags=["read"],
+             responses={200: {"content": {"text/html": {}}, "description": "The dashboard."}})
+    def dashboard() -> HTMLResponse:
+        """The dashboard: freshness over time, budget by host, pages most overdue, page explanations."""
+        html = files("freshcrawl.service").joinpath("dashboard.html").read_text(encoding="utf-8")
+        return HTMLResponse(html.replace("__PUBLIC_READS__", "true" if public_reads else "false"))
+
+    return app

@@ -277,7 +277,10 @@ class Store:
         q = q.where(pages.c.status != "removed")
         if host_id is not None:
             q = q.where(pages.c.host_id == host_id)
-        if contains:
+        if contains and not ignore_case and self.dialect == "sqlite":
+            # SQLite's LIKE ignores the case of ASCII letters: a case-sensitive match is instr()
+            q = q.where(func.instr(pages.c.url, contains) > 0)
+        elif contains:
             pattern = "%" + contains.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             column = func.lower(pages.c.url) if ignore_case else pages.c.url
             q = q.where(column.like(pattern.lower() if ignore_case else pattern, escape="\\"))
@@ -569,10 +572,11 @@ def open_store(db: str | Path, *, create: bool = True, namespace: str | None = N
             exists = conn.execute(
                 text("SELECT 1 FROM information_schema.schemata WHERE schema_name = :s"), {"s": schema}
             ).first()
-            if exists is None and not create:
-                engine.dispose()
-                raise FileNotFoundError(f"no crawl {namespace!r} in {sa_url.render_as_string(hide_password=True)}")
-            conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
+            if exists is not None or create:
+                conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
+        if exists is None and not create:  # the connection is back in the pool: dispose closes it
+            engine.dispose()
+            raise FileNotFoundError(f"no crawl {namespace!r} in {sa_url.render_as_string(hide_password=True)}")
     _migrate(engine)
     store = Store(engine)
     store.namespace = namespace

@@ -1,0 +1,560 @@
+"""The URLFrontier gRPC API (crawler-commons/url-frontier, API 2.x) over :class:`FrontierService`.
+
+Any URLFrontier client (StormCrawler's spout and status updater, the API's command-line client,
+``freshcrawl crawl run --frontier grpc://...``) can use freshcrawl as its frontier through
+:func:`serve_grpc`. The wire format is that of ``freshcrawl/service/proto/urlfrontier.proto``.
+
+Mapping
+-------
+Crawls and queues
+    ``crawlID`` "" (or ``DEFAULT``) is the database given to the service; any other ID (1-64
+    letters, digits, ``.``, ``_``, ``-``) is a crawl of its own, created by the first PutURLs that
+    adds a URL to it. Queues are hosts: a queue key is the host name, with the port when it is not
+    the scheme's default (``queue_key``); a ``key`` a client sets on a URL is ignored.
+GetURLs
+    Leases due URLs, earliest due first, at most one per queue (a host takes one request at a time,
+    whatever ``max_urls_per_queue`` asks), from at most ``max_queues`` queues (0: every queue with a
+    URL due), of one queue when ``key`` is set, of every crawl with ``anyCrawlID``. A URL handed out
+    is held for ``delay_requestable`` seconds (0: ``default_lease_s``, 30 s), and so is its queue,
+    unless PutURLs updates it first. A queue's delay (SetDelay, robots.txt's Crawl-delay, the crawl's
+    ``min_delay_s``) and blocks (BlockQueueUntil, Retry-After, back-off) are enforced. When a host's
+    robots.txt must be fetched first, GetURLs hands out ``<origin>/robots.txt`` with metadata
+    ``freshcrawl.kind`` = ``robots`` (see "robots.txt" below). Each URL carries metadata:
+    ``freshcrawl.kind`` (``page`` or ``robots``), ``freshcrawl.etag``, ``freshcrawl.last_modified``
+    and ``freshcrawl.signature`` of the last copy (when known; for conditional requests),
+    ``freshcrawl.due`` (seconds since the epoch) and ``freshcrawl.lease_expires``.
+PutURLs
+    Each item is acknowledged by its ``ID`` (the URL when empty): OK, SKIPPED (malformed URL or
+    metadata, unknown crawl or URL for a known item; do not resend) or FAIL (the database failed;
+    may be resent). A discovered URL is added when unknown (weight ``freshcrawl.weight``, default 1).
+    A known URL that carries a fetch outcome (metadata key ``status_key``, default
+    ``fetch.statusCode``, or an error key: ``error_key``, default ``fetch.exception``, or
+    ``freshcrawl.error``) is an observation: changed when ``signature_key`` (default ``signature``)
+    differs from the stored signature, unchanged on 304 or an equal signature, no information on
+    errors; freshcrawl learns from it and sets the next due time itself. The client's
+    ``refetchable_from_date`` is kept as a floor after errors only; 0 still means "never again". A
+    known URL without a fetch outcome is scheduled at ``refetchable_from_date`` (0: never again), as
+    the API says. Further keys read from a known URL: ``freshcrawl.etag`` and
+    ``freshcrawl.last_modified`` (validators of the new copy), ``freshcrawl.started_at`` (seconds
+    since the epoch; default: when the report arrives), ``freshcrawl.elapsed_s``,
+    ``freshcrawl.n_bytes``, ``freshcrawl.retry_after_s``.
+robots.txt
+    A known ``<origin>/robots.txt`` that is not a page of the crawl is the host's robots.txt: its
+    status (``status_key``) and text (``freshcrawl.robots``) are recorded for the host (rules,
+    Crawl-delay as the host's cap). A client that sends no text (it enforces robots.txt itself) gets
+    every path of the host allowed after a 2xx; 4xx allows everything, 5xx or no answer disallows
+    the host until a retry succeeds (RFC 9309).
+Other calls
+    BlockQueueUntil, SetDelay (an empty key: every queue and the default of new ones), GetStats,
+    ListCrawls, DeleteCrawl, ListQueues, DeleteQueue, CountURLs, GetURLStatus, ListURLs (each URL a
+    known item whose ``refetchable_from_date`` is its next due time, 0 for a page failed or done (never
+    fetched again; GetURLStatus only: ListURLs and CountURLs leave done pages out); metadata
+    ``freshcrawl.status``, ``freshcrawl.weight``, ``freshcrawl.rate`` (visits per day),
+    ``freshcrawl.delta_hat`` (changes per day), ``freshcrawl.n_obs`` and the last copy's
+    validators), SetActive and GetActive (every crawl at once). ListNodes, SetLogLevel,
+    SetCrawlLimit, PurgeURLs and GetCrawlStats answer UNIMPLEMENTED. Bad arguments answer
+    INVALID_ARGUMENT, an unknown crawl NOT_FOUND (GetURLs: nothing; DeleteCrawl: 0), an unknown
+    queue NOT_FOUND for BlockQueueUntil, SetDelay and GetStats (reads of it give nothing).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import queue as queue_mod
+import threading
+import time
+from collections.abc import Iterator
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import grpc
+
+from freshcrawl.crawler.urls import normalize_url
+from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report
+from freshcrawl.service.proto import urlfrontier_pb2 as pb
+from freshcrawl.service.proto import urlfrontier_pb2_grpc as pb_grpc
+from freshcrawl.store.store import check_namespace
+
+__all__ = ["MetadataKeys", "URLFrontierServicer", "serve_grpc", "DEFAULT_LEASE_S"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds a URL handed out by GetURLs is held when the client gives no ``delay_requestable``.
+DEFAULT_LEASE_S = 30.0
+#: Items of a PutURLs stream taken in one batch (one transaction per run of one kind).
+_PUT_BATCH = 512
+_OK, _SKIPPED, _FAIL = pb.AckMessage.OK, pb.AckMessage.SKIPPED, pb.AckMessage.FAIL
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataKeys:
+    """Metadata keys of a known URL that carry a fetch outcome (StormCrawler's by default).
+
+    Attributes
+    ----------
+    status : str
+        HTTP status of the fetch, an integer (StormCrawler: ``fetch.statusCode``).
+    signature : str
+        Content signature of the body, any stable text (StormCrawler's MD5 signature filter:
+        ``signature``).
+    error : str
+        Present when a fetch got no answer (StormCrawler: ``fetch.exception``); freshcrawl's own
+        fetcher sends ``freshcrawl.error`` (read as well).
+    """
+
+    status: str = "fetch.statusCode"
+    signature: str = "signature"
+    error: str = "fetch.exception"
+
+
+class _Skip(ValueError):
+    """An item refused for good (SKIPPED)."""
+
+
+def _first(info: pb.URLInfo, key: str) -> str | None:
+    v = info.metadata.get(key)
+    return v.values[0] if v is not None and len(v.values) else None
+
+
+def _float(info: pb.URLInfo, key: str) -> float | None:
+    text = _first(info, key)
+    if text is None or text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError as err:
+        raise _Skip(f"{key} must be a number; got {text!r}") from err
+    if not math.isfinite(value):
+        raise _Skip(f"{key} must be finite; got {text!r}")
+    return value
+
+
+def _md(**values: Any) -> dict[str, pb.StringList]:
+    return {f"freshcrawl.{k}": pb.StringList(values=[str(v)]) for k, v in values.items()
+            if v is not None and not (isinstance(v, float) and not math.isfinite(v))}
+
+
+def _is_robots_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.path == "/robots.txt" and not parts.query
+
+
+class URLFrontierServicer(pb_grpc.URLFrontierServicer):
+    """The URLFrontier service over a :class:`FrontierService` (see the module docstring).
+
+    Parameters
+    ----------
+    service : FrontierService
+        The frontier served.
+    keys : MetadataKeys, optional
+        Metadata keys of fetch outcomes (default StormCrawler's).
+    default_lease_s : float, default=30.0
+        Seconds a URL handed out is held when GetURLs gives no ``delay_requestable``.
+    """
+
+    def __init__(self, service: FrontierService, *, keys: MetadataKeys | None = None,
+                 default_lease_s: float = DEFAULT_LEASE_S) -> None:
+        if not (math.isfinite(default_lease_s) and default_lease_s > 0):
+            raise ValueError(f"default_lease_s must be finite and > 0 seconds; got {default_lease_s!r}")
+        self.service = service
+        self.keys = keys or MetadataKeys()
+        self.default_lease_s = float(default_lease_s)
+
+    # helpers -------------------------------------------------------------------------------------
+    @staticmethod
+    def _crawl_id(crawl_id: str, context=None) -> str:
+        """The crawl ID of a request ("" -> DEFAULT); INVALID_ARGUMENT (or _Skip) when malformed."""
+        if not crawl_id or crawl_id == DEFAULT_CRAWL:
+            return DEFAULT_CRAWL
+        try:
+            return check_namespace(crawl_id)
+        except ValueError as err:
+            if context is None:
+                raise _Skip(str(err)) from err
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+            raise  # pragma: no cover - abort raises
+
+    def _existing(self, crawl_id: str, context) -> str:
+        cid = self._crawl_id(crawl_id, context)
+        try:
+            self.service.crawl(cid)
+        except KeyError:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no crawl {cid!r}")
+        return cid
+
+    def _exists(self, cid: str) -> bool:
+        try:
+            self.service.crawl(cid)
+        except KeyError:
+            return False
+        return True
+
+    @staticmethod
+    def _worker(context) -> str:
+        md = dict(context.invocation_metadata() or ())
+        return str(md.get("freshcrawl-worker") or context.peer())
+
+    # the crawl -----------------------------------------------------------------------------------
+    def GetURLs(self, request, context) -> Iterator[pb.URLInfo]:
+        lease_s = float(request.delay_requestable) or self.default_lease_s
+        count = request.max_queues or 1_000_000
+        if request.WhichOneof("item") == "anyCrawlID":
+            crawls = self.service.crawl_ids()
+        else:
+            cid = self._crawl_id(request.crawlID, context)
+            crawls = [cid] if self._exists(cid) else []
+        worker = self._worker(context)
+        queue = request.key or None
+        for cid in crawls:
+            if count <= 0:
+                break
+            try:
+                leases = self.service.lease(cid, worker, count, lease_s=lease_s, queue=queue)
+            except KeyError:  # deleted meanwhile
+                continue
+            count -= len(leases)
+            for lease in leases:
+                md = _md(kind=lease.kind, etag=lease.etag, last_modified=lease.last_modified,
+                         signature=lease.signature, due=lease.due, lease_expires=lease.expires_at)
+                yield pb.URLInfo(url=lease.url, key=lease.queue, crawlID=lease.crawl_id, metadata=md)
+
+    def PutURLs(self, request_iterator, context) -> Iterator[pb.AckMessage]:
+        # a reader thread takes items as they come, so that whatever has arrived is processed as one
+        # batch and acknowledged at once (a client may wait for acks before it sends more)
+        end = object()
+        inbox: queue_mod.Queue = queue_mod.Queue(maxsize=4 * _PUT_BATCH)
+
+        def read() -> None:
+            try:
+                for item in request_iterator:
+                    while context.is_active():
+                        try:
+                            inbox.put(item, timeout=0.5)
+                            break
+                        except queue_mod.Full:
+                            continue
+                    else:
+                        return
+            except Exception:  # the client went away: nothing more comes
+                pass
+            finally:
+                try:
+                    inbox.put(end, timeout=5.0)
+                except queue_mod.Full:
+                    pass
+
+        threading.Thread(target=read, name="urlfrontier-put", daemon=True).start()
+        done = False
+        while not done:
+            try:
+                batch = [inbox.get(timeout=1.0)]
+            except queue_mod.Empty:
+                if not context.is_active():
+                    return
+                continue
+            if batch[0] is end:
+                break
+            while len(batch) < _PUT_BATCH:
+                try:
+                    item = inbox.get_nowait()
+                except queue_mod.Empty:
+                    break
+                if item is end:
+                    done = True
+                    break
+                batch.append(item)
+            yield from self._put_batch(batch)
+
+    def _put_batch(self, items: list[pb.URLItem]) -> Iterator[pb.AckMessage]:
+        """Acks of a batch: consecutive items of one kind and crawl go to the service together."""
+        run: list[tuple[str, Any]] = []
+        run_key: tuple[str, str] | None = None
+        for item in items:
+            which = item.WhichOneof("item")
+            info = getattr(item, which).info if which else None
+            ack_id = item.ID or (info.url if info is not None else "")
+            try:
+                if info is None:
+                    raise _Skip("an item is a discovered or a known URL")
+                cid = self._crawl_id(info.crawlID)
+                kind = "discovered" if which == "discovered" else (
+                    "report" if self._has_outcome(info) else "schedule")
+            except _Skip:
+                if run:  # acks in the order of the items
+                    yield from self._flush(run_key, run)
+                    run, run_key = [], None
+                yield pb.AckMessage(ID=ack_id, status=_SKIPPED)
+                continue
+            if run_key != (kind, cid) and run:
+                yield from self._flush(run_key, run)
+                run = []
+            run_key = (kind, cid)
+            run.append((ack_id, item))
+        if run:
+            yield from self._flush(run_key, run)
+
+    def _has_outcome(self, info: pb.URLInfo) -> bool:
+        k = self.keys
+        return any(key in info.metadata for key in (k.status, k.error, "freshcrawl.error"))
+
+    def _flush(self, run_key: tuple[str, str], run: list[tuple[str, Any]]) -> Iterator[pb.AckMessage]:
+        kind, cid = run_key
+        try:
+            if kind == "discovered":
+                acks = self._discovered(cid, run)
+            elif kind == "report":
+                acks = self._reports(cid, run)
+            else:
+                acks = self._schedules(cid, run)
+        except Exception:
+            log.exception("PutURLs: %d item(s) of crawl %s failed", len(run), cid)
+            acks = [_FAIL] * len(run)
+        for (ack_id, _), status in zip(run, acks, strict=True):
+            yield pb.AckMessage(ID=ack_id, status=status)
+
+    def _discovered(self, cid: str, run: list[tuple[str, Any]]) -> list[int]:
+        acks, rows = [], []
+        for _, item in run:
+            info = item.discovered.info
+            try:
+                url = normalize_url(info.url)
+                weight = _float(info, "freshcrawl.weight")
+                weight = 1.0 if weight is None else weight
+                if weight < 0:
+                    raise _Skip(f"freshcrawl.weight must be >= 0; got {weight!r}")
+            except ValueError:
+                acks.append(_SKIPPED)
+                continue
+            acks.append(_OK)
+            rows.append((url, weight))
+        if rows:
+            self.service.add_urls(cid, rows)
+        return acks
+
+    def _reports(self, cid: str, run: list[tuple[str, Any]]) -> list[int]:
+        acks: list[int | None] = [None] * len(run)
+        if not self._exists(cid):
+            return [_SKIPPED] * len(run)
+        reports, where, extra = [], [], []
+        k = self.keys
+        for i, (_, item) in enumerate(run):
+            info = item.known.info
+            try:
+                status_text = _first(info, k.status)
+                status = None
+                if status_text not in (None, ""):
+                    try:
+                        status = int(status_text)
+                    except ValueError as err:
+                        raise _Skip(f"{k.status} must be an HTTP status; got {status_text!r}") from err
+                    if not 100 <= status <= 999:
+                        raise _Skip(f"{k.status} must be an HTTP status; got {status_text!r}")
+                error = _first(info, "freshcrawl.error") or _first(info, k.error)
+                date = item.known.refetchable_from_date
+                n_bytes = _float(info, "freshcrawl.n_bytes")
+                rep = Report(
+                    url=info.url, status=status, signature=_first(info, k.signature) or None,
+                    started_at=_float(info, "freshcrawl.started_at"),
+                    elapsed_s=max(0.0, _float(info, "freshcrawl.elapsed_s") or 0.0),
+                    n_bytes=int(n_bytes or 0), etag=_first(info, "freshcrawl.etag") or None,
+                    last_modified=_first(info, "freshcrawl.last_modified") or None,
+                    retry_after_s=_float(info, "freshcrawl.retry_after_s"),
+                    error=None if status is not None else ("timeout" if error == "timeout" else "network"),
+                    refetch_not_before=float(date) if date else None,
+                )
+            except _Skip:
+                acks[i] = _SKIPPED
+                continue
+            reports.append(rep)
+            where.append(i)
+            extra.append((date, _first(info, "freshcrawl.robots")))
+        answers = self.service.report(cid, reports) if reports else []
+        for i, rep, answer, (date, robots_text) in zip(where, reports, answers, extra, strict=True):
+            if answer == "ok":
+                if date == 0:  # reported, and never to be fetched again
+                    self.service.schedule(cid, rep.url, 0)
+                acks[i] = _OK
+            elif answer == "unknown-url" and _is_robots_url(rep.url):
+                try:
+                    self.service.report_robots(cid, rep.url, rep.status, robots_text,
+                                               fetched_at=rep.started_at, elapsed_s=rep.elapsed_s,
+                                               retry_after_s=rep.retry_after_s)
+                    acks[i] = _OK
+                except (KeyError, ValueError):
+                    acks[i] = _SKIPPED
+            else:
+                acks[i] = _SKIPPED
+        return [a if a is not None else _SKIPPED for a in acks]
+
+    def _schedules(self, cid: str, run: list[tuple[str, Any]]) -> list[int]:
+        if not self._exists(cid):
+            return [_SKIPPED] * len(run)
+        acks = []
+        for _, item in run:
+            try:
+                ok = self.service.schedule(cid, item.known.info.url, float(item.known.refetchable_from_date))
+            except ValueError:
+                ok = False
+            acks.append(_OK if ok else _SKIPPED)
+        return acks
+
+    # queues --------------------------------------------------------------------------------------
+    def BlockQueueUntil(self, request, context):
+        cid = self._existing(request.crawlID, context)
+        try:
+            self.service.block_queue(cid, request.key, float(request.time))
+        except KeyError:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no queue {request.key!r} in crawl {cid!r}")
+        return pb.Empty()
+
+    def SetDelay(self, request, context):
+        cid = self._existing(request.crawlID, context)
+        try:
+            self.service.set_delay(cid, request.key or None, float(request.delay_requestable))
+        except KeyError:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no queue {request.key!r} in crawl {cid!r}")
+        return pb.Empty()
+
+    def ListQueues(self, request, context):
+        cid = self._existing(request.crawlID, context)
+        names = self.service.queues(cid, include_inactive=request.include_inactive)
+        size = request.size or 100
+        page = names[request.start: request.start + size]
+        return pb.QueueList(values=page, total=len(names), start=request.start, size=len(page),
+                            crawlID=cid)
+
+    def DeleteQueue(self, request, context):
+        cid = self._existing(request.crawlID, context)
+        if not request.key:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "DeleteQueue needs a queue key")
+        try:
+            return pb.Long(value=self.service.delete_queue(cid, request.key))
+        except KeyError:
+            return pb.Long(value=0)
+
+    def GetStats(self, request, context):
+        cid = self._existing(request.crawlID, context)
+        try:
+            st = self.service.stats(cid, request.key or None)
+        except KeyError:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no queue {request.key!r} in crawl {cid!r}")
+        return pb.Stats(size=st["size"], inProcess=st["in_process"], counts=st["counts"],
+                        numberOfQueues=st["queues"], crawlID=cid)
+
+    # crawls --------------------------------------------------------------------------------------
+    def ListCrawls(self, request, context):
+        return pb.StringList(values=self.service.crawl_ids())
+
+    def DeleteCrawl(self, request, context):
+        cid = self._crawl_id(request.value, context)
+        return pb.Long(value=self.service.delete_crawl(cid))
+
+    def SetActive(self, request, context):
+        for cid in self.service.crawl_ids():
+            try:
+                self.service.set_active(cid, request.state)
+            except KeyError:  # pragma: no cover - deleted meanwhile
+                pass
+        return pb.Empty()
+
+    def GetActive(self, request, context):
+        return pb.Boolean(state=self.service.crawl(DEFAULT_CRAWL).active)
+
+    # URLs ----------------------------------------------------------------------------------------
+    def _item(self, row: dict[str, Any], cid: str) -> pb.URLItem:
+        done = row["status"] in ("failed", "removed")
+        date = 0 if done else max(1, math.ceil(row["next_due"]))
+        md = _md(status=row["status"], weight=row["weight"], rate=row["rate"], delta_hat=row["delta_hat"],
+                 n_obs=row["n_obs"], etag=row["etag"], last_modified=row["last_modified"],
+                 signature=row["signature"])
+        info = pb.URLInfo(url=row["url"], key=row["queue"], crawlID=cid, metadata=md)
+        return pb.URLItem(known=pb.KnownURLItem(info=info, refetchable_from_date=date), ID=row["url"])
+
+    def GetURLStatus(self, request, context):
+        cid = self._existing(request.crawlID, context)
+        try:
+            row = self.service.url_status(cid, request.url)
+        except ValueError as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        if row is None or (request.key and request.key != row["queue"]):
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no URL {request.url!r} in crawl {cid!r}"
+                          + (f", queue {request.key!r}" if request.key else ""))
+        return self._item(row, cid)
+
+    def ListURLs(self, request, context):
+        cid = self._existing(request.crawlID, context)
+        contains = request.filter if request.HasField("filter") else None
+        try:
+            rows = self.service.list_urls(cid, start=request.start, size=request.size or 100,
+                                          queue=request.key or None, contains=contains,
+                                          ignore_case=request.ignoreCase)
+        except KeyError:  # unknown queue: nothing in it
+            rows = []
+        for row in rows:
+            yield self._item(row, cid)
+
+    def CountURLs(self, request, context):
+        cid = self._existing(request.crawlID, context)
+        contains = request.filter if request.HasField("filter") else None
+        try:
+            n = self.service.count_urls(cid, queue=request.key or None, contains=contains,
+                                        ignore_case=request.ignoreCase)
+        except KeyError:
+            n = 0
+        return pb.Long(value=n)
+
+
+def serve_grpc(
+    service: FrontierService,
+    address: str = "127.0.0.1:7071",
+    *,
+    max_workers: int = 8,
+    keys: MetadataKeys | None = None,
+    default_lease_s: float = DEFAULT_LEASE_S,
+) -> grpc.Server:
+    """Start the URLFrontier API for ``service`` on ``address`` (insecure) and return the server.
+
+    Parameters
+    ----------
+    service : FrontierService
+        The frontier served.
+    address : str, default="127.0.0.1:7071"
+        ``host:port`` to listen on (loopback by default; port 0 lets the system choose, see
+        ``server.port``).
+    max_workers : int, default=8
+        Threads serving calls; an open PutURLs stream holds one (and a reader thread).
+    keys : MetadataKeys, optional
+        Metadata keys of fetch outcomes (StormCrawler's by default).
+    default_lease_s : float, default=30.0
+        Seconds a URL handed out is held when GetURLs gives no ``delay_requestable``.
+
+    Returns
+    -------
+    grpc.Server
+        Started; its attribute ``port`` is the port bound. Stop it with ``server.stop(grace)``.
+
+    Raises
+    ------
+    ValueError
+        If ``max_workers`` < 1 or ``default_lease_s`` is not > 0.
+    RuntimeError
+        If the address cannot be bound.
+    """
+    if max_workers < 1:
+        raise ValueError(f"max_workers must be >= 1; got {max_workers!r}")
+    servicer = URLFrontierServicer(service, keys=keys, default_lease_s=default_lease_s)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="urlfrontier"))
+    pb_grpc.add_URLFrontierServicer_to_server(servicer, server)
+    port = server.add_insecure_port(address)
+    if not port:
+        raise RuntimeError(f"cannot listen on {address!r}")
+    server.port = port
+    server.start()
+    log.info("URLFrontier API on %s (port %d) at %s", address, port, time.strftime("%H:%M:%S"))
+    return server

@@ -4,6 +4,8 @@
 #   - a PostgreSQL server on 127.0.0.1:5432 that user postgres reaches without a password (the store
 #     tests create and drop their own databases on it): started if installed and stopped, installed
 #     from Debian's packages if missing.
+#   - Debian's chromium and chromium-driver when /usr/bin/chromium is missing (the dashboard test drives
+#     it headless through Playwright's Python package; no browser is downloaded by Playwright).
 # Arguments are passed to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +26,10 @@ if ! pg_up; then
   pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
   for _ in $(seq 1 30); do pg_up && break; sleep 1; done
   pg_up || { echo "PostgreSQL did not start on 127.0.0.1:5432; the store tests need it" >&2; exit 1; }
+fi
+
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
 fi
 
 python -m pytest "$@"

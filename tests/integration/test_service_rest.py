@@ -202,6 +202,9 @@ def test_bad_requests_name_the_field_and_apply_nothing(service):
             ([ok, {"url": "http://a.test/1", "status": 200, "error": "e" * 65}], ["body", "reports", 1, "error"]),
             ([ok, {"url": "http://A.test/0", "status": 304}], ["body", "reports", 1, "url"]),  # twice
         ]
+        # PostgreSQL refuses NUL characters in text: refused here, before anything is written
+        obs_cases += [([ok, {"url": "http://a.test/1", "status": 200, key: "a\x00b"}], ["body", "reports", 1, key])
+                      for key in ("signature", "etag", "last_modified", "error")]
         for reports, loc in obs_cases:
             r = c.post("/observations", json={"reports": reports})
             assert r.status_code == 422, (reports, r.text)
@@ -220,6 +223,10 @@ def test_bad_requests_name_the_field_and_apply_nothing(service):
             assert r.status_code == 422 and loc in _loc(r), (body, r.text)
         r = c.post("/leases", json={"worker_id": "w", "crawl_id": "nothere"})
         assert r.status_code == 404 and _loc(r) == [["body", "crawl_id"]]
+        r = c.post("/leases", json={"worker_id": "w\x00"})
+        assert r.status_code == 422 and _loc(r) == [["body", "worker_id"]]
+        r = c.post("/robots", json={"url": "http://a.test/robots.txt", "status": 200, "text": "User-agent: *\x00"})
+        assert r.status_code == 422 and _loc(r) == [["body", "text"]]
         r = c.post("/robots", json={"url": "http://b.test/robots.txt", "status": 200, "text": ""})
         assert r.status_code == 404 and _loc(r) == [["body", "url"]]
         r = c.get("/explain", params={"url": "http://a.test/9"})

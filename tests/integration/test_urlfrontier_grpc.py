@@ -32,7 +32,8 @@ def fr(db_url):
     server = serve_grpc(service, "127.0.0.1:0")
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     try:
-        yield SimpleNamespace(service=service, stub=pb_grpc.URLFrontierStub(channel))
+        yield SimpleNamespace(service=service, stub=pb_grpc.URLFrontierStub(channel),
+                              address=f"127.0.0.1:{server.port}")
     finally:
         channel.close()
         server.stop(None).wait()
@@ -341,3 +342,48 @@ def test_client_dates_hold_across_plans_and_default_delay_of_new_queues(fr):
     fr.stub.SetDelay(pb.QueueDelayParams(delay_requestable=7), timeout=10)
     put(fr, discovered(f"{B}/new"))
     assert list(f._hosts.delay_s) == [7.0, 7.0]
+
+
+def test_remote_frontier_leases_and_reports_for_the_crawl_loop(fr):
+    from freshcrawl.crawler.outcome import FetchOutcome, Outcome, RobotsOutcome
+    from freshcrawl.frontier import RobotsVisit, Visit
+    from freshcrawl.service.grpc_client import RemoteFrontier
+
+    put(fr, discovered(f"{A}/r"))
+    port = fr.address.rsplit(":", 1)[1]
+    with RemoteFrontier(f"grpc://127.0.0.1:{port}", worker="w1", lease_s=30) as remote:
+        assert remote.next_replan == float("inf") and remote.next_wakeup(100.0) == 100.25
+        (robots,) = remote.due()
+        assert isinstance(robots, RobotsVisit) and robots.origin == A
+        now = time.time()
+        remote.record_robots(robots, RobotsOutcome(A, 200, "User-agent: *\nAllow: /\n", now, 0.01, "ok"))
+        time.sleep(0.05)  # the host is ready once the robots.txt request has ended
+        (visit,) = remote.due()
+        assert isinstance(visit, Visit) and visit.url == f"{A}/r" and visit.request.signature is None
+        assert remote.due() == []  # leased to this worker
+        remote.record([(visit, FetchOutcome(visit.url, Outcome.FIRST, "first-copy", now, 0.02, 200, 10,
+                                            etag='"e1"', signature="sig1"))])
+        remote.record([(visit, FetchOutcome(visit.url, Outcome.NO_INFO, "timeout", now + 5, 1.0, None,
+                                            error=None))])
+        assert remote.counts == {"leased": 2, "reported": 3, "refused": 0}
+    store = fr.service.crawl(None).frontier.store
+    row = store.page_by_url(f"{A}/r")
+    assert (row["etag"], row["signature"]) == ('"e1"', "sig1")
+    assert [(o["outcome"], o["why"]) for o in store.observation_log()] == [("first", "first-copy"),
+                                                                           ("no-info", "timeout")]
+
+
+def test_crawl_run_frontier_options():
+    from click.testing import CliRunner
+
+    from freshcrawl.cli import main
+
+    runner = CliRunner()
+    res = runner.invoke(main, ["crawl", "run", "--for", "1s"])
+    assert res.exit_code == 2 and "--db" in res.output
+    res = runner.invoke(main, ["crawl", "run", "--frontier", "grpc://127.0.0.1:1", "--budget", "5/s"])
+    assert res.exit_code == 2 and "--budget" in res.output
+    res = runner.invoke(main, ["crawl", "run", "--frontier", "http://127.0.0.1:1"])
+    assert res.exit_code == 2 and "grpc://HOST:PORT" in res.output
+    res = runner.invoke(main, ["crawl", "run", "--db", "x.db", "--crawl-id", "c"])
+    assert res.exit_code == 2 and "--crawl-id" in res.output

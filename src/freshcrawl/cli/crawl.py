@@ -65,6 +65,8 @@ def _open(db: str, *, create: bool = False):
         raise click.ClickException(f"cannot open the crawl database {db!r}: {err.orig}") from err
 
 
+_DB_HELP = ("Crawl database: a SQLite file (created on first use) or a URL such as "
+            "postgresql+psycopg://user@host/dbname.")
 _db_option = click.option(
     "--db", required=True, metavar="FILE|URL",
     help="Crawl database: a SQLite file (created on first use) or a URL such as "
@@ -134,7 +136,8 @@ def _rate(param_hint: str):
 
 
 @crawl.command("run")
-@_db_option
+@click.option("--db", default=None, metavar="FILE|URL",
+              help=_DB_HELP + " Required unless --frontier is given.")
 @click.option("--budget", callback=_rate("--budget"), metavar="RATE",
               help="Visits per day over all pages, e.g. 2000/day or 5/s (kept for later runs).")
 @click.option("--policy", default=None, help="learned (default), uniform, nutch, stormcrawler, heritrix, ...")
@@ -156,10 +159,16 @@ def _rate(param_hint: str):
               help="Read timeout of a request.")
 @click.option("--seed", type=int, default=None, help="Seed of the policy's randomness.")
 @click.option("--frontier", "frontier_url", default=None, metavar="URL",
-              help="Not implemented yet: fetch for a remote frontier (grpc://host:port).")
+              help="Fetch for a remote frontier (grpc://HOST:PORT, a 'freshcrawl serve' or any freshcrawl "
+              "URLFrontier server): it plans, this process fetches; several processes may share it.")
+@click.option("--crawl-id", default=None, help="With --frontier: the crawl ID (default: the server's default crawl).")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
-        user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url) -> None:
-    """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal."""
+        user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id) -> None:
+    """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal.
+
+    With --frontier, fetch the visits a remote frontier hands out and report their outcomes to it;
+    --db and the plan's settings (--budget, --policy, ...) are then the server's, not given here.
+    """
     import asyncio
     import signal
 
@@ -168,7 +177,19 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
     from freshcrawl.frontier import Frontier
 
     if frontier_url is not None:
-        raise click.UsageError("--frontier (a remote frontier) is not available in this version")
+        plan_options = dict(db=db, budget=budget, policy=policy, objective=objective, replan_every=replan_every,
+                            min_delay=min_delay, max_per_host_day=max_per_host_day, seed=seed)
+        given = [f"--{k.replace('_', '-')}" for k, v in plan_options.items() if v is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: the remote frontier's settings; not given with --frontier")
+        _run_remote(frontier_url, crawl_id, signature=signature or "raw", duration=duration,
+                    user_agent=user_agent, contact_url=contact_url, max_in_flight=max_in_flight,
+                    timeout_s=timeout_s)
+        return
+    if db is None:
+        raise click.UsageError("Missing option '--db' (needed unless --frontier is given).")
+    if crawl_id is not None:
+        raise click.UsageError("--crawl-id goes with --frontier")
     store = _open(db, create=False)
     settings = _settings(store, dict(
         budget=budget, policy=policy, objective=objective, signature=signature, replan_every_s=replan_every,
@@ -200,6 +221,42 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         store.close()
 
 
+def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, duration: float | None,
+                user_agent: str | None, contact_url: str | None, max_in_flight: int, timeout_s: float) -> None:
+    """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier`."""
+    import asyncio
+    import signal
+
+    from freshcrawl.crawler.fetcher import Fetcher
+    from freshcrawl.crawler.loop import crawl as crawl_loop
+    from freshcrawl.service.grpc_client import RemoteFrontier
+
+    total_timeout_s = max(60.0, 2 * timeout_s)
+    try:
+        # a visit stays leased to this process for longer than it can take
+        frontier = RemoteFrontier(frontier_url, crawl_id, lease_s=total_timeout_s + 30.0)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--frontier") from err
+    progress = _RemoteProgress(frontier)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        fetcher = Fetcher(user_agent=user_agent, contact_url=contact_url, signature=signature,
+                          read_timeout_s=timeout_s, total_timeout_s=total_timeout_s)
+        async with fetcher:
+            stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
+                                     stop=stop, on_progress=progress.update)
+        progress.done(stats)
+
+    try:
+        asyncio.run(main())
+    finally:
+        frontier.close()
+
+
 class _Progress:
     """The live progress line: visits, changes, errors, budget in use, what is due."""
 
@@ -225,6 +282,16 @@ class _Progress:
         if self.tty:
             click.echo("", err=True)
         click.echo(self.line(stats), err=True)
+
+
+class _RemoteProgress(_Progress):
+    """The progress line of a fetcher working for a remote frontier."""
+
+    def line(self, stats) -> str:
+        c = self.frontier.counts
+        return (f"{stats.elapsed_s:7.1f}s  visits {stats.visits:,}  changes {stats.changes:,}  "
+                f"errors {stats.errors:,}  robots {stats.robots:,}  reports refused {c['refused']:,}  "
+                f"(frontier {self.frontier.address})")
 
 
 def _fmt_time(t: float | None) -> str:

@@ -423,7 +423,7 @@ class _CrawlCollector:
 
 
 _ROUTES = {"/urls", "/leases", "/observations", "/robots", "/explain", "/status", "/hosts", "/overdue",
-           "/history", "/metrics", "/", "/openapi.json", "/docs"}
+           "/history", "/metrics", "/", "/openapi.json"}
 
 
 class _Timing:
@@ -501,6 +501,8 @@ def create_app(
     history = FreshnessHistory(service, every_s=history_every_s)
 
     app = FastAPI(
+        docs_url=None,  # Swagger UI and ReDoc load their scripts from a CDN: only the document is served
+        redoc_url=None,
         title="freshcrawl frontier",
         version="1",
         description=__doc__.split("\n\n")[0] + " Writes need a Bearer token; times are seconds since the epoch, "

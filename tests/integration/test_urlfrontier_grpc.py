@@ -387,3 +387,27 @@ def test_crawl_run_frontier_options():
     assert res.exit_code == 2 and "grpc://HOST:PORT" in res.output
     res = runner.invoke(main, ["crawl", "run", "--db", "x.db", "--crawl-id", "c"])
     assert res.exit_code == 2 and "--crawl-id" in res.output
+
+
+def test_a_token_is_needed_when_the_server_has_one(tmp_path):
+    from freshcrawl.service.grpc_client import RemoteFrontier
+
+    service = FrontierService(str(tmp_path / "t.db"), CrawlSettings(budget=100.0))
+    server = serve_grpc(service, "127.0.0.1:0", token="s3cret")
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            stub = pb_grpc.URLFrontierStub(channel)
+            assert status_code(stub.ListCrawls, pb.Local()) is grpc.StatusCode.UNAUTHENTICATED
+            assert status_code(stub.GetURLs, pb.GetParams()) is grpc.StatusCode.UNAUTHENTICATED
+            with pytest.raises(grpc.RpcError) as err:
+                list(stub.PutURLs(iter([discovered(f"{A}/1")]), timeout=10))
+            assert err.value.code() is grpc.StatusCode.UNAUTHENTICATED
+            auth = (("authorization", "Bearer s3cret"),)
+            assert list(stub.ListCrawls(pb.Local(), metadata=auth, timeout=10).values) == [DEFAULT_CRAWL]
+        with RemoteFrontier(f"127.0.0.1:{server.port}", token="s3cret") as remote:
+            assert remote.due() == []
+        with RemoteFrontier(f"127.0.0.1:{server.port}", token="wrong") as remote, pytest.raises(grpc.RpcError):
+            remote.due()
+    finally:
+        server.stop(None).wait()
+        service.close()

@@ -160,7 +160,8 @@ def _rate(param_hint: str):
 @click.option("--seed", type=int, default=None, help="Seed of the policy's randomness.")
 @click.option("--frontier", "frontier_url", default=None, metavar="URL",
               help="Fetch for a remote frontier (grpc://HOST:PORT, a 'freshcrawl serve' or any freshcrawl "
-              "URLFrontier server): it plans, this process fetches; several processes may share it.")
+              "URLFrontier server): it plans, this process fetches; several processes may share it. "
+              "$FRESHCRAWL_TOKEN is sent as its token.")
 @click.option("--crawl-id", default=None, help="With --frontier: the crawl ID (default: the server's default crawl).")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
         user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id) -> None:
@@ -223,8 +224,9 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
 
 def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, duration: float | None,
                 user_agent: str | None, contact_url: str | None, max_in_flight: int, timeout_s: float) -> None:
-    """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier`."""
+    """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier` ($FRESHCRAWL_TOKEN: its token)."""
     import asyncio
+    import os
     import signal
 
     from freshcrawl.crawler.fetcher import Fetcher
@@ -234,7 +236,8 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
     total_timeout_s = max(60.0, 2 * timeout_s)
     try:
         # a visit stays leased to this process for longer than it can take
-        frontier = RemoteFrontier(frontier_url, crawl_id, lease_s=total_timeout_s + 30.0)
+        frontier = RemoteFrontier(frontier_url, crawl_id, lease_s=total_timeout_s + 30.0,
+                                  token=os.environ.get("FRESHCRAWL_TOKEN", "").strip() or None)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--frontier") from err
     progress = _RemoteProgress(frontier)

@@ -87,6 +87,8 @@ class RemoteFrontier:
         Deadline of one call.
     retry_for_s : float, default=30.0
         How long a report is retried while the server is unreachable before :meth:`record` raises.
+    token : str, optional
+        Sent as ``authorization: Bearer <token>`` with every call (a server started with a token).
 
     Raises
     ------
@@ -104,7 +106,7 @@ class RemoteFrontier:
 
     def __init__(self, address: str, crawl_id: str | None = None, worker: str | None = None, *,
                  lease_s: float = 120.0, poll_s: float = 0.25, timeout_s: float = 10.0,
-                 retry_for_s: float = 30.0) -> None:
+                 retry_for_s: float = 30.0, token: str | None = None) -> None:
         import os
 
         for name, value in (("lease_s", lease_s), ("poll_s", poll_s), ("timeout_s", timeout_s),
@@ -121,7 +123,8 @@ class RemoteFrontier:
         self.counts = {"leased": 0, "reported": 0, "refused": 0}
         self._channel = grpc.insecure_channel(self.address)
         self._stub = pb_grpc.URLFrontierStub(self._channel)
-        self._call_md = (("freshcrawl-worker", self.worker),)
+        self._call_md = (("freshcrawl-worker", self.worker),) + (
+            (("authorization", f"Bearer {token}"),) if token else ())
 
     # lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:

@@ -27,10 +27,10 @@ PutURLs
     Each item is acknowledged by its ``ID`` (the URL when empty): OK, SKIPPED (malformed URL or
     metadata, unknown crawl or URL for a known item; do not resend) or FAIL (the database failed;
     may be resent). A discovered URL is added when unknown (weight ``freshcrawl.weight``, default 1).
-    A known URL that carries a fetch outcome (metadata key ``status_key``, default
-    ``fetch.statusCode``, or an error key: ``error_key``, default ``fetch.exception``, or
-    ``freshcrawl.error``) is an observation: changed when ``signature_key`` (default ``signature``)
-    differs from the stored signature, unchanged on 304 or an equal signature, no information on
+    A known URL that carries a fetch outcome (metadata key ``MetadataKeys.status``, default
+    ``fetch.statusCode``, or an error key: ``MetadataKeys.error``, default ``fetch.exception``, or
+    ``freshcrawl.error``) is an observation: changed when ``MetadataKeys.signature`` (default
+    ``signature``) differs from the stored signature, unchanged on 304 or an equal signature, no information on
     errors; freshcrawl learns from it and sets the next due time itself. The client's
     ``refetchable_from_date`` is kept as a floor after errors only; 0 still means "never again". A
     known URL without a fetch outcome is scheduled at ``refetchable_from_date`` (0: never again), as
@@ -40,7 +40,7 @@ PutURLs
     ``freshcrawl.n_bytes``, ``freshcrawl.retry_after_s``.
 robots.txt
     A known ``<origin>/robots.txt`` that is not a page of the crawl is the host's robots.txt: its
-    status (``status_key``) and text (``freshcrawl.robots``) are recorded for the host (rules,
+    status (``MetadataKeys.status``) and text (``freshcrawl.robots``) are recorded for the host (rules,
     Crawl-delay as the host's cap). A client that sends no text (it enforces robots.txt itself) gets
     every path of the host allowed after a 2xx; 4xx allows everything, 5xx or no answer disallows
     the host until a retry succeeds (RFC 9309).
@@ -55,6 +55,9 @@ Other calls
     SetCrawlLimit, PurgeURLs and GetCrawlStats answer UNIMPLEMENTED. Bad arguments answer
     INVALID_ARGUMENT, an unknown crawl NOT_FOUND (GetURLs: nothing; DeleteCrawl: 0), an unknown
     queue NOT_FOUND for BlockQueueUntil, SetDelay and GetStats (reads of it give nothing).
+Security
+    The server is insecure (no TLS). With ``token``, every call needs ``authorization: Bearer
+    <token>`` in its metadata.
 """
 
 from __future__ import annotations
@@ -355,7 +358,9 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                         raise _Skip(f"{k.status} must be an HTTP status; got {status_text!r}") from err
                     if not 100 <= status <= 999:
                         raise _Skip(f"{k.status} must be an HTTP status; got {status_text!r}")
-                error = _first(info, "freshcrawl.error") or _first(info, k.error)
+                error = (_first(info, "freshcrawl.error") or "")[:64] or None
+                if error is None and _first(info, k.error) is not None:
+                    error = "timeout" if "timeout" in (_first(info, k.error) or "").lower() else "network"
                 date = item.known.refetchable_from_date
                 n_bytes = _float(info, "freshcrawl.n_bytes")
                 rep = Report(
@@ -365,7 +370,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                     n_bytes=int(n_bytes or 0), etag=_first(info, "freshcrawl.etag") or None,
                     last_modified=_first(info, "freshcrawl.last_modified") or None,
                     retry_after_s=_float(info, "freshcrawl.retry_after_s"),
-                    error=None if status is not None else ("timeout" if error == "timeout" else "network"),
+                    error=None if status is not None else (error or "network"),
                     refetch_not_before=float(date) if date else None,
                 )
             except _Skip:
@@ -510,6 +515,37 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         return pb.Long(value=n)
 
 
+class _TokenInterceptor(grpc.ServerInterceptor):
+    """Every call needs the metadata ``authorization: Bearer <token>`` (UNAUTHENTICATED otherwise)."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+    def intercept_service(self, continuation, handler_call_details):
+        import hmac
+
+        given = dict(handler_call_details.invocation_metadata or ()).get("authorization", "")
+        handler = continuation(handler_call_details)
+        if handler is None or hmac.compare_digest(str(given).encode(), self._expected):
+            return handler
+
+        def deny(request, context):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "this frontier needs 'authorization: Bearer <token>'")
+
+        def deny_stream(request, context):
+            deny(request, context)
+            yield  # pragma: no cover - abort raises
+
+        make = {(False, False): grpc.unary_unary_rpc_method_handler,
+                (False, True): grpc.unary_stream_rpc_method_handler,
+                (True, False): grpc.stream_unary_rpc_method_handler,
+                (True, True): grpc.stream_stream_rpc_method_handler}[handler.request_streaming,
+                                                                     handler.response_streaming]
+        return make(deny_stream if handler.response_streaming else deny,
+                    request_deserializer=handler.request_deserializer,
+                    response_serializer=handler.response_serializer)
+
+
 def serve_grpc(
     service: FrontierService,
     address: str = "127.0.0.1:7071",
@@ -517,6 +553,7 @@ def serve_grpc(
     max_workers: int = 8,
     keys: MetadataKeys | None = None,
     default_lease_s: float = DEFAULT_LEASE_S,
+    token: str | None = None,
 ) -> grpc.Server:
     """Start the URLFrontier API for ``service`` on ``address`` (insecure) and return the server.
 
@@ -533,6 +570,10 @@ def serve_grpc(
         Metadata keys of fetch outcomes (StormCrawler's by default).
     default_lease_s : float, default=30.0
         Seconds a URL handed out is held when GetURLs gives no ``delay_requestable``.
+    token : str, optional
+        When given, every call needs the metadata ``authorization: Bearer <token>`` and is refused
+        UNAUTHENTICATED without it (the server is insecure otherwise: anyone who reaches the port
+        may use it; serve off loopback only with a token, and TLS in front of it).
 
     Returns
     -------
@@ -549,7 +590,9 @@ def serve_grpc(
     if max_workers < 1:
         raise ValueError(f"max_workers must be >= 1; got {max_workers!r}")
     servicer = URLFrontierServicer(service, keys=keys, default_lease_s=default_lease_s)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="urlfrontier"))
+    interceptors = [] if token is None else [_TokenInterceptor(token)]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="urlfrontier"),
+                         interceptors=interceptors)
     pb_grpc.add_URLFrontierServicer_to_server(servicer, server)
     port = server.add_insecure_port(address)
     if not port:

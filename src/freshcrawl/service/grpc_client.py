@@ -63,8 +63,8 @@ def parse_frontier_url(url: str) -> str:
     return f"{host}:{port}"
 
 
-def _md(**values) -> dict[str, pb.StringList]:
-    return {k.replace("__", "."): pb.StringList(values=[str(v)]) for k, v in values.items() if v is not None}
+def _md(values: dict[str, object]) -> dict[str, pb.StringList]:
+    return {k: pb.StringList(values=[str(v)]) for k, v in values.items() if v is not None}
 
 
 class RemoteFrontier:
@@ -131,7 +131,7 @@ class RemoteFrontier:
         """Close the channel."""
         self._channel.close()
 
-    def __enter__(self) -> RemoteFrontier:
+    def __enter__(self) -> RemoteFrontier:  # noqa: PYI034 - a final class
         return self
 
     def __exit__(self, *exc) -> None:
@@ -143,7 +143,7 @@ class RemoteFrontier:
         if limit <= 0:
             return []
         params = pb.GetParams(max_urls_per_queue=1, max_queues=int(limit),
-                              delay_requestable=int(math.ceil(self.lease_s)), crawlID=self.crawl_id)
+                              delay_requestable=math.ceil(self.lease_s), crawlID=self.crawl_id)
         out: list[Visit | RobotsVisit] = []
         try:
             for info in self._stub.GetURLs(params, timeout=self.timeout_s, metadata=self._call_md):
@@ -166,20 +166,20 @@ class RemoteFrontier:
         items = []
         for visit, out in results:
             url = getattr(visit, "url", out.url)
-            md = _md(**{"fetch__statusCode": out.status, "signature": out.signature,
-                        "freshcrawl__error": out.why if out.status is None else None,
-                        "freshcrawl__etag": out.etag, "freshcrawl__last_modified": out.last_modified,
-                        "freshcrawl__started_at": repr(out.started_at), "freshcrawl__elapsed_s": repr(out.elapsed_s),
-                        "freshcrawl__n_bytes": out.n_bytes, "freshcrawl__retry_after_s": out.retry_after_s})
+            md = _md({"fetch.statusCode": out.status, "signature": out.signature,
+                      "freshcrawl.error": out.why if out.status is None else None,
+                      "freshcrawl.etag": out.etag, "freshcrawl.last_modified": out.last_modified,
+                      "freshcrawl.started_at": repr(out.started_at), "freshcrawl.elapsed_s": repr(out.elapsed_s),
+                      "freshcrawl.n_bytes": out.n_bytes, "freshcrawl.retry_after_s": out.retry_after_s})
             items.append(self._known(url, md, out.started_at + out.elapsed_s))
         self._put(items)
 
     def record_robots(self, visit: RobotsVisit, out: RobotsOutcome) -> None:
         """Report a robots.txt fetch (its status and text)."""
-        md = _md(**{"fetch__statusCode": out.status, "freshcrawl__robots": out.text,
-                    "freshcrawl__error": out.why if out.status is None else None,
-                    "freshcrawl__started_at": repr(out.fetched_at), "freshcrawl__elapsed_s": repr(out.elapsed_s),
-                    "freshcrawl__retry_after_s": out.retry_after_s})
+        md = _md({"fetch.statusCode": out.status, "freshcrawl.robots": out.text,
+                  "freshcrawl.error": out.why if out.status is None else None,
+                  "freshcrawl.started_at": repr(out.fetched_at), "freshcrawl.elapsed_s": repr(out.elapsed_s),
+                  "freshcrawl.retry_after_s": out.retry_after_s})
         self._put([self._known(visit.origin + "/robots.txt", md, out.fetched_at + out.elapsed_s)])
 
     def next_wakeup(self, now: float | None = None) -> float:

@@ -81,7 +81,7 @@ from freshcrawl.service.proto import urlfrontier_pb2 as pb
 from freshcrawl.service.proto import urlfrontier_pb2_grpc as pb_grpc
 from freshcrawl.store.store import check_namespace
 
-__all__ = ["MetadataKeys", "URLFrontierServicer", "serve_grpc", "DEFAULT_LEASE_S"]
+__all__ = ["DEFAULT_LEASE_S", "MetadataKeys", "URLFrontierServicer", "serve_grpc"]
 
 log = logging.getLogger(__name__)
 
@@ -244,8 +244,8 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                             continue
                     else:
                         return
-            except Exception:  # the client went away: nothing more comes
-                pass
+            except Exception as err:  # noqa: BLE001 - the client went away: nothing more comes
+                log.debug("PutURLs stream ended: %r", err)
             finally:
                 try:
                     inbox.put(end, timeout=5.0)

@@ -411,3 +411,13 @@ def test_a_token_is_needed_when_the_server_has_one(tmp_path):
     finally:
         server.stop(None).wait()
         service.close()
+
+
+def test_one_url_reported_twice_in_one_stream(fr):
+    """Reports are taken in batches (one lookup each): a URL twice in one batch is compared with itself."""
+    seed(fr, f"{A}/t")
+    now = time.time()
+    put(fr, *(known(f"{A}/t", now + 99, fetch__statusCode=200, signature=sig, freshcrawl__started_at=now - 30 + j)
+              for j, sig in enumerate(["a", "a", "b", "b"])))
+    log = fr.service.crawl(None).frontier.store.observation_log()
+    assert [o["outcome"] for o in log] == ["first", "unchanged", "changed", "unchanged"]

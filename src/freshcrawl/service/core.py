@@ -324,18 +324,42 @@ class FrontierService:
         with self.lock:
             c = self.crawl(crawl_id)
             f = c.frontier
-            batch = []
-            floors = []
+            batch: list = []
+            floors: list = []
+
+            def commit() -> None:
+                if batch:
+                    f.record(batch, source=source)
+                    for page_id, floor in floors:
+                        if floor is not None and floor > f.next_due[page_id - 1]:
+                            f.next_due[page_id - 1] = floor
+                            f.held[page_id - 1] = float(floor)
+                            f.store.record([], [dict(id=page_id, next_due=float(floor))], [])
+                batch.clear()
+                floors.clear()
+
+            reports = list(reports)
+            urls: list[str | ValueError] = []
             for rep in reports:
                 try:
-                    url = normalize_url(rep.url)
+                    urls.append(normalize_url(rep.url))
                 except ValueError as err:
-                    answers.append(f"bad-url: {err}")
+                    urls.append(err)
+            rows = f.store.pages_by_url([u for u in urls if isinstance(u, str)])  # one query for all
+            in_batch: set[str] = set()
+            for rep, url in zip(reports, urls, strict=True):
+                if isinstance(url, ValueError):
+                    answers.append(f"bad-url: {url}")
                     continue
-                row = f.store.page_by_url(url)
+                row = rows.get(url)
                 if row is None:
                     answers.append("unknown-url")
                     continue
+                if url in in_batch:  # a second report of one URL: commit the first and read its row again
+                    commit()
+                    in_batch.clear()
+                    row = rows[url] = f.store.page_by_url(url)
+                in_batch.add(url)
                 outcome, error, why = outcome_from_status(rep.status, rep.signature, row["signature"], rep.error)
                 started = now if rep.started_at is None else float(rep.started_at)
                 sig = row["signature"] if outcome is Outcome.UNCHANGED and rep.status == 304 else rep.signature
@@ -352,13 +376,7 @@ class FrontierService:
                 floors.append((row["id"], rep.refetch_not_before if outcome is Outcome.NO_INFO else None))
                 c.leases.pop(("page", row["id"]), None)
                 answers.append("ok")
-            if batch:
-                f.record(batch, source=source)
-                for page_id, floor in floors:
-                    if floor is not None and floor > f.next_due[page_id - 1]:
-                        f.next_due[page_id - 1] = floor
-                        f.held[page_id - 1] = float(floor)
-                        f.store.record([], [dict(id=page_id, next_due=float(floor))], [])
+            commit()
         return answers
 
     def report_robots(self, crawl_id: str | None, origin_or_url: str, status: int | None, text: str | None,

@@ -306,6 +306,16 @@ class Store:
             row = conn.execute(select(pages).where(pages.c.url == url)).mappings().first()
         return None if row is None else dict(row)
 
+    def pages_by_url(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Page rows of the known ``urls`` (normalised), by URL; unknown URLs are left out."""
+        urls = list(dict.fromkeys(urls))
+        out: dict[str, dict[str, Any]] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(urls), 5000):
+                for row in conn.execute(select(pages).where(pages.c.url.in_(urls[i : i + 5000]))).mappings():
+                    out[row["url"]] = dict(row)
+        return out
+
     def host_row(self, host_id: int) -> dict[str, Any]:
         """The host row of ``host_id``."""
         with self.engine.connect() as conn:

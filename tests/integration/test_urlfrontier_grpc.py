@@ -421,3 +421,38 @@ def test_one_url_reported_twice_in_one_stream(fr):
               for j, sig in enumerate(["a", "a", "b", "b"])))
     log = fr.service.crawl(None).frontier.store.observation_log()
     assert [o["outcome"] for o in log] == ["first", "unchanged", "changed", "unchanged"]
+
+
+#: field numbers of the API's messages (the wire format): a change to the .proto must keep them
+WIRE = {
+    "GetParams": {"max_urls_per_queue": 1, "max_queues": 2, "key": 3, "delay_requestable": 4, "anyCrawlID": 5,
+                  "crawlID": 6},
+    "URLItem": {"discovered": 1, "known": 2, "ID": 3, "creation_date": 4},
+    "URLInfo": {"url": 1, "key": 2, "metadata": 3, "crawlID": 4},
+    "KnownURLItem": {"info": 1, "refetchable_from_date": 2},
+    "DiscoveredURLItem": {"info": 1},
+    "AckMessage": {"ID": 1, "status": 2},
+    "Stats": {"size": 1, "inProcess": 2, "counts": 3, "numberOfQueues": 4, "crawlID": 5},
+    "Pagination": {"start": 1, "size": 2, "include_inactive": 3, "crawlID": 4, "local": 5},
+    "QueueList": {"values": 1, "total": 2, "start": 3, "size": 4, "crawlID": 5},
+    "QueueWithinCrawlParams": {"key": 1, "crawlID": 2, "local": 3},
+    "QueueDelayParams": {"key": 1, "delay_requestable": 2, "crawlID": 3, "local": 4},
+    "BlockQueueParams": {"key": 1, "time": 2, "crawlID": 3, "local": 4},
+    "ListUrlParams": {"start": 1, "size": 2, "key": 3, "crawlID": 4, "local": 5, "filter": 6, "ignoreCase": 7},
+    "CountUrlParams": {"key": 1, "crawlID": 2, "filter": 3, "ignoreCase": 4, "local": 5},
+    "URLStatusRequest": {"url": 1, "key": 2, "crawlID": 3},
+    "DeleteCrawlMessage": {"value": 1, "local": 2},
+}
+
+
+def test_wire_format_names_and_numbers():
+    assert pb.DESCRIPTOR.package == "urlfrontier"
+    for name, numbers in WIRE.items():
+        fields = pb.DESCRIPTOR.message_types_by_name[name].fields
+        assert {f.name: f.number for f in fields} == numbers, name
+    assert [(v.name, v.number) for v in pb.AckMessage.Status.DESCRIPTOR.values] == [("OK", 0), ("SKIPPED", 1),
+                                                                                      ("FAIL", 2)]
+    methods = {m.name for m in pb.DESCRIPTOR.services_by_name["URLFrontier"].methods}
+    assert {"GetURLs", "PutURLs", "ListCrawls", "DeleteCrawl", "ListQueues", "GetStats", "DeleteQueue",
+            "BlockQueueUntil", "SetDelay", "GetURLStatus", "ListURLs", "CountURLs", "ListNodes",
+            "SetLogLevel"} <= methods

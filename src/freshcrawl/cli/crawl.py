@@ -254,8 +254,12 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
                                      stop=stop, on_progress=progress.update)
         progress.done(stats)
 
+    import grpc
+
     try:
         asyncio.run(main())
+    except grpc.RpcError as err:
+        raise click.ClickException(f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
     finally:
         frontier.close()
 

@@ -121,6 +121,7 @@ class RemoteFrontier:
         self.timeout_s = float(timeout_s)
         self.retry_for_s = float(retry_for_s)
         self.counts = {"leased": 0, "reported": 0, "refused": 0}
+        self._warned_at = -math.inf
         self._channel = grpc.insecure_channel(self.address)
         self._stub = pb_grpc.URLFrontierStub(self._channel)
         self._call_md = (("freshcrawl-worker", self.worker),) + (
@@ -157,7 +158,9 @@ class RemoteFrontier:
         except grpc.RpcError as err:
             if err.code() not in _RETRYABLE:
                 raise
-            log.warning("frontier %s: GetURLs failed (%s); asking again", self.address, err.code().name)
+            if time.monotonic() - self._warned_at > 10.0:  # once in a while, not at every poll
+                self._warned_at = time.monotonic()
+                log.warning("frontier %s: GetURLs failed (%s); asking again", self.address, err.code().name)
         self.counts["leased"] += len(out)
         return out
 

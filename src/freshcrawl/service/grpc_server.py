@@ -206,7 +206,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
     # the crawl -----------------------------------------------------------------------------------
     def GetURLs(self, request, context) -> Iterator[pb.URLInfo]:
         lease_s = float(request.delay_requestable) or self.default_lease_s
-        count = request.max_queues or 1_000_000
+        count = request.max_queues or (1 if request.key else 1_000_000)
         if request.WhichOneof("item") == "anyCrawlID":
             crawls = self.service.crawl_ids()
         else:

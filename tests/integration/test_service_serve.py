@@ -97,8 +97,19 @@ def test_serve_runs_rest_and_grpc_in_one_process_and_stops_on_sigint(tmp_path):
         assert httpx.post(base + "/urls", json=body, timeout=5).status_code == 401
         r = httpx.post(base + "/urls", json=body, headers={"Authorization": "Bearer s3cret"}, timeout=5)
         assert r.status_code == 200 and r.json()["added"] == 1
-        with socket.create_connection(("127.0.0.1", grpc), timeout=5):
-            pass  # the gRPC server listens in the same process
+        import grpc as grpc_
+
+        from freshcrawl.service.proto import urlfrontier_pb2 as pb
+        from freshcrawl.service.proto import urlfrontier_pb2_grpc as pb_grpc
+
+        with grpc_.insecure_channel(f"127.0.0.1:{grpc}") as channel:  # same process, same frontier, same token
+            stub = pb_grpc.URLFrontierStub(channel)
+            with pytest.raises(grpc_.RpcError) as err:
+                stub.GetStats(pb.QueueWithinCrawlParams(), timeout=10)
+            assert err.value.code() == grpc_.StatusCode.UNAUTHENTICATED
+            stats = stub.GetStats(pb.QueueWithinCrawlParams(), timeout=10,
+                                  metadata=[("authorization", "Bearer s3cret")])
+            assert stats.size == 1
         assert httpx.get(base + "/status", timeout=5).json()["n_pages"] == 1
     finally:
         code, err = _stop(proc, signal.SIGINT)

@@ -201,7 +201,10 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
             raise click.UsageError(str(err)) from err
         app = create_app(service, token=token, public_reads=not private_reads)
         if serve_grpc is not None:
-            grpc_server = serve_grpc(service, f"{grpc[0]}:{grpc[1]}")
+            try:
+                grpc_server = serve_grpc(service, f"{grpc[0]}:{grpc[1]}", token=token)
+            except RuntimeError as err:
+                raise click.ClickException(f"could not serve gRPC: {err}") from err
 
         def replan_loop() -> None:
             """Re-plan due crawls (and sample the freshness history after each plan) until stopped."""

@@ -456,3 +456,34 @@ def test_wire_format_names_and_numbers():
     assert {"GetURLs", "PutURLs", "ListCrawls", "DeleteCrawl", "ListQueues", "GetStats", "DeleteQueue",
             "BlockQueueUntil", "SetDelay", "GetURLStatus", "ListURLs", "CountURLs", "ListNodes",
             "SetLogLevel"} <= methods
+
+
+def test_client_metadata_round_trips(fr):
+    put(fr, discovered(f"{A}/m", depth=1, url__path="seed"), discovered(f"{A}/m", depth=5))
+    seed(fr, f"{A}/m")
+
+    def kept(infos):
+        return {k: list(v.values) for k, v in infos.metadata.items() if not k.startswith("freshcrawl.")}
+
+    put(fr, known(f"{A}/m", time.time() - 10))  # no metadata: what was kept stays
+    put(fr, discovered(f"{A}/m", depth=9))  # known already: ignored
+    assert kept(get(fr)[0]) == {"depth": ["1"], "url.path": ["seed"]}  # the first discovery's
+    put(fr, known(f"{A}/m", time.time() - 10, depth=2, fetch__error__count=1, fetch__statusCode=200, signature="z"))
+    put(fr, known(f"{A}/m", time.time() - 10))  # due again (freshcrawl's plan would wait a period)
+    (info,) = get(fr)
+    assert kept(info) == {"depth": ["2"], "fetch.error.count": ["1"], "fetch.statusCode": ["200"], "signature": ["z"]}
+    assert info.metadata["freshcrawl.kind"].values == ["page"]
+    # a report that is only a fetch outcome (freshcrawl's own fetcher) leaves the client's metadata
+    put(fr, known(f"{A}/m", time.time() - 10, fetch__statusCode=200, signature="q", freshcrawl__elapsed_s=0.1))
+    status = fr.stub.GetURLStatus(pb.URLStatusRequest(url=f"{A}/m"), timeout=10)
+    assert kept(status.known.info)["depth"] == ["2"]
+    # a dump carries it into another crawl
+    (item,) = fr.stub.ListURLs(pb.ListUrlParams(), timeout=10)
+    info = pb.URLInfo()
+    info.CopyFrom(item.known.info)
+    info.crawlID = "copy"
+    put(fr, pb.URLItem(discovered=pb.DiscoveredURLItem(info=info)))
+    (copied,) = fr.stub.ListURLs(pb.ListUrlParams(crawlID="copy"), timeout=10)
+    assert kept(copied.known.info) == kept(item.known.info) and kept(item.known.info)["depth"] == ["2"]
+    assert fr.stub.DeleteCrawl(pb.DeleteCrawlMessage(value=""), timeout=10).value == 1
+    assert fr.stub.CountURLs(pb.CountUrlParams(), timeout=10).value == 0

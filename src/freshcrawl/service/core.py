@@ -216,9 +216,10 @@ class FrontierService:
             store = c.frontier.store
             n = int(sum(store.counts()["pages"].values()))
             if crawl_id == DEFAULT_CRAWL:
-                from freshcrawl.store.schema import observations
+                from freshcrawl.store.schema import observations, url_metadata
 
                 with store.engine.begin() as conn:
+                    conn.execute(url_metadata.delete())
                     conn.execute(observations.delete())
                     conn.execute(pages.delete())
                     conn.execute(hosts.delete())
@@ -424,6 +425,22 @@ class FrontierService:
             if c.leases.pop(("page", row["id"]), None) is not None:
                 f._hosts.lease_until[row["host_id"] - 1] = 0.0
             return True
+
+    def set_url_metadata(self, crawl_id: str | None, items: dict[str, dict[str, list[str]]], *,
+                         overwrite: bool = True) -> int:
+        """Keep a client's metadata of known URLs (normalised url -> key -> values; unknown ones skipped).
+
+        ``overwrite=False`` keeps the metadata a URL already has. Returns how many URLs were written.
+        """
+        with self._frontier(crawl_id) as f:
+            rows = f.store.pages_by_url(items)
+            return f.store.save_url_metadata({row["id"]: items[url] for url, row in rows.items()},
+                                             overwrite=overwrite)
+
+    def url_metadata(self, crawl_id: str | None, page_ids: Iterable[int]) -> dict[int, dict[str, list[str]]]:
+        """A client's metadata of pages, by page id."""
+        with self._frontier(crawl_id) as f:
+            return f.store.url_metadata(page_ids)
 
     # queues --------------------------------------------------------------------------------------
     def _host_index(self, f: Frontier, queue: str) -> int:

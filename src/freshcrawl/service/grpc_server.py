@@ -22,7 +22,8 @@ GetURLs
     ``freshcrawl.kind`` = ``robots`` (see "robots.txt" below). Each URL carries metadata:
     ``freshcrawl.kind`` (``page`` or ``robots``), ``freshcrawl.etag``, ``freshcrawl.last_modified``
     and ``freshcrawl.signature`` of the last copy (when known; for conditional requests),
-    ``freshcrawl.due`` (seconds since the epoch) and ``freshcrawl.lease_expires``.
+    ``freshcrawl.due`` (seconds since the epoch) and ``freshcrawl.lease_expires``, beside the
+    client's own metadata of the URL (see "Client metadata").
 PutURLs
     Each item is acknowledged by its ``ID`` (the URL when empty): OK, SKIPPED (malformed URL or
     metadata, unknown crawl or URL for a known item; do not resend) or FAIL (the database failed;
@@ -38,6 +39,11 @@ PutURLs
     ``freshcrawl.last_modified`` (validators of the new copy), ``freshcrawl.started_at`` (seconds
     since the epoch; default: when the report arrives), ``freshcrawl.elapsed_s``,
     ``freshcrawl.n_bytes``, ``freshcrawl.retry_after_s``.
+Client metadata
+    Every key of a URL's metadata that does not start with ``freshcrawl.`` is the client's: kept
+    with the URL (a discovered URL's when it is added, a known URL's replacing what was kept unless
+    it holds nothing but the fetch-outcome keys) and handed back by GetURLs, ListURLs and GetURLStatus
+    (StormCrawler's ``depth``, ``fetch.error.count``, ... round-trip).
 robots.txt
     A known ``<origin>/robots.txt`` that is not a page of the crawl is the host's robots.txt: its
     status (``MetadataKeys.status``) and text (``freshcrawl.robots``) are recorded for the host (rules,
@@ -140,6 +146,17 @@ def _md(**values: Any) -> dict[str, pb.StringList]:
             if v is not None and not (isinstance(v, float) and not math.isfinite(v))}
 
 
+def _client_md(info: pb.URLInfo) -> dict[str, list[str]]:
+    """The client's own metadata of a URL: every key but freshcrawl's."""
+    return {k: list(v.values) for k, v in info.metadata.items() if not k.startswith("freshcrawl.")}
+
+
+def _merge(client: dict[str, list[str]] | None, ours: dict[str, pb.StringList]) -> dict[str, pb.StringList]:
+    out = {k: pb.StringList(values=v) for k, v in (client or {}).items()}
+    out.update(ours)
+    return out
+
+
 def _is_robots_url(url: str) -> bool:
     try:
         parts = urlsplit(url)
@@ -222,10 +239,13 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             except KeyError:  # deleted meanwhile
                 continue
             count -= len(leases)
+            ids = [x.page_id for x in leases if x.page_id is not None]
+            kept = self.service.url_metadata(cid, ids) if ids else {}
             for lease in leases:
                 md = _md(kind=lease.kind, etag=lease.etag, last_modified=lease.last_modified,
                          signature=lease.signature, due=lease.due, lease_expires=lease.expires_at)
-                yield pb.URLInfo(url=lease.url, key=lease.queue, crawlID=lease.crawl_id, metadata=md)
+                yield pb.URLInfo(url=lease.url, key=lease.queue, crawlID=lease.crawl_id,
+                                 metadata=_merge(kept.get(lease.page_id), md))
 
     def PutURLs(self, request_iterator, context) -> Iterator[pb.AckMessage]:
         # a reader thread takes items as they come, so that whatever has arrived is processed as one
@@ -306,15 +326,26 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         k = self.keys
         return any(key in info.metadata for key in (k.status, k.error, "freshcrawl.error"))
 
+    def _keep_known_metadata(self, cid: str, run: list[tuple[str, Any]], acks: list[int]) -> None:
+        """A known URL's metadata replaces what the client kept (unless it is only a fetch outcome)."""
+        k = self.keys
+        outcome_keys = {k.status, k.signature, k.error}
+        kept = {}
+        for (_, item), ack in zip(run, acks, strict=True):
+            md = _client_md(item.known.info)
+            if ack == _OK and not md.keys() <= outcome_keys:
+                kept[normalize_url(item.known.info.url)] = md
+        if kept:
+            self.service.set_url_metadata(cid, kept, overwrite=True)
+
     def _flush(self, run_key: tuple[str, str], run: list[tuple[str, Any]]) -> Iterator[pb.AckMessage]:
         kind, cid = run_key
         try:
             if kind == "discovered":
                 acks = self._discovered(cid, run)
-            elif kind == "report":
-                acks = self._reports(cid, run)
             else:
-                acks = self._schedules(cid, run)
+                acks = self._reports(cid, run) if kind == "report" else self._schedules(cid, run)
+                self._keep_known_metadata(cid, run, acks)
         except Exception:
             log.exception("PutURLs: %d item(s) of crawl %s failed", len(run), cid)
             acks = [_FAIL] * len(run)
@@ -322,7 +353,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             yield pb.AckMessage(ID=ack_id, status=status)
 
     def _discovered(self, cid: str, run: list[tuple[str, Any]]) -> list[int]:
-        acks, rows = [], []
+        acks, rows, kept = [], [], {}
         for _, item in run:
             info = item.discovered.info
             try:
@@ -336,8 +367,12 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                 continue
             acks.append(_OK)
             rows.append((url, weight))
+            if md := _client_md(info):
+                kept.setdefault(url, md)
         if rows:
             self.service.add_urls(cid, rows)
+        if kept:  # a URL known before keeps its own
+            self.service.set_url_metadata(cid, kept, overwrite=False)
         return acks
 
     def _reports(self, cid: str, run: list[tuple[str, Any]]) -> list[int]:
@@ -472,13 +507,13 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         return pb.Boolean(state=self.service.crawl(DEFAULT_CRAWL).active)
 
     # URLs ----------------------------------------------------------------------------------------
-    def _item(self, row: dict[str, Any], cid: str) -> pb.URLItem:
+    def _item(self, row: dict[str, Any], cid: str, kept: dict[int, dict[str, list[str]]]) -> pb.URLItem:
         done = row["status"] in ("failed", "removed")
         date = 0 if done else max(1, math.ceil(row["next_due"]))
         md = _md(status=row["status"], weight=row["weight"], rate=row["rate"], delta_hat=row["delta_hat"],
                  n_obs=row["n_obs"], etag=row["etag"], last_modified=row["last_modified"],
                  signature=row["signature"])
-        info = pb.URLInfo(url=row["url"], key=row["queue"], crawlID=cid, metadata=md)
+        info = pb.URLInfo(url=row["url"], key=row["queue"], crawlID=cid, metadata=_merge(kept.get(row["id"]), md))
         return pb.URLItem(known=pb.KnownURLItem(info=info, refetchable_from_date=date), ID=row["url"])
 
     def GetURLStatus(self, request, context):
@@ -490,7 +525,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         if row is None or (request.key and request.key != row["queue"]):
             context.abort(grpc.StatusCode.NOT_FOUND, f"no URL {request.url!r} in crawl {cid!r}"
                           + (f", queue {request.key!r}" if request.key else ""))
-        return self._item(row, cid)
+        return self._item(row, cid, self.service.url_metadata(cid, [row["id"]]))
 
     def ListURLs(self, request, context):
         cid = self._existing(request.crawlID, context)
@@ -501,8 +536,9 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                                           ignore_case=request.ignoreCase)
         except KeyError:  # unknown queue: nothing in it
             rows = []
+        kept = self.service.url_metadata(cid, [r["id"] for r in rows]) if rows else {}
         for row in rows:
-            yield self._item(row, cid)
+            yield self._item(row, cid, kept)
 
     def CountURLs(self, request, context):
         cid = self._existing(request.crawlID, context)

@@ -17,6 +17,9 @@ Times are seconds since the Unix epoch (``REAL`` / double precision), rates visi
     The append-only log of visits: page, time, outcome (changed / unchanged / first / no-info), τ and the
     rate in force for observations, HTTP status, bytes, elapsed time, why, the error kind and the source
     (``fetcher`` or the name of an outside reporter). The estimators' state is a function of this log.
+``url_metadata``
+    What a URLFrontier client keeps with a URL (JSON, key -> list of strings; revision 0002), handed
+    back with it; freshcrawl does not read it.
 
 ``pages.next_due`` has no index on purpose: a re-plan rewrites it for every page, and an index would
 make that a random B-tree update per page (15 s instead of 1.4 s at 10^6 pages on SQLite); the
@@ -37,7 +40,7 @@ from sqlalchemy import (
     Text,
 )
 
-__all__ = ["metadata", "crawl", "hosts", "pages", "observations", "PAGE_STATUSES"]
+__all__ = ["metadata", "crawl", "hosts", "pages", "observations", "url_metadata", "PAGE_STATUSES"]
 
 #: ``active``: scheduled; ``disallowed``: robots.txt forbids it (re-checked when robots.txt is fetched
 #: again); ``failed``: too many errors in a row, no longer visited (reported by ``crawl status``);
@@ -112,4 +115,12 @@ observations = Table(
     Column("error", String(16)),
     Column("source", String(64), nullable=False, server_default="fetcher"),
     Index("ix_observations_page_id", "page_id", "time"),
+)
+
+#: Metadata a URLFrontier client keeps with a URL (JSON: key -> list of strings), handed back with it.
+url_metadata = Table(
+    "url_metadata",
+    metadata,
+    Column("page_id", Integer, ForeignKey("pages.id"), primary_key=True),
+    Column("metadata", Text, nullable=False),
 )

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from sqlalchemy import Engine, create_engine, event, func, insert, select, text, update
 from sqlalchemy.engine import Connection, make_url
 
-from freshcrawl.store.schema import crawl, hosts, observations, pages
+from freshcrawl.store.schema import crawl, hosts, observations, pages, url_metadata
 
 __all__ = [
     "Store",
@@ -314,6 +314,41 @@ class Store:
             for i in range(0, len(urls), 5000):
                 for row in conn.execute(select(pages).where(pages.c.url.in_(urls[i : i + 5000]))).mappings():
                     out[row["url"]] = dict(row)
+        return out
+
+    def save_url_metadata(self, items: dict[int, dict[str, list[str]]], *, overwrite: bool = True) -> int:
+        """Keep a client's metadata of pages (page id -> key -> values); return how many were written.
+
+        ``overwrite=False`` writes only pages that have none yet (a URL discovered again keeps its own).
+        """
+        if not items:
+            return 0
+        ids = list(items)
+        with self.engine.begin() as conn:
+            have: set[int] = set()
+            for i in range(0, len(ids), 5000):
+                have.update(conn.execute(select(url_metadata.c.page_id).where(
+                    url_metadata.c.page_id.in_(ids[i : i + 5000]))).scalars())
+            if not overwrite:
+                ids = [k for k in ids if k not in have]
+            elif have:
+                gone = list(have)
+                for i in range(0, len(gone), 5000):
+                    conn.execute(url_metadata.delete().where(url_metadata.c.page_id.in_(gone[i : i + 5000])))
+            if ids:
+                conn.execute(url_metadata.insert(),
+                             [{"page_id": k, "metadata": json.dumps(items[k], sort_keys=True)} for k in ids])
+        return len(ids)
+
+    def url_metadata(self, ids: Iterable[int]) -> dict[int, dict[str, list[str]]]:
+        """A client's metadata of pages, by page id (pages without any are left out)."""
+        ids = list(ids)
+        out: dict[int, dict[str, list[str]]] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 5000):
+                for page_id, text_ in conn.execute(select(url_metadata.c.page_id, url_metadata.c.metadata).where(
+                        url_metadata.c.page_id.in_(ids[i : i + 5000]))):
+                    out[page_id] = json.loads(text_)
         return out
 
     def host_row(self, host_id: int) -> dict[str, Any]:

@@ -158,3 +158,21 @@ def test_commands_on_a_missing_database_fail_clearly(tmp_path):
         assert res.exit_code != 0 and "no crawl database" in res.output, (args, res.output)
     res = CliRunner().invoke(main, ["crawl", "run", "--db", str(tmp_path / "x.db"), "--for", "1s"])
     assert res.exit_code != 0
+
+
+def test_run_refuses_a_database_another_process_writes(db_url, tmp_path):
+    """One writer per crawl database: `crawl run` is refused while a `serve` (or another run) holds it."""
+    from freshcrawl.service.writer import acquire_writer_lock
+
+    urls = tmp_path / "urls.txt"
+    urls.write_text("http://127.0.0.2:9/a\n")
+    assert invoke("crawl", "add", "--db", db_url, str(urls)).exit_code == 0
+    with acquire_writer_lock(db_url):
+        result = invoke("crawl", "run", "--db", db_url, "--budget", "10/day", "--for", "1s")
+        assert result.exit_code != 0
+        assert "already served by another process" in result.output
+    store = open_store(db_url)
+    try:  # nothing was visited, nothing planned by the refused run
+        assert store.counts()["observations"] == {}
+    finally:
+        store.close()

@@ -29,6 +29,7 @@ from ..conftest import REPO
         "freshcrawl.frontier",
         "freshcrawl.store",
         "freshcrawl.testing",
+        "freshcrawl.service",
     ],
 )
 def test_all_names_exist(module_name):
@@ -50,7 +51,7 @@ def test_ci_runs_the_readme_test_command():
 def test_cli_help_lists_commands():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
-    for cmd in ("estimate", "allocate", "simulate", "experiments", "crawl", "test-web"):
+    for cmd in ("estimate", "allocate", "simulate", "experiments", "crawl", "test-web", "serve"):
         assert cmd in result.output
 
 

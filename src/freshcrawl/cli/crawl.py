@@ -191,7 +191,15 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         raise click.UsageError("Missing option '--db' (needed unless --frontier is given).")
     if crawl_id is not None:
         raise click.UsageError("--crawl-id goes with --frontier")
+    from freshcrawl.errors import DatabaseInUseError
+    from freshcrawl.service.writer import acquire_writer_lock
+
     store = _open(db, create=False)
+    try:  # one writer per crawl database: not beside a `serve` or another `crawl run` on it
+        lock = acquire_writer_lock(db)
+    except DatabaseInUseError as err:
+        store.close()
+        raise click.ClickException(str(err)) from err
     settings = _settings(store, dict(
         budget=budget, policy=policy, objective=objective, signature=signature, replan_every_s=replan_every,
         min_delay_s=min_delay, max_per_host_day=max_per_host_day, user_agent=user_agent,
@@ -200,6 +208,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
     try:
         frontier = Frontier(store, settings)
     except ValueError as err:
+        lock.release()
+        store.close()
         raise click.UsageError(str(err)) from err
     progress = _Progress(frontier)
 
@@ -220,6 +230,7 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         asyncio.run(main())
     finally:
         store.close()
+        lock.release()
 
 
 def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, duration: float | None,

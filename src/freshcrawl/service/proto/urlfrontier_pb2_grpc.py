@@ -164,8 +164,9 @@ class URLFrontierServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetURLs(self, request, context):
-        """URLs due now, streamed: at most max_queues queues (0: no limit), at most max_urls_per_queue per
-        queue (0: no limit); each is held for delay_requestable seconds unless updated by PutURLs.
+        """URLs due now, streamed: from at most max_queues queues (0: no limit), at most max_urls_per_queue
+        per queue (0: no limit; freshcrawl hands out one, a host takes one request at a time); each is
+        held for delay_requestable seconds unless updated by PutURLs.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

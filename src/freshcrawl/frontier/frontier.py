@@ -521,12 +521,17 @@ class Frontier:
         cand, hc = cand[ok], hc[ok]
         if cand.size == 0:
             return out
-        order = np.lexsort((self.next_due[cand], hc))
-        cand, hc = cand[order], hc[order]
-        first = np.ones(cand.size, dtype=bool)
-        first[1:] = hc[1:] != hc[:-1]
-        cand = cand[first]
-        cand = cand[np.argsort(self.next_due[cand], kind="stable")][: limit - len(out)]
+        # each host's earliest due page (O(m), no sort of every due page), then the earliest hosts
+        nd = self.next_due[cand]
+        best = np.full(len(h.origin), np.inf)
+        np.minimum.at(best, hc, nd)
+        at_best = np.flatnonzero(nd == best[hc])
+        _, first = np.unique(hc[at_best], return_index=True)  # one page per host (the lowest id on a tie)
+        cand = cand[at_best[first]]
+        room = limit - len(out)
+        if cand.size > room:
+            cand = cand[np.argpartition(self.next_due[cand], room - 1)[:room]]
+        cand = cand[np.argsort(self.next_due[cand], kind="stable")]
         pages_out = []
         disallowed = []
         for k in cand:
@@ -536,17 +541,17 @@ class Frontier:
                 out.append(RobotsVisit(hk + 1, h.origin[hk], self._robots_hop_delay(hk)))
                 continue
             pages_out.append(int(k))
-        rows = self.store.page_rows([k + 1 for k in pages_out]) if pages_out else {}
+        rows = self.store.request_rows([k + 1 for k in pages_out]) if pages_out else {}
         for k in pages_out:
-            r = rows[k + 1]
+            url, etag, last_modified, signature = rows[k + 1]
             hk = int(self.host[k])
-            if not h.rules[hk].allowed(r["url"]):
-                disallowed.append((k, r))
+            if not h.rules[hk].allowed(url):
+                disallowed.append((k, url))
                 continue
             h.lease_until[hk] = now + lease_s
             self.lease_until[k] = now + lease_s
-            out.append(Visit(k + 1, hk + 1, FetchRequest(r["url"], r["etag"], r["last_modified"], r["signature"],
-                                                          float(h.delay_s[hk])), float(self.next_due[k])))
+            out.append(Visit(k + 1, hk + 1, FetchRequest(url, etag, last_modified, signature, float(h.delay_s[hk])),
+                             float(self.next_due[k])))
         if disallowed:
             self._record_disallowed(disallowed, now)
         return out
@@ -566,7 +571,7 @@ class Frontier:
         # 5xx or unreachable: the host stays disallowed until a retry (after its back-off) succeeds
         return rules.mode == "disallow-all" and now >= h.backoff_until[hk]
 
-    def _record_disallowed(self, items: list[tuple[int, dict]], now: float) -> None:
+    def _record_disallowed(self, items: list[tuple[int, str]], now: float) -> None:
         obs = [dict(page_id=k + 1, time=now, outcome=Outcome.NO_INFO.value, why="robots",
                     error=ErrorKind.ROBOTS.value, source="fetcher") for k, _ in items]
         upd = [dict(id=k + 1, status="disallowed", last_error="robots") for k, _ in items]

@@ -197,6 +197,11 @@ def simulate(
         raise click.BadParameter(str(err), param_hint="--trace") from err
     except FreshcrawlError as err:
         raise click.ClickException(str(err)) from err
+    from freshcrawl.policies.bursty import BurstyPolicy, prefix_groups
+
+    for pol in policies:  # learned-bursty pools pages by the directories of their ids
+        if isinstance(pol, BurstyPolicy) and pol.groups is None:
+            pol.groups = [prefix_groups(history.pages), prefix_groups(history.pages, depth=1)]
     t0 = history.first if start is None else _parse_start(start)
     t1 = history.last if days is None else t0 + days
     if not (history.first <= t0 < history.last) or t1 > history.last:

@@ -37,6 +37,7 @@ __all__ = [
 #: text after ``:`` in the name (``None`` if absent) and returns a :class:`Policy`.
 POLICY_FACTORIES: dict[str, str] = {
     "learned": "freshcrawl.policies.learned:make_learned",
+    "learned-bursty": "freshcrawl.policies.bursty:make_bursty",
     "oracle": "freshcrawl.policies.learned:make_oracle",
     "uniform": "freshcrawl.policies.baselines:make_uniform",
     "proportional": "freshcrawl.policies.baselines:make_proportional",

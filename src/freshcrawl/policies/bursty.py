@@ -1,0 +1,490 @@
+"""``learned-bursty``: a learned policy for pages that are not Poisson.
+
+What it adds to :class:`~freshcrawl.policies.learned.LearnedPolicy` (same estimator of the long-run
+rate, same allocation, same exploration floor):
+
+Bursts and dormancy
+    Each page is a two-state MMPP around its long-run rate b_i
+    (:meth:`~freshcrawl.estimators.bursty.MMPPParams.relative`: active rate κ b_i, a stationary
+    active share φ, ``changes_per_burst`` changes per active spell on average). The exact forward
+    filter (:func:`~freshcrawl.estimators.bursty.mmpp_step`) turns every visit into P(active); the
+    allocation is fed each page's *expected rate over the next* ``horizon`` *days* from its current
+    state (:func:`~freshcrawl.estimators.bursty.mmpp_mean_rate`), not its long-run average: a page
+    just seen changed gets more visits, a page quiet for long fewer.
+Cold start
+    b_i is the page's own estimate shrunk towards its group's (empirical Bayes,
+    :func:`~freshcrawl.estimators.bursty.group_prior`): ``(k Δ̂ + k0 m_g)/(k + k0)``. A page never
+    observed plans with m_g, not with a global default; a page seen often converges to its own rate.
+    Groups: ``PolicyOptions.extra["groups"]`` (an int array, or a list of them: the first is the prior
+    grouping, all are used for co-changes), else the context's hosts, else none (one global group).
+Pages that change together
+    After every batch of observations, each grouping is searched for groups with more changes than
+    their pages' own models predict (:func:`~freshcrawl.estimators.bursty.detect_cochanges`); the
+    share of the group the co-change hit becomes a *pending staleness probability* q of the group's
+    pages not visited since.
+Follow-up visits
+    It plans every ``replan_every`` = P / ``subdivide`` days (P the run's planning period, 1 day by
+    default; ``subdivide`` = 4), so a change seen in one quarter of the day changes the rates of the
+    next. A page with a pending staleness probability q (a co-change of its group, or a page born
+    without a copy yet: q = 1) gets a follow-up rate ``q / follow_days`` on top of its allocation,
+    at most ``follow_share`` of the budget in all (scaled down beyond), until it is visited.
+
+Rates are a :class:`~freshcrawl.policies.base.RatePlan` summing to at most B over the alive pages (the
+follow-up rates included), so the engine's budget guarantee holds unchanged; with
+``context.hosts``/``context.host_caps`` the follow-up rates take at most half of each host's cap and the
+allocation the rest (the allocation with host caps, as in ``learned``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from numpy.typing import NDArray
+
+from freshcrawl._validation import check_interval, check_positive
+from freshcrawl.errors import ConvergenceWarning, UnknownNameError
+from freshcrawl.estimators.bursty import (
+    CoChangeAccumulator,
+    MMPPParams,
+    gamma_prior,
+    group_prior,
+    mmpp_mean_rate,
+    mmpp_propagate,
+    mmpp_step,
+    shrink,
+)
+from freshcrawl.policies.base import (
+    Observations,
+    PolicyContext,
+    PolicyOptions,
+    RatePlan,
+    check_same_pages,
+)
+from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, _clip_to_caps, split_rounds
+
+__all__ = ["BURSTY_DEFAULTS", "BurstyPolicy", "make_bursty", "prefix_groups"]
+
+#: Settings of ``learned-bursty`` (how they were chosen: README, "Bursts, cold starts and co-changes").
+BURSTY_DEFAULTS: dict[str, float] = {
+    "burst": 3.0,
+    "active_share": 0.2,
+    "changes_per_burst": 3.0,
+    "horizon": 1.0,
+    "prior_visits": 2.0,
+    "prior_pages": 3.0,
+    "explore": 0.05,
+    "follow_share": 0.25,
+    "follow_days": 0.25,
+    "cochange_z": 4.0,
+    "newborn": 1.0,
+    "gamma_prior": 1.0,
+    "subdivide": 4.0,
+}
+
+
+class BurstyPolicy:
+    """Burst-aware, group-pooled, co-change-aware learned policy (see the module docstring).
+
+    Parameters
+    ----------
+    burst : float
+        κ >= 1: active rate over long-run rate.
+    active_share : float
+        φ in (0, 1): stationary share of time in the active state.
+    changes_per_burst : float
+        Mean changes per active spell (> 0).
+    horizon : float
+        Days over which the expected rate fed to the allocation is averaged (> 0).
+    prior_visits : float
+        k0 >= 0, pseudo-visits of the group prior.
+    prior_pages : float
+        n1 >= 0, pseudo-pages of the global mean in each group's mean.
+    explore : float
+        Fraction in [0, 1) of the budget spread as a floor rate over alive pages.
+    follow_share : float
+        Fraction in [0, 1) of the budget that follow-up visits may take.
+    follow_days : float
+        A page stale with probability q gets ``q / follow_days`` visits per day (> 0).
+    cochange_z : float
+        Threshold of the co-change test, standard deviations (> 0).
+    newborn : float
+        Staleness probability in [0, 1] given to a page born without a copy yet (its follow-up).
+    gamma_prior : bool
+        Weigh the group prior by the empirical-Bayes gamma prior's weight β_g (days of observation,
+        :func:`~freshcrawl.estimators.bursty.gamma_prior`): b = w Δ̂ + (1 - w) m_g with
+        w = T/(T + β_g), T the page's days of observation; else by ``prior_visits`` pseudo-visits.
+    replan_every : float
+        Days between plans (> 0).
+    refresh_every : float
+        Days between two re-computations of the long-run rates b_i and their group priors (> 0);
+        the burst state, follow-ups and the allocation are redone at every plan.
+    objective : str
+        Objective of :func:`freshcrawl.allocation.allocate`.
+    groups : ndarray of int or list of them, optional
+        Groupings of the pages (``-1``: none); see the module docstring.
+    estimator_params : dict, optional
+        Keyword parameters of the ``mle-binned`` estimator of the long-run rate.
+
+    Attributes
+    ----------
+    estimator_ : BatchEstimator
+        The long-run rate estimator.
+    pi_active_ : ndarray of float, shape (n_pages,)
+        P(active) after each page's latest observation.
+    pending_ : ndarray of float, shape (n_pages,)
+        Pending staleness probability from co-changes (0 after a visit).
+    rates_ : ndarray of float, shape (n_pages,)
+        Rates of the last plan, visits per day.
+    n_cochanges_ : int
+        Co-changes detected so far (group × batch).
+
+    Raises
+    ------
+    ValueError
+        If a setting is out of range.
+    """
+
+    needs_truth = False
+
+    def __init__(
+        self,
+        *,
+        burst: float = BURSTY_DEFAULTS["burst"],
+        active_share: float = BURSTY_DEFAULTS["active_share"],
+        changes_per_burst: float = BURSTY_DEFAULTS["changes_per_burst"],
+        horizon: float = BURSTY_DEFAULTS["horizon"],
+        prior_visits: float = BURSTY_DEFAULTS["prior_visits"],
+        prior_pages: float = BURSTY_DEFAULTS["prior_pages"],
+        explore: float = BURSTY_DEFAULTS["explore"],
+        follow_share: float = BURSTY_DEFAULTS["follow_share"],
+        follow_days: float = BURSTY_DEFAULTS["follow_days"],
+        cochange_z: float = BURSTY_DEFAULTS["cochange_z"],
+        newborn: float = BURSTY_DEFAULTS["newborn"],
+        gamma_prior: float = BURSTY_DEFAULTS["gamma_prior"],
+        replan_every: float = 1.0 / BURSTY_DEFAULTS["subdivide"],
+        refresh_every: float = 1.0,
+        objective: str = "freshness-periodic",
+        groups=None,
+        estimator_params: dict | None = None,
+        name: str = "learned-bursty",
+    ) -> None:
+        if not burst >= 1.0:
+            raise ValueError(f"burst must be >= 1 (active rate over long-run rate); got {burst!r}")
+        self.burst = float(burst)
+        self.active_share = check_interval(
+            "active_share", active_share, low=0.0, high=1.0, closed="neither"
+        )
+        self.changes_per_burst = check_positive(
+            "changes_per_burst", changes_per_burst, unit="changes"
+        )
+        self.horizon = check_positive("horizon", horizon, unit="days")
+        for label, v in (("prior_visits", prior_visits), ("prior_pages", prior_pages)):
+            if not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"{label} must be finite and >= 0; got {v!r}")
+        self.prior_visits = float(prior_visits)
+        self.prior_pages = float(prior_pages)
+        self.explore = check_interval("explore", explore, low=0.0, high=1.0, closed="left")
+        self.follow_share = check_interval(
+            "follow_share", follow_share, low=0.0, high=1.0, closed="left"
+        )
+        self.follow_days = check_positive("follow_days", follow_days, unit="days")
+        self.cochange_z = check_positive("cochange_z", cochange_z, unit="standard deviations")
+        self.newborn = check_interval("newborn", newborn, low=0.0, high=1.0)
+        self.gamma_prior = bool(gamma_prior)
+        self.replan_every = check_positive("replan_every", replan_every, unit="days")
+        self.refresh_every = check_positive("refresh_every", refresh_every, unit="days")
+        self.objective = objective
+        self.groups = groups
+        self.estimator_params = dict(estimator_params or {})
+        self.name = name
+
+    # ----------------------------------------------------------------------------------------- state
+    def reset(self, context: PolicyContext) -> None:
+        """Forget everything; build the estimator and the per-page state for ``context.n_pages`` pages."""
+        from freshcrawl.estimators import make_batch_estimator
+
+        n = context.n_pages
+        self.context_ = context
+        self.estimator_ = make_batch_estimator(DEFAULT_ESTIMATOR, n, **self.estimator_params)
+        self.pi_active_ = np.full(n, self.active_share)
+        self.last_obs_ = np.full(n, float(context.start))
+        if context.born is not None:
+            self.last_obs_ = np.maximum(self.last_obs_, np.asarray(context.born, dtype=np.float64))
+        self.pending_ = np.zeros(n)
+        self.waiting_ = (
+            np.zeros(n, dtype=bool)
+            if context.born is None
+            else np.asarray(context.born) > context.start
+        )
+        # a birth is a change: a page born in the window starts as P(active | a change) = φ κ
+        self.pi_active_[self.waiting_] = min(self.active_share * self.burst, 1.0)
+        self._born = (
+            np.full(n, -np.inf)
+            if context.born is None
+            else np.asarray(context.born, dtype=np.float64)
+        )
+        self._follow_mass = np.zeros(n)
+        self.changes_ = np.zeros(n)
+        self.exposure_ = np.zeros(n)
+        self.base_ = np.zeros(n)
+        self._base_at: float | None = None
+        self.rates_ = np.zeros(n)
+        self.n_unconverged_ = 0
+        self.n_cochanges_ = 0
+        self._set_groupings(context)
+
+    def _set_groupings(self, context: PolicyContext) -> None:
+        n = context.n_pages
+        given = self.groups
+        if given is None and context.hosts is not None:
+            given = [np.asarray(context.hosts, dtype=np.intp)]
+        elif given is not None and not isinstance(given, (list, tuple)):
+            given = [given]
+        out = []
+        for g in given or []:
+            g = np.asarray(g, dtype=np.intp)
+            if g.shape != (n,):
+                raise ValueError(
+                    f"groups must have shape ({n},) (one group per page, -1: none); got {g.shape}"
+                )
+            out.append(g)
+        self.groupings_ = out
+        self._accumulators = [
+            CoChangeAccumulator(
+                int(g.max()) + 1 if g.size and g.max() >= 0 else 0, z=self.cochange_z
+            )
+            for g in out
+        ]
+
+    def update_context(self, context: PolicyContext) -> None:
+        """Take new weights, hosts, host caps or budget; everything learned stays."""
+        self.context_ = check_same_pages(self.context_, context)
+        if self.groups is None:
+            self._set_groupings(context)
+
+    # ----------------------------------------------------------------------------------------- model
+    def base_rate(self) -> NDArray[np.float64]:
+        """Long-run rate b_i: own estimate shrunk towards the group prior, shape (n_pages,), per day."""
+        est = self.estimator_
+        delta = np.asarray(est.delta_, dtype=np.float64)
+        k = np.asarray(getattr(est, "n_eff_", est.n_visits_), dtype=np.float64)
+        observed = k > 0
+        groups = (
+            self.groupings_[0] if self.groupings_ else np.full(delta.shape[0], -1, dtype=np.intp)
+        )
+        prior = group_prior(delta, observed, groups, prior_pages=self.prior_pages)
+        if not self.gamma_prior:
+            return shrink(delta, k, prior, self.prior_visits)
+        _, beta = gamma_prior(self.changes_, self.exposure_, groups)
+        t = self.exposure_
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = np.where(np.isfinite(beta), t / (t + beta), 0.0)
+        w = np.where(t > 0, w, 0.0)
+        return w * np.where(observed, np.nan_to_num(delta), 0.0) + (1.0 - w) * prior
+
+    def _params(self, base) -> MMPPParams:
+        return MMPPParams.relative(
+            base,
+            burst=self.burst,
+            active_share=self.active_share,
+            changes_per_burst=self.changes_per_burst,
+        )
+
+    def planning_delta(self, now: float) -> NDArray[np.float64]:
+        """Expected change rate of every page over the next ``horizon`` days, shape (n_pages,), per day."""
+        if self._base_at is None or now >= self._base_at + self.refresh_every - 1e-9:
+            self.base_ = self.base_rate()  # the long-run rates move slowly: once a period
+            self._base_at = now
+        params = self._params(self.base_)
+        pi_now = mmpp_propagate(self.pi_active_, params, np.maximum(now - self.last_obs_, 0.0))
+        return mmpp_mean_rate(pi_now, params, self.horizon)
+
+    # ------------------------------------------------------------------------------------------ plan
+    def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
+        """Follow-up rates for pages likely stale, the rest allocated on the expected rates (visits/day)."""
+        ctx = self.context_
+        n = alive.shape[0]
+        rates = np.zeros(n)
+        idx = np.flatnonzero(alive)
+        if idx.size == 0:
+            self.rates_ = rates
+            return RatePlan(rates)
+        budget = float(ctx.budget)
+        observed = np.asarray(self.estimator_.n_visits_) > 0
+        if not observed.any():  # nothing learned yet: uniform
+            rates[idx] = budget / idx.size
+            self.rates_ = rates
+            return RatePlan(rates)
+        hosts = caps = None
+        if ctx.hosts is not None and ctx.host_caps is not None:
+            hosts = np.asarray(ctx.hosts, dtype=np.intp)[idx]
+            caps = np.asarray(ctx.host_caps, dtype=np.float64)
+        # follow-up visits for pages likely stale
+        q = np.maximum(self.pending_[idx], self.newborn * self.waiting_[idx])
+        follow = q / self.follow_days
+        total = follow.sum()
+        room = self.follow_share * budget
+        if total > room:
+            follow *= room / total
+        caps_left = None
+        if hosts is not None:
+            on = hosts >= 0
+            f_on = follow[on]
+            follow[on] = _clip_to_caps(f_on, hosts[on], 0.5 * caps)
+            used = np.bincount(hosts[on], weights=follow[on], minlength=caps.shape[0])
+            caps_left = np.maximum(caps - used, 0.0)
+        # periodic dispatch visits a page by the time its rate integral since the plan reaches 1:
+        # once the follow-up rate has integrated to 1, the copy is fetched; stop waiting for it
+        span = np.clip(
+            now + self.replan_every - np.maximum(self._born[idx], now), 0.0, self.replan_every
+        )
+        w = self.waiting_[idx]
+        if w.any():
+            self._follow_mass[idx[w]] += follow[w] * span[w]
+            done = idx[w][self._follow_mass[idx[w]] >= 1.0]
+            self.waiting_[done] = False
+        rest = budget - float(follow.sum())
+        delta = self.planning_delta(now)[idx]
+        if rest > 0:
+            floor = np.full(idx.size, self.explore * rest / idx.size)
+            if hosts is not None:
+                on = hosts >= 0
+                per_host = np.bincount(hosts[on], minlength=caps.shape[0])
+                h = hosts[on]
+                floor[on] = np.minimum(floor[on], 0.5 * caps_left[h] / per_host[h])
+                room_caps = (
+                    np.inf
+                    if (~on).any() or not np.isfinite(caps_left[np.unique(h)]).all()
+                    else float(caps_left[np.unique(h)].sum())
+                )
+                rest = min(rest, room_caps)
+            from freshcrawl.allocation import allocate
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                res = allocate(
+                    np.maximum(delta, 0.0),
+                    rest,
+                    weights=ctx.weights[idx],
+                    objective=self.objective,
+                    p_min=floor if hosts is not None else float(floor[0]),
+                    hosts=hosts,
+                    host_caps=caps_left,
+                )
+            self.n_unconverged_ += int(not res.success)
+            rates[idx] = follow + res.p
+        else:
+            rates[idx] = follow
+        self.rates_ = rates
+        return RatePlan(rates)
+
+    # --------------------------------------------------------------------------------------- observe
+    def observe(self, obs: Observations) -> None:
+        """Filter each visit, update the long-run estimates, then look for co-changes in the batch."""
+        if len(obs) == 0:
+            return
+        pages = np.asarray(obs.pages, dtype=np.intp)
+        changed = np.asarray(obs.changed, dtype=bool)
+        tau = np.asarray(obs.tau, dtype=np.float64)
+        time = np.asarray(obs.time, dtype=np.float64)
+        p_change = np.empty(pages.shape[0])
+        if self._base_at is None:
+            self.base_ = self.base_rate()
+            self._base_at = float(time[0])
+        base = self.base_
+        for sel in split_rounds(pages):
+            pg = pages[sel]
+            params = self._params(base[pg])
+            pi, _, pc = mmpp_step(self.pi_active_[pg], params, changed[sel], tau[sel])
+            self.pi_active_[pg] = pi
+            p_change[sel] = pc
+            self.estimator_.update(
+                pg, changed[sel], tau[sel], np.asarray(obs.p, dtype=np.float64)[sel]
+            )
+            self.last_obs_[pg] = time[sel]
+            self.changes_[pg] += changed[sel]
+            self.exposure_[pg] += tau[sel]
+        self.pending_[pages] = 0.0
+        self.waiting_[pages] = False
+        prev = time - tau
+        for g, acc in zip(self.groupings_, self._accumulators):
+            found = acc.add(g[pages], changed, p_change, prev)
+            if found.groups.size == 0:
+                continue
+            self.n_cochanges_ += int(found.groups.size)
+            share = np.zeros(acc.n_groups)
+            since = np.full(acc.n_groups, -np.inf)
+            share[found.groups] = found.share
+            since[found.groups] = found.since
+            gi = np.maximum(g, 0)
+            hit = (g >= 0) & (self.last_obs_ < since[gi])
+            s = share[gi[hit]]
+            self.pending_[hit] = 1.0 - (1.0 - self.pending_[hit]) * (1.0 - s)
+
+    def estimated_delta(self) -> NDArray[np.float64]:
+        """Long-run rate b_i (own estimate shrunk to the group prior), NaN for pages never observed."""
+        out = self.base_rate()
+        out[np.asarray(self.estimator_.n_visits_) == 0] = np.nan
+        return out
+
+
+def make_bursty(arg: str | None, options: PolicyOptions | None) -> BurstyPolicy:
+    """Factory of ``learned-bursty``: settings from :data:`BURSTY_DEFAULTS`, overridden by ``options.extra``.
+
+    It plans every ``options.replan_every / subdivide`` days.
+
+    Examples
+    --------
+    >>> make_bursty(None, None).replan_every
+    0.25
+    """
+    if arg:
+        raise UnknownNameError(
+            f"policy 'learned-bursty' takes no ':' argument; got learned-bursty:{arg}"
+        )
+    opts = options if options is not None else PolicyOptions()
+    s = {k: opts.extra.get(k, v) for k, v in BURSTY_DEFAULTS.items()}
+    subdivide = float(s.pop("subdivide"))
+    if not subdivide >= 1:
+        raise ValueError(f"subdivide must be >= 1 plans per planning period; got {subdivide!r}")
+    return BurstyPolicy(
+        **s,
+        replan_every=opts.replan_every / subdivide,
+        refresh_every=opts.replan_every,
+        objective=opts.objective,
+        groups=opts.extra.get("groups"),
+        estimator_params=opts.extra.get("estimator_params"),
+    )
+
+
+def prefix_groups(ids, depth: int | None = None) -> NDArray[np.intp]:
+    """Group page ids (URLs or paths) by their directory, shape (n_pages,), ints from 0.
+
+    A page's group is everything before its last ``/`` (with ``depth``: its first ``depth`` path
+    components), and for an id with a ``#`` fragment everything before the ``#``; a URL keeps its
+    scheme and host, so pages of one host and directory share a group.
+
+    Examples
+    --------
+    >>> prefix_groups(["a/b/x.md", "a/b/y.md", "a/c/z.md", "top.md", "f.json#1", "f.json#2"]).tolist()
+    [0, 0, 1, 2, 3, 3]
+    >>> prefix_groups(["a/b/x.md", "a/c/z.md"], depth=1).tolist()
+    [0, 0]
+    """
+    keys = []
+    for s in ids:
+        s = str(s)
+        if "#" in s:
+            keys.append(s.split("#", 1)[0])
+            continue
+        head, sep, rest = s.partition("://")
+        path = rest if sep else head
+        parts = path.split("/")[:-1]
+        if depth is not None:
+            parts = parts[: (depth + 1 if sep else depth)]
+        keys.append((head + "://" if sep else "") + "/".join(parts))
+    _, first, inv = np.unique(np.array(keys, dtype=object), return_index=True, return_inverse=True)
+    # number groups in order of first appearance
+    order = np.argsort(np.argsort(first))
+    return order[inv].astype(np.intp)

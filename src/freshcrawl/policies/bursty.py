@@ -260,8 +260,11 @@ class BurstyPolicy:
     def update_context(self, context: PolicyContext) -> None:
         """Take new weights, hosts, host caps or budget; everything learned stays."""
         self.context_ = check_same_pages(self.context_, context)
-        if self.groups is None:
-            self._set_groupings(context)
+        if self.groups is None:  # groups are the hosts: regroup only when they changed
+            old = self.groupings_[0] if self.groupings_ else None
+            new = None if context.hosts is None else np.asarray(context.hosts, dtype=np.intp)
+            if (old is None) != (new is None) or (new is not None and not np.array_equal(old, new)):
+                self._set_groupings(context)
 
     # ----------------------------------------------------------------------------------------- model
     def base_rate(self) -> NDArray[np.float64]:
@@ -312,14 +315,14 @@ class BurstyPolicy:
             return RatePlan(rates)
         budget = float(ctx.budget)
         observed = np.asarray(self.estimator_.n_visits_) > 0
-        if not observed.any():  # nothing learned yet: uniform
-            rates[idx] = budget / idx.size
-            self.rates_ = rates
-            return RatePlan(rates)
         hosts = caps = None
         if ctx.hosts is not None and ctx.host_caps is not None:
             hosts = np.asarray(ctx.hosts, dtype=np.intp)[idx]
             caps = np.asarray(ctx.host_caps, dtype=np.float64)
+        if not observed.any() and hosts is None:  # nothing learned yet: uniform
+            rates[idx] = budget / idx.size
+            self.rates_ = rates
+            return RatePlan(rates)
         # follow-up visits for pages likely stale
         q = np.maximum(self.pending_[idx], self.newborn * self.waiting_[idx])
         follow = q / self.follow_days
@@ -345,7 +348,10 @@ class BurstyPolicy:
             done = idx[w][self._follow_mass[idx[w]] >= 1.0]
             self.waiting_[done] = False
         rest = budget - float(follow.sum())
-        delta = self.planning_delta(now)[idx]
+        if observed.any():
+            delta = self.planning_delta(now)[idx]
+        else:  # nothing learned yet: equal rates, within the host caps
+            delta = np.ones(idx.size)
         if rest > 0:
             floor = np.full(idx.size, self.explore * rest / idx.size)
             if hosts is not None:

@@ -62,6 +62,9 @@ def test_host_caps_hold():
     caps = np.array([1.0, 2.0, np.inf, 50.0])
     pol = make_policy("learned-bursty")
     pol.reset(_ctx(n=n, budget=30.0, hosts=hosts, host_caps=caps))
+    first = pol.plan(0.0, np.ones(n, bool)).rates  # nothing observed yet
+    assert np.all(np.bincount(hosts, weights=first) <= caps * (1 + 1e-9) + 1e-12)
+    assert first.sum() == pytest.approx(30.0)  # hosts 2 and 3 take what 0 and 1 cannot
     rng = np.random.default_rng(1)
     pol.observe(_obs(np.arange(n), rng.random(n) < 0.5))
     rates = pol.plan(1.0, np.ones(n, bool)).rates
@@ -200,3 +203,21 @@ def test_mmpp_pages_no_worse_than_learned():
     hist = _history(300, 300.0, 5, burst=(4.0, 0.2, 5.0))
     f = _fresh(hist, 300.0, 30.0, 0, policies=("learned-bursty", "learned", "oracle"))
     assert f["learned-bursty"] >= f["learned"] - 0.01 * f["oracle"], f
+
+
+def test_the_live_frontier_plans_with_it(tmp_path):
+    from freshcrawl.frontier import CrawlSettings, Frontier, parse_url_list
+    from freshcrawl.store import open_store
+
+    t0 = 1_800_000_000.0
+    store = open_store(tmp_path / "c.db")
+    urls = ["http://a.test/1", "http://a.test/2", "http://b.test/x/3"]
+    store.add_pages(parse_url_list(urls), now=t0)
+    try:
+        f = Frontier(store, CrawlSettings(budget=2400.0, policy="learned-bursty"), now=t0)
+        assert 0 < f.rate[:3].sum() <= 2400.0 * (1 + 1e-12)
+        assert f.rate[3:].sum() == 0
+        f.replan(t0 + 3600.0)
+        assert 0 < f.rate[:3].sum() <= 2400.0 * (1 + 1e-12)
+    finally:
+        store.close()

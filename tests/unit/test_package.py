@@ -33,6 +33,7 @@ PUBLIC = {
     'freshcrawl.cli': [
         'main',
     ],
+    'freshcrawl.crawler': ['ErrorKind', 'FetchOutcome', 'FetchRequest', 'Outcome', 'RobotsOutcome'],
     'freshcrawl.environments': [
         'Clock', 'Environment', 'Integrals', 'PoissonEnvironment', 'ReplayEnvironment', 'SimulatedClock',
         'SimulatedEnvironment', 'WallClock',

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from freshcrawl.allocation import SyncCost, allocate
 from freshcrawl.errors import InfeasibleAllocation
-from tests.allocation_oracle import prove_infeasible
+from tests.allocation_oracle import prove_infeasible, refusal_is_justified
 
 # Kinds of instance. "harmonic-mixed" is "harmonic" with a third of the pages observed completely
 # (objective log(p/Δ), p <= Δ), so the pages have different kinds; "freshness-mixed" is
@@ -726,7 +726,7 @@ def test_property_small_instances_are_optimal_or_provably_infeasible(inst):
     try:
         res = solve(data)
     except InfeasibleAllocation:
-        assert prove_infeasible(budget, lo_eff, hi_eff, hosts, caps)
+        assert refusal_is_justified(budget, lo_eff, hi_eff, hosts, caps)
         return
     check_optimal(res, data)
 
@@ -804,3 +804,17 @@ def test_one_page_hosts_with_unit_weights_and_scalar_bounds(objective):
     inst = dict(hosts=hosts, caps=caps, budget=100.0, w=np.ones(300), lo=np.full(300, 0.01), hi=np.full(300, np.inf),
                 marginal=marginal_fn(objective, delta, np.ones(300)))
     check_optimal(res, inst, kkt_tol=1e-12)
+
+
+def test_refusals_at_the_edge_of_the_feasible_sums():
+    # hypothesis found these: every page on one host pinned at Σ p_min (cap = Σ p_min = B), so that B sits on
+    # both ends of the feasible interval; the solver's sums in another order put B an ulp outside, and it
+    # refuses. The oracle accepts a refusal there only (within 1e-12 of an end), and not inside the interval.
+    lo = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.47941526, 0.30858162, 0.001])
+    cap = lo.sum()
+    hosts = np.zeros(8, dtype=int)
+    assert refusal_is_justified(cap, lo, np.full(8, np.inf), hosts, np.array([cap]))
+    assert refusal_is_justified(cap * (1 + 1e-14), lo, np.full(8, np.inf), hosts, np.array([cap]))
+    assert refusal_is_justified(cap, lo, np.full(8, np.inf), hosts, np.array([2 * cap]))  # B = Σ p_min: an end
+    assert refusal_is_justified(cap * 0.5, lo, np.full(8, np.inf), hosts, np.array([2 * cap]))  # below Σ p_min
+    assert not refusal_is_justified(1.5 * cap, lo, np.full(8, np.inf), hosts, np.array([2 * cap]))  # inside

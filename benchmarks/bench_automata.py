@@ -11,7 +11,8 @@ import time
 
 import numpy as np
 
-from freshcrawl.environments.zipf import ZipfEnvironment, simulate_estimator, simulate_htraa
+from freshcrawl.environments.zipf import ZipfEnvironment
+from freshcrawl.experiments.polling import simulate_estimator, simulate_htraa
 from freshcrawl.learning.htraa import HTRAA
 from freshcrawl.policies.automata import HTRAAPolicy
 from freshcrawl.policies.base import Observations, PolicyContext

@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 
 __all__ = [
+    "check_int",
     "check_positive",
     "check_nonnegative",
     "check_interval",
@@ -30,6 +31,20 @@ def _as_float(name: str, value: object) -> float:
     if math.isnan(v):
         raise ValueError(f"{name} must not be NaN")
     return v
+
+
+def check_int(name: str, value: object, *, low: int = 0, high: int | None = None, what: str = "") -> int:
+    """Return ``value`` as int if it is an integer (not a bool) in ``[low, high]``; raise naming it otherwise.
+
+    ``what`` says what the number counts (e.g. ``" (polls)"``); it follows the expectation in the message.
+    Raises ``TypeError`` for a value that is not an integer, ``ValueError`` for one out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= {low}{what}; got {type(value).__name__} {value!r}")
+    if value < low or (high is not None and value > high):
+        expect = f">= {low}" if high is None else f"in {low}..{high}"
+        raise ValueError(f"{name} must be {expect}{what}; got {value!r}")
+    return int(value)
 
 
 def check_positive(name: str, value: object, *, unit: str = "", allow_inf: bool = False) -> float:

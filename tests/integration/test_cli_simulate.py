@@ -95,7 +95,7 @@ def write_trace(tmp_path, changes, pages="page,born,died,n_changes\na,0,,2\n"):
         (["--days", "100000"], "must lie inside the data"),
         (["--days", "-3"], "must be finite and > 0"),
         (["--start", "not a date"], "ISO date"),
-        (["--objective", "speed"], "unknown objective 'speed'"),
+        (["--objective", "speed"], "Invalid value for '--objective'"),
     ],
 )
 def test_bad_input_clear_error_and_no_output(tmp_path, args, match):

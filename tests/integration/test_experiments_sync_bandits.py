@@ -67,7 +67,7 @@ def test_bad_arguments_write_nothing(tmp_path, args):
 def test_run_family_errors():
     with pytest.raises(UnknownNameError, match="unknown instance family 'cubic'; known: polynomial, poisson"):
         run_family("cubic")
-    with pytest.raises(ValueError, match="runs must be an int >= 1; got 0"):
+    with pytest.raises(ValueError, match="runs must be >= 1; got 0"):
         run_family("poisson", runs=0)
 
 

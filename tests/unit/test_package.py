@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -15,37 +18,117 @@ from freshcrawl.units import parse_rate, parse_time
 from ..conftest import REPO
 
 
-@pytest.mark.parametrize(
-    "module_name",
-    [
-        "freshcrawl",
-        "freshcrawl.estimators",
-        "freshcrawl.allocation",
-        "freshcrawl.learning",
-        "freshcrawl.policies",
-        "freshcrawl.environments",
-        "freshcrawl.simulation",
-        "freshcrawl.crawler",
-        "freshcrawl.frontier",
-        "freshcrawl.store",
-        "freshcrawl.testing",
-        "freshcrawl.service",
+#: The exact public names of the package and of every subpackage (sorted). A change to a package's
+#: ``__all__`` is a change of the public interface: update this list on purpose.
+PUBLIC = {
+    'freshcrawl': [
+        'AllocationResult', 'ConvergenceWarning', 'FreshcrawlError', 'FreshcrawlWarning',
+        'InfeasibleAllocation', 'InvalidObservation', 'Status', 'TraceFormatError', 'UnknownNameError',
+        '__version__', 'allocate', 'parse_rate',
     ],
-)
-def test_all_names_exist(module_name):
+    'freshcrawl.allocation': [
+        'AllocationResult', 'Detection', 'DetectionDiscrete', 'FreshnessPeriodic', 'FreshnessPoisson',
+        'Harmonic', 'OBJECTIVE_NAMES', 'Objective', 'Status', 'SyncCost', 'allocate', 'get_objective',
+    ],
+    'freshcrawl.cli': [
+        'main',
+    ],
+    'freshcrawl.crawler': [
+        'DEFAULT_MAX_BYTES', 'ErrorKind', 'FetchOutcome', 'FetchRequest', 'Fetcher', 'HTML_CONTENT_TYPES',
+        'HTTP_SCHEMES', 'Outcome', 'PRODUCT_TOKEN', 'ROBOTS_MAX_AGE_S', 'ROBOTS_MAX_BYTES',
+        'ROBOTS_MAX_REDIRECTS', 'RobotsOutcome', 'RobotsRules', 'SIGNATURE_MODES', 'default_user_agent',
+        'host_of', 'main_text', 'normalize_url', 'parse_retry_after', 'signature',
+    ],
+    'freshcrawl.frontier': [
+        'CrawlSettings', 'Frontier', 'RobotsVisit', 'Visit', 'origin_of', 'parse_url_list',
+    ],
+    'freshcrawl.service': [
+        'DEFAULT_CRAWL', 'FrontierService', 'Lease', 'Report', 'outcome_from_status', 'queue_key',
+    ],
+    'freshcrawl.store': [
+        'HostArrays', 'PAGE_STATUSES', 'PageArrays', 'Store', 'check_namespace', 'database_url',
+        'drop_namespace', 'list_namespaces', 'open_store',
+    ],
+    'freshcrawl.testing': [
+        'FAULT_KINDS', 'Fault', 'FreshnessReport', 'HostInfo', 'HostSpec', 'Page', 'PageSpec',
+        'ROBOTS_FAULTS', 'RequestLog', 'RequestRecord', 'RobotsRules', 'TestWeb', 'Violation', 'host_name',
+        'make_pages', 'page_freshness', 'read_request_log',
+    ],
+    'freshcrawl.environments': [
+        'Clock', 'Environment', 'Integrals', 'PoissonEnvironment', 'ReplayEnvironment', 'SimulatedClock',
+        'SimulatedEnvironment', 'WallClock',
+    ],
+    'freshcrawl.estimators': [
+        'BatchEstimator', 'CONSISTENT_NAMES', 'ESTIMATORS', 'ESTIMATOR_NAMES', 'FORGETTING_NAMES', 'LLN',
+        'LLNBatch', 'LLNInterval', 'LLNIntervalBatch', 'MLE', 'MLEBatch', 'MLEBinned', 'MLEBinnedBatch',
+        'MomentMatching', 'MomentMatchingBatch', 'MomentMatchingBinned', 'MomentMatchingBinnedBatch', 'Naive',
+        'NaiveBatch', 'NaiveInterval', 'NaiveIntervalBatch', 'SA', 'SABatch', 'SAInterval', 'SAIntervalBatch',
+        'SAM', 'SAMBatch', 'SAMInterval', 'SAMIntervalBatch', 'StreamingEstimator', 'make_batch_estimator',
+        'make_estimator', 'mle_path', 'mm_path', 'solve_mle', 'solve_mm',
+    ],
+    'freshcrawl.experiments': [
+        'AutomataConfig', 'AutomataResult', 'PollingRun', 'SyncBanditsResult', 'run_automata_experiments',
+        'run_family', 'run_real_trace', 'run_synthetic', 'simulate_estimator', 'simulate_htraa',
+    ],
+    'freshcrawl.learning': [
+        'ArmSchedule', 'AsyncMirrorSync', 'AsyncPSGDSync', 'CustomCost', 'HTRAA', 'MirrorSync',
+        'PoissonBinaryCost', 'PolynomialCost', 'SyncCostObjective', 'SyncCostProcess', 'SyncOptimum',
+        'SyncProblem', 'SyncRunResult', 'TRAA', 'UPDATE_MODES', 'estimate_update_prob', 'estimator_polling',
+        'gradient_sample', 'mirror_descent_step', 'n_leaves_for', 'optimal_policy_cost', 'optimal_polling',
+        'parse_update_mode', 'policy_cost', 'policy_cost_gradient', 'projected_sgd_step',
+        'proportional_polling', 'schedule_arm_plays', 'uniform_polling',
+    ],
+    'freshcrawl.policies': [
+        'Observations', 'POLICY_FACTORIES', 'Plan', 'Policy', 'PolicyContext', 'PolicyOptions', 'RatePlan',
+        'VisitPlan', 'make_policy', 'policy_names',
+    ],
+    'freshcrawl.scheduling': [
+        'EDFSchedule', 'edf2_choose', 'edf_schedule',
+    ],
+    'freshcrawl.simulation': [
+        'SimulationResult', 'TokenBucket', 'VISIT_PROCESSES', 'periodic_visits', 'poisson_visits',
+        'results_table', 'simulate', 'timeseries_table', 'write_report',
+    ],
+    'freshcrawl.traces': [
+        'ChangeHistory', 'VisitLog', 'host_index', 'read_history', 'read_host_caps', 'read_pages',
+        'read_visit_log', 'write_visit_log',
+    ],
+}
+
+
+def _packages():
+    return ["freshcrawl"] + sorted(
+        f"freshcrawl.{m.name}" for m in pkgutil.iter_modules(freshcrawl.__path__) if m.ispkg
+    )
+
+
+@pytest.mark.parametrize("module_name", _packages())
+def test_every_package_has_a_docstring_and_its_exact_public_names(module_name):
     module = importlib.import_module(module_name)
-    assert module.__all__, module_name
+    doc = (module.__doc__ or "").strip()
+    assert len(doc.splitlines()) >= 3, f"{module_name}: the docstring should say what the package holds"
+    assert module_name in PUBLIC, f"{module_name}: add its __all__ to PUBLIC"
+    assert sorted(module.__all__) == PUBLIC[module_name]
+    assert len(set(module.__all__)) == len(module.__all__)
     missing = [name for name in module.__all__ if not hasattr(module, name)]
     assert missing == []
-    assert len(set(module.__all__)) == len(module.__all__)
+
+
+def test_every_listed_package_exists():
+    assert sorted(PUBLIC) == _packages()
+
+
+def test_import_freshcrawl_does_not_load_numba():
+    code = "import sys, freshcrawl; assert 'numba' not in sys.modules; freshcrawl.allocate; assert 'numba' in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_ci_runs_the_readme_test_command():
     readme = (REPO / "README.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
     test_cmd = next(b for b in blocks if "scripts/test.sh" in b)
-    assert "python -m pytest" in (REPO / "scripts" / "test.sh").read_text()
     assert test_cmd.strip() in (REPO / ".ci" / "run").read_text()
+    assert "python -m pytest" in (REPO / "scripts" / "test.sh").read_text()
 
 
 def test_cli_help_lists_commands():

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl._validation import check_array
+from freshcrawl._validation import check_array, check_int
 from freshcrawl.allocation import _kernels as K
 from freshcrawl.errors import UnknownNameError
 
@@ -315,8 +315,7 @@ class SyncCost(Objective):
     ) -> None:
         if not callable(cost_integral) or not callable(cost_rate):
             raise TypeError("cost_integral and cost_rate must be callables of tau (days)")
-        if isinstance(n_pages, bool) or not isinstance(n_pages, (int, np.integer)) or n_pages < 1:
-            raise ValueError(f"n_pages must be an int >= 1; got {n_pages!r}")
+        check_int("n_pages", n_pages, low=1)
         self.cost_integral = cost_integral
         self.cost_rate = cost_rate
         self.n_pages = int(n_pages)

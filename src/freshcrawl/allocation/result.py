@@ -45,7 +45,10 @@ class AllocationResult:
     objective : float
         Σ_i w_i f(p_i; Δ_i).
     status : Status
-        ``Status.CONVERGED`` (0) or ``Status.MAX_ITER`` (1).
+        ``Status.CONVERGED`` (0): optimal to the tolerance; ``Status.MAX_ITER`` (1): a root-find stopped at
+        its iteration limit (bounds and caps hold, the budget and KKT conditions only approximately);
+        ``Status.NOT_OPTIMAL`` (2): the rates miss the KKT conditions by more than 1e-6 relative (a
+        solver defect, reported with a ``ConvergenceWarning``). See :class:`Status`.
     message : str
         Human-readable description of the outcome.
     n_iter : int

@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl._validation import check_array, check_positive
+from freshcrawl._validation import check_array, check_int, check_positive
 from freshcrawl.allocation import _kernels as K
 from freshcrawl.allocation.objectives import Objective, get_objective
 from freshcrawl.allocation.result import AllocationResult, Status
@@ -1220,8 +1220,7 @@ def allocate(
         raise ValueError(f"delta has {n} pages but the objective {obj!r} holds parameters for {n_obj}")
     budget = check_positive("budget", budget, unit="visits/day")
     tol = check_positive("tol", tol)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be an int >= 1; got {max_iter!r}")
+    max_iter = check_int("max_iter", max_iter, low=1)
     w = _ONE if weights is None else check_array("weights", weights, shape=(n,), low=0.0)
     lo = _bound("p_min", p_min, n, allow_inf=False)
     hi = _bound("p_max", p_max, n, allow_inf=True)

@@ -11,108 +11,23 @@ import numpy as np
 import pandas as pd
 
 from freshcrawl._io import write_csv_atomic
-from freshcrawl.allocation import OBJECTIVE_NAMES, AllocationResult
+from freshcrawl.allocation import AllocationResult
 from freshcrawl.allocation import allocate as solve_allocation
+from freshcrawl.cli._options import budget_option, objective_option, rate_option
 from freshcrawl.errors import FreshcrawlError
-from freshcrawl.units import parse_rate
+from freshcrawl.traces.tables import host_index, read_host_caps, read_pages
 
-__all__ = ["allocate_cmd", "allocate", "read_pages", "read_host_caps"]
-
-_TRUE = {"1", "true", "yes", "y", "t"}
-_FALSE = {"0", "false", "no", "n", "f", ""}
-
-
-def read_pages(path: Path) -> pd.DataFrame:
-    """Read the PAGES table: columns ``page,delta`` and optional ``weight``, ``host``, ``complete``.
-
-    ``delta`` is the change rate in changes per day (a number >= 0); ``weight`` a number >= 0 (default 1);
-    ``host`` a host name (empty: no host); ``complete`` 0/1 or true/false (every change of the page is
-    announced, e.g. by a sitemap or feed).
-
-    Raises
-    ------
-    ValueError
-        If a column is missing or a value cannot be read; the message names the column and the row.
-    """
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError as err:
-        raise ValueError(f"{path}: empty file; expected a CSV with columns page,delta") from err
-    for col in ("page", "delta"):
-        if col not in df.columns:
-            raise ValueError(f"{path}: missing column {col!r}; expected page,delta[,weight,host,complete]")
-    if df.shape[0] == 0:
-        raise ValueError(f"{path}: no pages")
-    for col in ("delta", "weight"):
-        if col in df.columns:
-            values = pd.to_numeric(df[col].str.strip(), errors="coerce")
-            bad = values.isna().to_numpy() | ~np.isfinite(values.to_numpy(dtype=float)) | (values.to_numpy() < 0)
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                unit = " changes/day" if col == "delta" else ""
-                raise ValueError(
-                    f"{path}: column {col!r} must be a finite number >= 0{unit}; row {i + 2} (page "
-                    f"{df['page'].iloc[i]!r}) has {df[col].iloc[i]!r}"
-                )
-            df[col] = values.astype(float)
-    if "complete" in df.columns:
-        text = df["complete"].astype(str).str.strip().str.lower()
-        bad = ~text.isin(_TRUE | _FALSE)
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ValueError(f"{path}: column 'complete' must be 0/1 or true/false; row {i + 2} has {df['complete'].iloc[i]!r}")
-        df["complete"] = text.isin(_TRUE)
-    return df
-
-
-def read_host_caps(path: Path) -> dict[str, float]:
-    """Read the HOSTS table ``host,max_rate``: rate as ``N/day``, ``N/hour``, ``N/s`` or a number per day.
-
-    Raises
-    ------
-    ValueError
-        If a column is missing, a host is listed twice or a rate cannot be read (row named).
-    """
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError as err:
-        raise ValueError(f"{path}: empty file; expected a CSV with columns host,max_rate") from err
-    for col in ("host", "max_rate"):
-        if col not in df.columns:
-            raise ValueError(f"{path}: missing column {col!r}; expected host,max_rate")
-    caps: dict[str, float] = {}
-    for i, (host, rate) in enumerate(zip(df["host"], df["max_rate"])):
-        if host in caps:
-            raise ValueError(f"{path}: host {host!r} is listed twice (row {i + 2})")
-        text = rate.strip().lower()
-        try:
-            caps[host] = np.inf if text in ("inf", "none", "") else parse_rate(text, name="max_rate")
-        except ValueError as err:
-            raise ValueError(f"{path}: row {i + 2} (host {host!r}): {err}") from err
-    return caps
-
-
-def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_rate(value, name=param.name or "rate")
-    except ValueError as err:
-        raise click.BadParameter(str(err), ctx=ctx, param=param) from err
-
+__all__ = ["allocate_cmd", "allocate"]
 
 @click.command("allocate")
 @click.argument("pages", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--budget", required=True, callback=_rate, help="Crawl budget B, e.g. 1000/day, 50/hour, 2/s.")
-@click.option(
-    "--objective",
-    type=click.Choice(OBJECTIVE_NAMES),
+@budget_option()
+@objective_option(
     default="freshness-poisson",
-    show_default=True,
     help="What to maximise: freshness under Poisson or periodic visits, harmonic staleness, changes detected.",
 )
-@click.option("--min-rate", callback=_rate, help="Lower bound on every page's rate (N/day, N/hour, N/s).")
-@click.option("--max-rate", callback=_rate, help="Upper bound on every page's rate (N/day, N/hour, N/s).")
+@rate_option("--min-rate", help="Lower bound on every page's rate (N/day, N/hour, N/s).")
+@rate_option("--max-rate", help="Upper bound on every page's rate (N/day, N/hour, N/s).")
 @click.option(
     "--host-caps",
     "host_caps_path",
@@ -140,20 +55,13 @@ def allocate_cmd(
     """
     if out is not None and not out.parent.exists():
         raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
-    if budget is None or budget <= 0:
-        raise click.BadParameter(f"must be > 0 visits per day; got {budget!r}", param_hint="--budget")
     try:
         table = read_pages(pages)
         hosts = host_caps = None
         if host_caps_path is not None or "host" in table.columns:
             caps_by_name = read_host_caps(host_caps_path) if host_caps_path is not None else {}
             names = table["host"].astype(str).to_numpy() if "host" in table.columns else np.full(len(table), "")
-            known = sorted(set(names) - {""} | set(caps_by_name))
-            index = {name: j for j, name in enumerate(known)}
-            hosts = np.array([index.get(name, -1) if name else -1 for name in names], dtype=np.intp)
-            host_caps = np.array([caps_by_name.get(name, np.inf) for name in known], dtype=np.float64)
-            if host_caps.size == 0:
-                hosts = host_caps = None
+            hosts, host_caps = host_index(names, caps_by_name)
         kwargs = dict(
             weights=table["weight"].to_numpy() if "weight" in table.columns else None,
             objective=objective,

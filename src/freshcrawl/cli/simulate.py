@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from freshcrawl.cli._options import budget_option, objective_option
+
 __all__ = ["simulate"]
 
 
@@ -53,9 +55,7 @@ def _fmt_date(days: float) -> str:
     metavar="PREFIX",
     help="Change history: reads PREFIX.changes.csv.gz and PREFIX.pages.csv.",
 )
-@click.option(
-    "--budget", required=True, metavar="RATE", help="Crawl budget B, e.g. 50/day, 2/hour."
-)
+@budget_option()
 @click.option(
     "--start",
     default=None,
@@ -76,8 +76,7 @@ def _fmt_date(days: float) -> str:
     help="Comma-separated policies (learned:<estimator>, oracle, uniform, proportional, nutch, "
     "stormcrawler, heritrix, ...) or 'all'. Oracle and uniform are always run.",
 )
-@click.option(
-    "--objective",
+@objective_option(
     default=None,
     help="Allocation objective of learned and oracle; default freshness-periodic, or "
     "freshness-poisson with --visits poisson.",
@@ -149,16 +148,8 @@ def simulate(
     from freshcrawl.simulation import results_table, write_report
     from freshcrawl.simulation import simulate as run_simulation
     from freshcrawl.traces.history import read_history
-    from freshcrawl.units import parse_rate
 
-    try:
-        rate = parse_rate(budget, name="budget")
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint="--budget") from err
-    if not rate > 0 or not math.isfinite(rate):
-        raise click.BadParameter(
-            f"must be > 0 visits per day; got {budget!r}", param_hint="--budget"
-        )
+    rate = budget  # visits per day, parsed and checked by --budget
     if not (math.isfinite(replan_every) and replan_every > 0):
         raise click.BadParameter(
             f"must be finite and > 0 days; got {replan_every!r}", param_hint="--replan-every"
@@ -181,15 +172,6 @@ def simulate(
         policies = [make_policy(s, options) for s in specs]
     except (UnknownNameError, ValueError) as err:
         raise click.BadParameter(str(err), param_hint="--policy") from err
-    try:
-        from freshcrawl.allocation import OBJECTIVE_NAMES as OBJECTIVES
-    except ImportError:
-        OBJECTIVES = None
-    if OBJECTIVES is not None and objective not in OBJECTIVES:
-        raise click.BadParameter(
-            f"unknown objective {objective!r}; known: {', '.join(OBJECTIVES)}",
-            param_hint="--objective",
-        )
 
     try:
         history = read_history(trace)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl._validation import check_interval, check_positive
+from freshcrawl._validation import check_int, check_interval, check_positive
 from freshcrawl.errors import InvalidObservation
 from freshcrawl.estimators import _kernels as K
 
@@ -46,11 +46,7 @@ def check_p(p: object) -> float:
 
 def check_n_pages(n_pages: object) -> int:
     """Return n_pages as int if it is an integer >= 1."""
-    if isinstance(n_pages, bool) or not isinstance(n_pages, (int, np.integer)):
-        raise TypeError(f"n_pages must be an int >= 1; got {type(n_pages).__name__} {n_pages!r}")
-    if n_pages < 1:
-        raise ValueError(f"n_pages must be >= 1; got {n_pages!r}")
-    return int(n_pages)
+    return check_int("n_pages", n_pages, low=1)
 
 
 def check_delta0(delta0: object) -> float:

@@ -22,16 +22,17 @@ interval of a slot is equal (periodic visits) and second-order accurate otherwis
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl._validation import check_positive
-from freshcrawl.errors import InvalidObservation
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._checks import check_half_life
-from freshcrawl.estimators.base import _LazyBatchBase, _StreamBase
+from freshcrawl.estimators._likelihood import (
+    _BinnedBatchBase,
+    _BinnedStream,
+    _ExactBatchBase,
+    _ExactStream,
+    _history,
+)
 
 __all__ = [
     "MLE",
@@ -41,28 +42,6 @@ __all__ = [
     "solve_mle",
     "mle_path",
 ]
-
-
-def _history(changed: ArrayLike, tau: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    ch = np.asarray(changed)
-    ta = np.asarray(tau, dtype=np.float64)
-    if ch.ndim != 1 or ta.ndim != 1 or ch.shape != ta.shape:
-        raise InvalidObservation(
-            f"changed and tau must be 1-d arrays of the same length; got shapes {ch.shape} and {ta.shape}"
-        )
-    if ch.dtype != np.bool_:
-        if ch.size and (ch.dtype.kind not in "iuf" or not np.all((ch == 0) | (ch == 1))):
-            bad = np.flatnonzero(~((ch == 0) | (ch == 1))) if ch.dtype.kind in "iuf" else np.array([0])
-            raise InvalidObservation(f"changed must be 0 or 1; first offender at index {bad[0]} ({ch[bad[0]].item()!r})")
-        ch = ch.astype(np.bool_)
-    bad = ~((ta > 0) & np.isfinite(ta))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InvalidObservation(
-            f"tau must be finite and > 0 days since the previous visit; {int(bad.sum())} of {ta.size} entries "
-            f"are not, first at index {i} ({ta[i].item()!r})"
-        )
-    return np.ascontiguousarray(ch), np.ascontiguousarray(ta)
 
 
 def solve_mle(changed: ArrayLike, tau: ArrayLike, *, delta0: float = 1.0) -> float:
@@ -121,36 +100,6 @@ def mle_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
     return K.mle_exact_path(ch, ta)
 
 
-class _ExactStream(_StreamBase):
-    """One page's whole history (a growable log of (changed, tau)), re-solved after every visit."""
-
-    _needs_tau = True
-    _needs_p = False
-    _use_mm = False
-
-    def __init__(self, *, delta0: float = 1.0) -> None:
-        super().__init__(delta0=delta0)
-        self._changed = np.empty(16, dtype=np.bool_)
-        self._tau = np.empty(16)
-
-    def _append(self, changed: bool, tau: float) -> None:
-        """Log one visit without solving (also used to build long histories in the benchmarks)."""
-        k = self.n_visits_
-        if k == self._tau.shape[0]:
-            self._changed = np.concatenate([self._changed, np.empty(k, dtype=np.bool_)])
-            self._tau = np.concatenate([self._tau, np.empty(k)])
-        self._changed[k] = changed
-        self._tau[k] = tau
-        self.n_visits_ = k + 1
-
-    def _step(self, changed: bool, tau: float, p: float | None) -> None:
-        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
-        self._append(changed, tau)
-        k = self.n_visits_
-        solve = K.mm_exact if self._use_mm else K.mle_exact
-        self.delta_ = float(solve(self._changed[:k], self._tau[:k]))
-
-
 class MLE(_ExactStream):
     """Exact maximum-likelihood estimate of one page's change rate, eq. (15) of seed 001.
 
@@ -191,47 +140,6 @@ class MLE(_ExactStream):
     """
 
 
-
-class _ExactBatchBase(_LazyBatchBase):
-    _needs_tau = True
-    _needs_p = False
-    _use_mm = False
-
-    def __init__(self, n_pages: int, *, delta0: float = 1.0) -> None:
-        super().__init__(n_pages, delta0=delta0)
-        self._log_pages = np.empty(0, dtype=np.intp)
-        self._log_changed = np.empty(0, dtype=np.bool_)
-        self._log_tau = np.empty(0)
-        self._n_log = 0
-
-    def _apply(self, pg, ch, ta, pr) -> None:
-        """Append one visit of each page in ``pages`` (m,); ``tau`` (m,) days. The solve is deferred."""
-        k = ch.shape[0]
-        m = pg.shape[0] * k
-        need = self._n_log + m
-        if need > self._log_tau.shape[0]:
-            cap = max(need, 2 * self._log_tau.shape[0], 1024)
-            for name in ("_log_pages", "_log_changed", "_log_tau"):
-                old = getattr(self, name)
-                new = np.empty(cap, dtype=old.dtype)
-                new[: self._n_log] = old[: self._n_log]
-                setattr(self, name, new)
-        self._log_pages[self._n_log : need] = np.tile(pg, k)
-        self._log_changed[self._n_log : need] = ch.ravel()
-        self._log_tau[self._n_log : need] = ta.ravel()
-        self._n_log = need
-        self.n_visits_[pg] += k
-        self._dirty[pg] = True
-
-    def _solve(self, dirty: NDArray[np.intp]) -> None:
-        n = self._n_log
-        order = np.argsort(self._log_pages[:n], kind="stable")
-        counts = np.bincount(self._log_pages[:n], minlength=self.n_pages)
-        starts = np.zeros(self.n_pages + 1, dtype=np.intp)
-        np.cumsum(counts, out=starts[1:])
-        K.exact_batch_solve(order, starts, self._log_changed[:n], self._log_tau[:n], dirty, self._delta, self._use_mm)
-
-
 class MLEBatch(_ExactBatchBase):
     """Exact MLE (eq. (15)) for ``n_pages`` pages; keeps every visit (memory and time grow with k).
 
@@ -262,62 +170,6 @@ class MLEBatch(_ExactBatchBase):
     >>> est.delta_.round(6).tolist()
     [0.693147, 0.0]
     """
-
-
-class _BinnedParams:
-    def _set_bins(self, n_bins: int, bin_ratio: float) -> None:
-        if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
-            raise ValueError(f"n_bins must be an int >= 2 (interval slots per page); got {n_bins!r}")
-        self.n_bins = int(n_bins)
-        self.bin_ratio = check_positive("bin_ratio", bin_ratio)
-        if not self.bin_ratio > 1.0:
-            raise ValueError(f"bin_ratio must be > 1 (ratio of a slot's largest to smallest interval); got {bin_ratio!r}")
-        self._log_width = math.log(self.bin_ratio)
-
-
-class _BinnedBatchBase(_LazyBatchBase, _BinnedParams):
-    _needs_tau = True
-    _needs_p = False
-    _use_mm = False
-
-    def __init__(
-        self,
-        n_pages: int,
-        *,
-        n_bins: int = 16,
-        bin_ratio: float = 1.1,
-        delta0: float = 1.0,
-        half_life: float | None = None,
-    ) -> None:
-        super().__init__(n_pages, delta0=delta0)
-        self._set_bins(n_bins, bin_ratio)
-        self.half_life = check_half_life(half_life)
-        self._key = np.zeros((self.n_pages, self.n_bins))
-        self._st = np.zeros((self.n_pages, self.n_bins, 6))
-        if self.half_life is not None:
-            self._n_eff = np.zeros(self.n_pages)
-
-    def _apply(self, pg, ch, ta, pr) -> None:
-        """One visit of each page in ``pages`` (m,); ``tau`` (m,) days. O(n_bins) per visit."""
-        if self.half_life is None:
-            K.binned_batch(pg, ch, ta, self.n_visits_, self._key, self._st, self._log_width)
-        else:
-            K.binned_batch_forget(
-                pg, ch, ta, self.n_visits_, self._n_eff, self._key, self._st, self._log_width,
-                math.log(2.0) / self.half_life,
-            )
-        self._dirty[pg] = True
-
-    def _solve(self, dirty: NDArray[np.intp]) -> None:
-        K.binned_solve(dirty, self._st, self.n_visits_, self._delta, self._use_mm)
-
-    @property
-    def n_eff_(self) -> NDArray[np.float64]:
-        """Effective number of visits per page, shape (n_pages,): Σ_j 2^{-(t - t_j)/half_life} over the
-        page's visits j, t its last visit (``n_visits_`` as floats without forgetting)."""
-        if self.half_life is None:
-            return self.n_visits_.astype(np.float64)
-        return self._n_eff
 
 
 class MLEBinnedBatch(_BinnedBatchBase):
@@ -376,7 +228,7 @@ class MLEBinnedBatch(_BinnedBatchBase):
     """
 
 
-class MLEBinned(_StreamBase, _BinnedParams):
+class MLEBinned(_BinnedStream):
     """Online MLE of eq. (15) for one page, on interval slots: O(n_bins) per update, whatever k.
 
     Parameters
@@ -423,43 +275,3 @@ class MLEBinned(_StreamBase, _BinnedParams):
     >>> round(est.delta_, 6)       # ln 2 / 2
     0.346574
     """
-
-    _needs_tau = True
-    _needs_p = False
-    _use_mm = False
-
-    def __init__(
-        self, *, n_bins: int = 16, bin_ratio: float = 1.1, delta0: float = 1.0, half_life: float | None = None
-    ) -> None:
-        super().__init__(delta0=delta0)
-        self._set_bins(n_bins, bin_ratio)
-        self.half_life = check_half_life(half_life)
-        self._batch = (MLEBinnedBatch if not self._use_mm else _mm_binned_batch())(
-            1, n_bins=n_bins, bin_ratio=bin_ratio, delta0=delta0, half_life=half_life
-        )
-        self._pg = np.zeros(1, dtype=np.intp)
-
-    @property
-    def n_eff_(self) -> float:
-        """Effective number of visits (the decayed count with forgetting, else ``n_visits_``)."""
-        return float(self._batch.n_eff_[0])
-
-    def _step(self, c: bool, t: float, p: float | None) -> None:
-        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
-        b = self._batch
-        if self.half_life is None:
-            K.binned_batch(self._pg, np.array([[c]]), np.array([[t]]), b.n_visits_, b._key, b._st, b._log_width)
-        else:
-            K.binned_batch_forget(
-                self._pg, np.array([[c]]), np.array([[t]]), b.n_visits_, b._n_eff, b._key, b._st, b._log_width,
-                math.log(2.0) / self.half_life,
-            )
-        K.binned_solve(self._pg, b._st, b.n_visits_, b._delta, b._use_mm)
-        self.delta_ = float(b._delta[0])
-        self.n_visits_ = int(b.n_visits_[0])
-
-
-def _mm_binned_batch():
-    from freshcrawl.estimators.moments import MomentMatchingBinnedBatch
-
-    return MomentMatchingBinnedBatch

@@ -19,9 +19,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators.mle import (
-    MLEBinned,
+from freshcrawl.estimators._likelihood import (
     _BinnedBatchBase,
+    _BinnedStream,
     _ExactBatchBase,
     _ExactStream,
     _history,
@@ -38,26 +38,10 @@ __all__ = [
 
 
 def solve_mm(changed: ArrayLike, tau: ArrayLike, *, delta0: float = 1.0) -> float:
-    """Exact moment-matching estimate for one page's whole history.
+    """Exact moment-matching estimate for one page's whole history: the root of Σ(1 − I_j) = Σ e^{−Δτ_j}.
 
-    Parameters
-    ----------
-    changed : array_like of bool or 0/1, shape (k,)
-        I_j.
-    tau : array_like of float, shape (k,)
-        τ_j, days since the previous visit; > 0.
-    delta0 : float, default=1.0
-        Returned when k = 0.
-
-    Returns
-    -------
-    float
-        Δ̂ in changes per day (degenerate histories: module docstring).
-
-    Raises
-    ------
-    InvalidObservation
-        Length mismatch, flags outside {0, 1}, tau not finite and > 0.
+    Parameters, return value and errors as :func:`~freshcrawl.estimators.solve_mle` (degenerate
+    histories: module docstring).
 
     References
     ----------
@@ -205,7 +189,7 @@ class MomentMatchingBinnedBatch(_BinnedBatchBase):
     _use_mm = True
 
 
-class MomentMatchingBinned(MLEBinned):
+class MomentMatchingBinned(_BinnedStream):
     """Online moment matching for one page, on interval slots: O(n_bins) per update.
 
     Parameters

@@ -32,12 +32,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from freshcrawl._validation import check_int
 from freshcrawl.environments.zipf import (
     ZipfEnvironment,
     expected_detections_per_poll,
-    simulate_estimator,
-    simulate_htraa,
 )
+from freshcrawl.experiments.polling import simulate_estimator, simulate_htraa
 from freshcrawl.learning.htraa import HTRAA
 from freshcrawl.learning.polling_policies import optimal_polling, proportional_polling, uniform_polling
 
@@ -117,10 +117,8 @@ class AutomataConfig:
         ints = ("n_pages", "horizon", "n_runs", "switch_horizon", "scaling_horizon", "n_checkpoints", "speed_polls")
         for name in ints:
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1; got {v!r}")
-        if isinstance(self.n_states, bool) or not isinstance(self.n_states, int) or self.n_states < 2:
-            raise ValueError(f"n_states must be an int >= 2 (resolution N); got {self.n_states!r}")
+            check_int(name, v, low=1)
+        check_int("n_states", self.n_states, low=2, what=" (resolution N)")
         if any(p < 0 for p in self.perturbations):
             raise ValueError(f"perturbations must be >= 0; got {self.perturbations!r}")
         if any(r < 1 for r in self.switch_every):

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from freshcrawl._validation import check_rng
+from freshcrawl._validation import check_int, check_rng
 from freshcrawl.learning.mirror_sync import AsyncMirrorSync, AsyncPSGDSync, MirrorSync
 from freshcrawl.learning.sync_costs import PoissonBinaryCost, PolynomialCost, optimal_policy_cost
 from freshcrawl.errors import UnknownNameError
@@ -246,8 +246,7 @@ def run_family(
     if family not in FAMILIES:
         raise UnknownNameError(f"unknown instance family {family!r}; known: {', '.join(FAMILIES)}")
     for name, value in (("runs", runs), ("horizon", horizon)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1; got {value!r}")
+        check_int(name, value, low=1)
     s = FAMILIES[family]
     rng = check_rng(rng)
     algos = _algorithms(s, mirrorsync_samples)

@@ -28,7 +28,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from freshcrawl._validation import check_positive, check_rng
+from freshcrawl._validation import check_int, check_positive, check_rng
 from freshcrawl.learning.traa import check_resolution, parse_update_mode, share_table, traa_step
 from freshcrawl.scheduling.edf import edf2_choose
 
@@ -43,11 +43,8 @@ def n_leaves_for(n_materials: int) -> int:
     >>> [n_leaves_for(n) for n in (1, 2, 3, 512, 513)]
     [2, 2, 4, 512, 1024]
     """
-    if isinstance(n_materials, bool) or not isinstance(n_materials, (int, np.integer)):
-        raise TypeError(f"n_materials must be an int number of pages; got {type(n_materials).__name__} {n_materials!r}")
-    if n_materials < 1:
-        raise ValueError(f"n_materials must be >= 1 page; got {n_materials!r}")
-    return max(2, 1 << int(math.ceil(math.log2(int(n_materials)))))
+    n_materials = check_int("n_materials", n_materials, low=1, what=" (pages)")
+    return max(2, 1 << int(math.ceil(math.log2(n_materials))))
 
 
 @numba.njit(cache=True, inline="always")
@@ -216,9 +213,8 @@ class HTRAA:
         ndarray of int64, shape (m,)
             Material indices in 0..n_leaves-1; indices >= n_materials are padding.
         """
-        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 0:
-            raise ValueError(f"m must be an int >= 0 number of polls; got {m!r}")
-        return _pick_many(self.state_, self.share, self.deadline_, self.n_leaves, int(m))
+        m = check_int("m", m, what=" (polls)")
+        return _pick_many(self.state_, self.share, self.deadline_, self.n_leaves, m)
 
     def update(self, materials, values) -> None:
         """Feed back the unit values of polled materials, in poll order.

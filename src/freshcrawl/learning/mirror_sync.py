@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl._validation import check_array, check_interval, check_positive, check_rng
+from freshcrawl._validation import check_int, check_array, check_interval, check_positive, check_rng
 from freshcrawl.errors import InfeasibleAllocation, InvalidObservation
 from freshcrawl.learning.sync_costs import SyncCostProcess, policy_cost
 
@@ -433,10 +433,7 @@ class SyncProblem:
 
     def __post_init__(self) -> None:
         n = self.n_arms
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-            raise TypeError(f"n_arms must be an int (K, the number of arms); got {type(n).__name__} {n!r}")
-        if n < 1:
-            raise ValueError(f"n_arms must be >= 1 (K, the number of arms); got {n!r}")
+        check_int("n_arms", n, low=1, what=" (K, the number of arms)")
         check_interval("epsilon", self.epsilon, low=0.0, high=1.0, closed="neither")
         r_min = check_positive("r_min", self.r_min, unit="plays per time unit")
         r_max = check_positive("r_max", self.r_max, unit="plays per time unit")
@@ -1012,8 +1009,4 @@ class AsyncPSGDSync(AsyncMirrorSync):
 
 
 def _check_count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1; got {value!r}")
-    return int(value)
+    return check_int(name, value, low=1)

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from freshcrawl._validation import check_array, check_positive
+from freshcrawl._validation import check_array, check_int, check_positive
 
 __all__ = [
     "uniform_polling",
@@ -55,8 +55,7 @@ def uniform_polling(n_pages: int, capacity: float = 1.0) -> NDArray[np.float64]:
     >>> uniform_polling(4, 2.0).tolist()
     [0.5, 0.5, 0.5, 0.5]
     """
-    if isinstance(n_pages, bool) or not isinstance(n_pages, (int, np.integer)) or n_pages < 1:
-        raise ValueError(f"n_pages must be an int >= 1; got {n_pages!r}")
+    n_pages = check_int("n_pages", n_pages, low=1)
     c = check_positive("capacity", capacity, unit="polls per time step")
     return np.full(int(n_pages), c / int(n_pages))
 

@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl._validation import check_array, check_interval, check_positive, check_rng
+from freshcrawl._validation import check_int, check_array, check_interval, check_positive, check_rng
 from freshcrawl.allocation import Objective, SyncCost, allocate
 from freshcrawl.errors import InfeasibleAllocation
 
@@ -333,11 +333,7 @@ class CustomCost:
 
 
 def _check_n_arms(n_arms: object) -> int:
-    if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)):
-        raise TypeError(f"n_arms must be an int (K, the number of arms); got {type(n_arms).__name__} {n_arms!r}")
-    if n_arms < 1:
-        raise ValueError(f"n_arms must be >= 1 (K, the number of arms); got {n_arms!r}")
-    return int(n_arms)
+    return check_int("n_arms", n_arms, low=1, what=" (K, the number of arms)")
 
 
 def _check_rates(process: SyncCostProcess, r: ArrayLike) -> NDArray[np.float64]:

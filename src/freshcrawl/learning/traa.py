@@ -24,7 +24,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from freshcrawl._validation import check_positive, check_rng
+from freshcrawl._validation import check_int, check_positive, check_rng
 from freshcrawl.errors import UnknownNameError
 
 __all__ = [
@@ -68,11 +68,7 @@ def parse_update_mode(mode: str) -> int:
 
 def check_resolution(n_states: object) -> int:
     """Return the resolution N as int if it is an integer >= 2; raise naming it otherwise."""
-    if isinstance(n_states, bool) or not isinstance(n_states, (int, np.integer)):
-        raise TypeError(f"n_states must be an int resolution N; got {type(n_states).__name__} {n_states!r}")
-    if n_states < 2:
-        raise ValueError(f"n_states must be >= 2 (resolution N, number of automaton states); got {n_states!r}")
-    return int(n_states)
+    return check_int("n_states", n_states, low=2, what=" (resolution N, number of automaton states)")
 
 
 def share_table(n_states: int, lam: float = 1.0) -> NDArray[np.float64]:
@@ -196,9 +192,7 @@ class TRAA:
         self._share = share_table(self.n_states, self.lam)
         if state0 is None:
             state0 = (self.n_states + 1) // 2
-        if isinstance(state0, bool) or not isinstance(state0, (int, np.integer)) or not 1 <= state0 <= self.n_states:
-            raise ValueError(f"state0 must be an int state in 1..{self.n_states}; got {state0!r}")
-        self.state0 = int(state0)
+        self.state0 = check_int("state0", state0, low=1, high=self.n_states)
         self.state_ = int(state0)
         self._seed = int(check_rng(rng).integers(0, 2**31 - 1))
         self._seeded = False

@@ -27,7 +27,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from freshcrawl._validation import check_array
+from freshcrawl._validation import check_array, check_int
 
 __all__ = ["edf2_choose", "edf_schedule", "EDFSchedule"]
 
@@ -165,8 +165,7 @@ def edf_schedule(
     x = check_array("rates", rates, low=0.0, unit="polls per unit time")
     if x.ndim != 1:
         raise ValueError(f"rates must be 1-d (one frequency per page); got shape {x.shape}")
-    if isinstance(n_polls, bool) or not isinstance(n_polls, (int, np.integer)) or n_polls < 0:
-        raise ValueError(f"n_polls must be an int >= 0; got {n_polls!r}")
+    n_polls = check_int("n_polls", n_polls)
     if n_polls and not x.sum() > 0:
         raise ValueError(f"rates must have a positive sum to dispatch polls; got sum {float(x.sum())!r}")
     is_real = isinstance(start, (int, float, np.integer, np.floating)) and not isinstance(start, bool)

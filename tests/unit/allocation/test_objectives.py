@@ -165,7 +165,7 @@ def test_sync_cost_rejects_bad_parameters():
         SyncCost.polynomial([-1.0], [0.5])
     with pytest.raises(ValueError, match="lam must be finite"):
         SyncCost.poisson([np.nan])
-    with pytest.raises(ValueError, match="n_pages must be an int >= 1; got 0"):
+    with pytest.raises(ValueError, match="n_pages must be >= 1; got 0"):
         SyncCost(lambda t: t, lambda t: t, n_pages=0)
 
 

@@ -3,7 +3,7 @@
 A crawler re-plans every period on updated change rates, so the last plan's λ (and, with host caps,
 each host's multiplier) is a start close to the new root. The start changes the path, never the
 point: every warm solve here is checked against the optimality conditions and against a cold solve
-of the same problem with the helpers of test_joint_caps (same tolerances, explained there).
+of the same problem with the helpers of test_host_caps (same tolerances, explained there).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from freshcrawl.allocation import AllocationResult, allocate
 
-from .test_joint_caps import FLAT, KINDS, check_optimal, check_same, make_instance
+from .test_host_caps import FLAT, KINDS, check_optimal, check_same, make_instance
 from .test_solve import SqrtObjective
 
 

@@ -58,7 +58,7 @@ def test_missing_required_argument():
         (LLN, {"alpha": 1.0}, r"alpha must be in \[0.0, 1.0\)"),
         (SA, {"delta0": -1.0}, r"delta0 must be finite and >= 0 changes per day; got -1.0"),
         (SA, {"delta0": float("inf")}, r"delta0 must be finite and >= 0 changes per day; got inf"),
-        (MLEBinned, {"n_bins": 1}, r"n_bins must be an int >= 2"),
+        (MLEBinned, {"n_bins": 1}, r"n_bins must be >= 2"),
         (MLEBinned, {"bin_ratio": 1.0}, r"bin_ratio must be > 1"),
     ],
 )

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from freshcrawl.environments.zipf import ZipfEnvironment, expected_detections_per_poll, simulate_htraa
+from freshcrawl.environments.zipf import ZipfEnvironment, expected_detections_per_poll
+from freshcrawl.experiments.polling import simulate_htraa
 from freshcrawl.errors import UnknownNameError
 from freshcrawl.learning.htraa import HTRAA, n_leaves_for
 
@@ -23,7 +24,7 @@ def test_padding_to_a_power_of_two():
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [
-        ({"n_materials": 0}, ValueError, r"n_materials must be >= 1 page; got 0"),
+        ({"n_materials": 0}, ValueError, r"n_materials must be >= 1 \(pages\); got 0"),
         ({"n_materials": 4, "n_states": 1}, ValueError, r"n_states must be >= 2.*got 1"),
         ({"n_materials": 4, "capacity": 0.0}, ValueError, r"capacity must be finite and > 0.*got 0.0"),
         ({"n_materials": 4, "capacity": -1.0}, ValueError, r"capacity must be finite and > 0.*got -1.0"),

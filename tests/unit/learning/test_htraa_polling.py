@@ -11,9 +11,9 @@ from freshcrawl.environments.zipf import (
     ZipfEnvironment,
     detection_probability,
     expected_detections_per_poll,
-    simulate_estimator,
     zipf_update_probabilities,
 )
+from freshcrawl.experiments.polling import simulate_estimator
 from freshcrawl.learning.polling_policies import (
     estimate_update_prob,
     estimator_polling,
@@ -47,7 +47,7 @@ def test_saturated_pages_stay_below_one_and_grow_with_evidence():
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: uniform_polling(0), r"n_pages must be an int >= 1; got 0"),
+        (lambda: uniform_polling(0), r"n_pages must be >= 1; got 0"),
         (lambda: proportional_polling(np.array([0.1, np.nan])), r"update_prob must be finite"),
         (lambda: proportional_polling(np.array([0.1, 1.5])), r"update_prob must be <= 1.0"),
         (lambda: proportional_polling(np.array([0.1]), capacity=0.0), r"capacity must be finite and > 0"),

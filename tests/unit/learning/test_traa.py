@@ -38,7 +38,7 @@ def test_initial_state_and_allocation():
         ({"mode": "reward-everything"}, r"unknown update mode 'reward-everything'"),
         ({"lam": 0.0}, r"lam must be finite and > 0.*got 0.0"),
         ({"lam": float("nan")}, r"lam must not be NaN"),
-        ({"n_states": 5, "state0": 6}, r"state0 must be an int state in 1..5; got 6"),
+        ({"n_states": 5, "state0": 6}, r"state0 must be in 1..5; got 6"),
     ],
 )
 def test_bad_arguments(kwargs, match):

@@ -48,7 +48,7 @@ def test_continuing_from_the_deadlines_equals_one_long_run(rates, m1, m2):
         ((np.array([1.0, -1.0]), 3), {}, r"rates must be >= 0.0 polls per unit time; 1 of 2 entries are not, first at index 1"),
         ((np.array([1.0, np.nan]), 3), {}, r"rates must be finite"),
         ((np.array([0.0, 0.0]), 3), {}, r"rates must have a positive sum"),
-        ((np.array([1.0]), -1), {}, r"n_polls must be an int >= 0; got -1"),
+        ((np.array([1.0]), -1), {}, r"n_polls must be >= 0; got -1"),
         ((np.array([1.0]), 1), {"start": float("inf")}, r"start must be a finite time; got inf"),
         ((np.array([1.0]), 1), {"deadlines": np.array([1.0, 2.0])}, r"deadlines must have shape \(1,\)"),
     ],

@@ -13,9 +13,9 @@ from freshcrawl.environments.zipf import (
     ZipfEnvironment,
     detection_probability,
     expected_detections_per_poll,
-    simulate_estimator,
     zipf_update_probabilities,
 )
+from freshcrawl.experiments.polling import simulate_estimator
 
 
 @pytest.mark.parametrize(
@@ -34,7 +34,7 @@ def test_rank_k_gets_alpha_over_k_to_the_beta():
 @pytest.mark.parametrize(
     ("args", "kwargs", "match"),
     [
-        ((0, 0.3, 1.5), {}, r"n_pages must be >= 1 page; got 0"),
+        ((0, 0.3, 1.5), {}, r"n_pages must be >= 1 \(pages\); got 0"),
         ((8, 1.5, 1.5), {}, r"alpha must be in \[0.0, 1.0\].*got 1.5"),
         ((8, -0.1, 1.5), {}, r"alpha must be in \[0.0, 1.0\].*got -0.1"),
         ((8, float("nan"), 1.5), {}, r"alpha must not be NaN"),
@@ -42,8 +42,8 @@ def test_rank_k_gets_alpha_over_k_to_the_beta():
         ((8, 0.3, float("inf")), {}, r"beta must be finite and >= 0.*got inf"),
         ((8, 0.3, 1.5), {"capacity": 0.0}, r"capacity must be finite and > 0 polls per time step; got 0.0"),
         ((8, 0.3, 1.5), {"capacity": -2.0}, r"capacity must be finite and > 0 polls per time step; got -2.0"),
-        ((8, 0.3, 1.5), {"perturbations": -1}, r"perturbations must be an int >= 0.*got -1"),
-        ((8, 0.3, 1.5), {"switch_every": 0}, r"switch_every must be None or an int >= 1.*got 0"),
+        ((8, 0.3, 1.5), {"perturbations": -1}, r"perturbations must be >= 0.*got -1"),
+        ((8, 0.3, 1.5), {"switch_every": 0}, r"switch_every must be >= 1.*got 0"),
     ],
 )
 def test_bad_arguments(args, kwargs, match):

@@ -28,19 +28,20 @@ has nothing more to hand out. Measured, in messages per second (one message = on
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
+
+from _pg import pg_database  # benchmarks/_pg.py, beside this script
 
 SERVER = r"""
 import signal, sys, threading
 from freshcrawl.frontier import CrawlSettings
 from freshcrawl.service import FrontierService
 from freshcrawl.service.grpc_server import serve_grpc
+
 
 service = FrontierService(sys.argv[1], CrawlSettings(budget=1e9, min_delay_s=0.0, replan_every_s=2.0))
 server = serve_grpc(service, "127.0.0.1:0", max_workers=8)
@@ -54,23 +55,6 @@ service.close()
 """
 
 
-def _pg_database() -> tuple[str, callable]:
-    from sqlalchemy import create_engine, text
-
-    server = os.environ.get("FRESHCRAWL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
-    name = f"freshcrawl_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    return f"{server}/{name}", drop
-
-
 def run(kind: str, n_hosts: int, per_host: int, get_batch: int, rounds: int) -> dict[str, tuple[int, float]]:
     import grpc
 
@@ -79,7 +63,7 @@ def run(kind: str, n_hosts: int, per_host: int, get_batch: int, rounds: int) -> 
 
     drop = None
     if kind == "postgresql":
-        db, drop = _pg_database()
+        db, drop = pg_database()
     else:
         db = str(Path(tempfile.mkdtemp(prefix="freshcrawl-bench-")) / "crawl.db")
     server = subprocess.Popen([sys.executable, "-c", SERVER, db], stdout=subprocess.PIPE, text=True)

@@ -22,30 +22,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-
-def _pg_database() -> tuple[str, callable]:
-    from sqlalchemy import create_engine, text
-
-    server = os.environ.get("FRESHCRAWL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
-    name = f"freshcrawl_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    return f"{server}/{name}", drop
+from _pg import pg_database  # benchmarks/_pg.py, beside this script
 
 
 def bench_fetch(kind: str, seconds: float, n_pages: int, n_hosts: int) -> dict:
@@ -68,7 +51,7 @@ def bench_fetch(kind: str, seconds: float, n_pages: int, n_hosts: int) -> dict:
                 break
             time.sleep(0.1)
         time.sleep(0.5)
-        db, drop = (str(tmp / "crawl.db"), None) if kind == "sqlite" else _pg_database()
+        db, drop = (str(tmp / "crawl.db"), None) if kind == "sqlite" else pg_database()
         store = open_store(db)
         store.add_pages(parse_url_list(urls_file.read_text().splitlines()), now=time.time())
         settings = CrawlSettings(budget=1e9, min_delay_s=0.0, replan_every_s=10.0)

@@ -35,27 +35,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
 
-
-def _pg_database() -> tuple[str, callable]:
-    from sqlalchemy import create_engine, text
-
-    server = os.environ.get("FRESHCRAWL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
-    name = f"freshcrawl_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    return f"{server}/{name}", drop
+from _pg import pg_database  # benchmarks/_pg.py, beside this script
 
 
 def _setup(db: str, n_pages: int, n_hosts: int) -> None:
@@ -126,7 +110,7 @@ def bench(kind: str, *, n_pages: int, n_hosts: int, clients: int, mode: str, cou
     if kind == "sqlite":
         db = str(Path(tempfile.mkdtemp(prefix="freshcrawl-bench-")) / "crawl.db")
     else:
-        db, drop = _pg_database()
+        db, drop = pg_database()
     server = None
     try:
         _setup(db, n_pages, n_hosts)

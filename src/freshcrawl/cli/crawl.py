@@ -171,10 +171,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
     --db and the plan's settings (--budget, --policy, ...) are then the server's, not given here.
     """
     import asyncio
-    import signal
 
     from freshcrawl.crawler.fetcher import Fetcher
-    from freshcrawl.crawler.loop import crawl as crawl_loop
     from freshcrawl.frontier import Frontier
 
     if frontier_url is not None:
@@ -213,21 +211,11 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         raise click.UsageError(str(err)) from err
     progress = _Progress(frontier)
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
-                          signature=settings.signature, read_timeout_s=timeout_s,
-                          total_timeout_s=max(60.0, 2 * timeout_s))
-        async with fetcher:
-            stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
-                                     stop=stop, on_progress=progress.update)
-        progress.done(stats)
-
+    fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
+                      signature=settings.signature, read_timeout_s=timeout_s,
+                      total_timeout_s=max(60.0, 2 * timeout_s))
     try:
-        asyncio.run(main())
+        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress))
     finally:
         store.close()
         lock.release()
@@ -238,10 +226,8 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
     """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier` ($FRESHCRAWL_TOKEN: its token)."""
     import asyncio
     import os
-    import signal
 
     from freshcrawl.crawler.fetcher import Fetcher
-    from freshcrawl.crawler.loop import crawl as crawl_loop
     from freshcrawl.service.grpc_client import RemoteFrontier
 
     total_timeout_s = max(60.0, 2 * timeout_s)
@@ -253,26 +239,33 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
         raise click.BadParameter(str(err), param_hint="--frontier") from err
     progress = _RemoteProgress(frontier)
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        fetcher = Fetcher(user_agent=user_agent, contact_url=contact_url, signature=signature,
-                          read_timeout_s=timeout_s, total_timeout_s=total_timeout_s)
-        async with fetcher:
-            stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
-                                     stop=stop, on_progress=progress.update)
-        progress.done(stats)
-
+    fetcher = Fetcher(user_agent=user_agent, contact_url=contact_url, signature=signature,
+                      read_timeout_s=timeout_s, total_timeout_s=total_timeout_s)
     import grpc
 
     try:
-        asyncio.run(main())
+        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress))
     except grpc.RpcError as err:
         raise click.ClickException(f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
     finally:
         frontier.close()
+
+
+async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress) -> None:
+    """The crawl loop until ``--for`` elapses or SIGINT/SIGTERM; the visits in flight finish first."""
+    import asyncio
+    import signal
+
+    from freshcrawl.crawler.loop import crawl as crawl_loop
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with fetcher:
+        stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
+                                 stop=stop, on_progress=progress.update)
+    progress.done(stats)
 
 
 class _Progress:

@@ -150,11 +150,36 @@ def outcome_from_status(
     return Outcome.NO_INFO, ErrorKind.PAGE, f"http-{status}"
 
 
+def _row_of(lease: Lease) -> dict[str, Any]:
+    """The page columns that a report of a leased URL needs, as they were when it was leased."""
+    return dict(id=lease.page_id, host_id=lease.host_id, etag=lease.etag, last_modified=lease.last_modified,
+                signature=lease.signature, next_due=lease.due)
+
+
 @dataclass
 class _Crawl:
     frontier: Frontier
     active: bool = True
     leases: dict[tuple[str, int], Lease] = field(default_factory=dict)
+    #: the page leases again, by URL: a report of a leased URL reads nothing from the database
+    page_leases: dict[str, Lease] = field(default_factory=dict)
+
+    def hold(self, lease: Lease) -> None:
+        key = lease.host_id if lease.kind == "robots" else lease.page_id
+        self.leases[(lease.kind, key)] = lease
+        if lease.kind == "page":
+            self.page_leases[lease.url] = lease
+
+    def end(self, kind: str, key: int) -> Lease | None:
+        """End the lease of a page (by page id) or of a host's robots.txt (by host id); return it."""
+        lease = self.leases.pop((kind, key), None)
+        if lease is not None and kind == "page":
+            self.page_leases.pop(lease.url, None)
+        return lease
+
+    def end_all(self) -> None:
+        self.leases.clear()
+        self.page_leases.clear()
 
 
 class FrontierService:
@@ -224,7 +249,7 @@ class FrontierService:
                     conn.execute(pages.delete())
                     conn.execute(hosts.delete())
                 c.frontier = Frontier(store, self.settings)
-                c.leases.clear()
+                c.end_all()
             else:
                 store.close()
                 del self._crawls[crawl_id]
@@ -308,7 +333,7 @@ class FrontierService:
                     r = item.request
                     lease = Lease(crawl_id, "page", r.url, queue_key(origin), item.page_id, item.host_id,
                                   r.etag, r.last_modified, r.signature, item.due, now + lease_s)
-                c.leases[(lease.kind, item.host_id if lease.kind == "robots" else item.page_id)] = lease
+                c.hold(lease)
                 out.append(lease)
             return out
 
@@ -346,7 +371,9 @@ class FrontierService:
                     urls.append(normalize_url(rep.url))
                 except ValueError as err:
                     urls.append(err)
-            rows = f.store.pages_by_url([u for u in urls if isinstance(u, str)])  # one query for all
+            # a leased URL's row is its lease's (what the worker was sent); the others, one query for all
+            rows = {u: _row_of(c.page_leases[u]) for u in urls if isinstance(u, str) and u in c.page_leases}
+            rows.update(f.store.pages_by_url([u for u in urls if isinstance(u, str) and u not in rows]))
             in_batch: set[str] = set()
             for rep, url in zip(reports, urls, strict=True):
                 if isinstance(url, ValueError):
@@ -375,7 +402,7 @@ class FrontierService:
                                                                        row["signature"]), row["next_due"])
                 batch.append((visit, out))
                 floors.append((row["id"], rep.refetch_not_before if outcome is Outcome.NO_INFO else None))
-                c.leases.pop(("page", row["id"]), None)
+                c.end("page", row["id"])
                 answers.append("ok")
             commit()
         return answers
@@ -398,7 +425,7 @@ class FrontierService:
             why = "ok" if status is not None and 200 <= status < 300 else (f"http-{status}" if status else "network")
             f.record_robots(RobotsVisit(hk + 1, origin),
                             RobotsOutcome(origin, status, text, fetched_at, elapsed_s, why, retry_after_s))
-            c.leases.pop(("robots", hk + 1), None)
+            c.end("robots", hk + 1)
 
     def schedule(self, crawl_id: str | None, url: str, not_before: float) -> bool:
         """Set a known URL's next due time (a client's date); 0 means never again. False if unknown.
@@ -422,7 +449,7 @@ class FrontierService:
                 f.held[k] = float(not_before)
                 f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
             f.lease_until[k] = 0.0
-            if c.leases.pop(("page", row["id"]), None) is not None:
+            if c.end("page", row["id"]) is not None:
                 f._hosts.lease_until[row["host_id"] - 1] = 0.0
             return True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 import pytest
@@ -69,8 +70,32 @@ def test_record_is_all_or_nothing(store):
     assert store.counts()["observations"] == {}
     assert store.page_rows([1])[1]["signature"] is None
     assert store.host_row(1)["last_request_at"] is None
-    assert len(store.record([ok], [dict(id=1, signature="abc")], [])) == 1  # (PostgreSQL skips the ids a rollback used)
+    assert store.record([ok], [dict(id=1, signature="abc")], []) == 1
     assert store.page_rows([1])[1]["signature"] == "abc"
+
+
+def test_record_writes_every_row_of_a_batch(store):
+    """Rows of one batch with different columns, None and infinite values all land as given."""
+    store.add_pages([(f"http://a.test/{i}", "http://a.test", 1.0) for i in range(3)]
+                    + [("http://b.test/", "http://b.test", 1.0)], now=T0)
+    obs = [dict(page_id=1, time=T0, outcome="first", why="first-copy"),
+           dict(page_id=2, time=T0 + 1, outcome="no-info", why="timeout", error="network", status=None,
+                elapsed_s=np.float64(2.5)),
+           dict(page_id=3, time=T0 + 2, outcome="changed", why="new-signature", tau_days=0.5, rate=2.0,
+                status=200, n_bytes=10)]
+    upd = [dict(id=1, signature="s1", next_due=math.inf), dict(id=2, n_errors=3, last_error="timeout"),
+           dict(id=3, signature="s3", next_due=T0 + 99.5)]
+    assert store.record(obs, upd, [dict(id=1, last_request_at=T0 + 2), dict(id=2, backoff_until=-math.inf)]) == 3
+    rows = store.page_rows([1, 2, 3, 4])
+    assert rows[1]["signature"] == "s1" and rows[1]["next_due"] == math.inf
+    assert rows[2]["n_errors"] == 3 and rows[2]["last_error"] == "timeout" and rows[2]["signature"] is None
+    assert rows[3]["signature"] == "s3" and rows[3]["next_due"] == T0 + 99.5
+    assert rows[4]["signature"] is None
+    assert store.host_row(1)["last_request_at"] == T0 + 2 and store.host_row(2)["backoff_until"] == -math.inf
+    assert store.counts()["observations"] == {"first": 1, "no-info": 1, "changed": 1}
+    buf = io.StringIO()
+    assert store.export_csv(buf) == 2  # the first copy and the change; the error gave no copy
+    assert buf.getvalue().splitlines()[2] == f"http://a.test/2,{T0 + 2!r},1"
 
 
 def test_save_plan_writes_every_row(store):

@@ -526,10 +526,11 @@ def create_app(
                                               "type": "invalid_token"}],
                                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
 
-    def write_auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    # async: a check without I/O runs on the event loop, not in a worker thread of its own
+    async def write_auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         _check(creds)
 
-    def read_auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    async def read_auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         if not public_reads:
             _check(creds)
 

@@ -366,7 +366,9 @@ class Store:
         """A client's metadata of pages, by page id (pages without any are left out)."""
         ids = list(ids)
         out: dict[int, dict[str, list[str]]] = {}
-        with self.engine.connect() as conn:
+        if not ids:
+            return out
+        with self._reads.connect() as conn:  # a lease's hot path (GetURLs)
             for i in range(0, len(ids), 5000):
                 for page_id, text_ in conn.execute(select(url_metadata.c.page_id, url_metadata.c.metadata).where(
                         url_metadata.c.page_id.in_(ids[i : i + 5000]))):
@@ -586,7 +588,10 @@ def _pg_bulk(table, cols: tuple[str, ...], rows: list[dict[str, Any]], insert: b
     table instead of one per row. Column names come from this module's callers, never from outside.
     """
     names = cols if insert else ("id", *cols)
-    data = json.dumps([{c: _json_value(r[c]) for c in names} for r in rows], allow_nan=False)
+    try:
+        data = json.dumps([{c: r[c] for c in names} for r in rows], allow_nan=False)
+    except (ValueError, TypeError):  # a non-finite float or a numpy scalar: the slower, exact way
+        data = json.dumps([{c: _json_value(r[c]) for c in names} for r in rows], allow_nan=False)
     source = f"json_populate_recordset(NULL::{table.name}, %s)"
     if insert:
         return f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM {source}", (data,)

@@ -596,7 +596,10 @@ def _pg_bulk(table, cols: tuple[str, ...], rows: list[dict[str, Any]], insert: b
     if insert:
         return f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM {source}", (data,)
     sets = ", ".join(f"{c} = v.{c}" for c in cols)
-    return f"UPDATE {table.name} SET {sets} FROM {source} AS v WHERE {table.name}.id = v.id", (data,)
+    # "id = ANY(the ids)": the planner cannot count the rows of a function (it assumes 100) and would
+    # scan a table of a few thousand rows instead of looking the ids up
+    return (f"WITH v AS MATERIALIZED (SELECT * FROM {source}) UPDATE {table.name} SET {sets} FROM v "
+            f"WHERE {table.name}.id = v.id AND {table.name}.id = ANY(ARRAY(SELECT id FROM v))"), (data,)
 
 
 def _migrate(engine: Engine) -> None:

@@ -14,8 +14,7 @@ import pytest
 
 @pytest.fixture(scope="session", autouse=True)
 def warm_kernels(tmp_path_factory):
-    """Plan a tiny live crawl once (learned policy, host caps, observations) and dispatch from it,
-    compiling what crawls use."""
+    """Plan a tiny live crawl once (learned policy, host caps, observations), compiling what crawls use."""
     from freshcrawl.crawler.outcome import FetchOutcome, FetchRequest, Outcome
     from freshcrawl.frontier import CrawlSettings, Frontier, Visit, parse_url_list
     from freshcrawl.store import open_store
@@ -36,6 +35,5 @@ def warm_kernels(tmp_path_factory):
                                               else Outcome.UNCHANGED, "x", t, 0.0, 200, 1, signature="s"))
                              for v in visits])
             frontier.replan(t)
-        frontier.due(t + 86_400.0)  # the dispatch's kernel
     finally:
         store.close()

@@ -51,10 +51,12 @@ def _run_args(db: str, duration: str) -> list[str]:
 
 
 def _kill_delays(rng: np.random.Generator) -> list[float]:
-    """Seconds after the start of each killed run: two during start-up (before any request), one late
-    enough for the slow host to have been contacted, the rest uniform on [0.3, 3.5] s (start-up takes
-    about 1 s, so some land in it, most mid-crawl)."""
-    return [0.3, 0.6, 4.5, *rng.uniform(0.3, 3.5, size=N_KILLS - 3).round(3).tolist()]
+    """Seconds after the start of each killed run: two during start-up (before any request), two late
+    enough for the slow host to have been contacted (the second run restarts within the slow host's
+    delay after the first one's last request to it, and runs long enough to contact it: the restart
+    floor is tested whatever the start-up takes, 1-3 s on the machines seen), the rest uniform on
+    [0.3, 3.5] s (some in start-up, some mid-crawl)."""
+    return [0.3, 0.6, 5.0, 5.0, *rng.uniform(0.3, 3.5, size=N_KILLS - 4).round(3).tolist()]
 
 
 def _match(obs_by_url, req_by_url):

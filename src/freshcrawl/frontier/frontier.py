@@ -24,7 +24,6 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 from yarl import URL
@@ -44,21 +43,6 @@ _STATUS_CODE = {"active": ACTIVE, "disallowed": DISALLOWED, "failed": FAILED, "r
 _HOST_ERRORS = (ErrorKind.THROTTLED, ErrorKind.SERVER, ErrorKind.NETWORK)
 #: A page whose plan gives it no visits is looked at again after this long at the latest (seconds).
 _IDLE_S = 365 * SECONDS_PER_DAY
-
-
-@numba.njit(cache=True)
-def _earliest_due_per_host(next_due, status, lease_until, host, host_free, now):  # pragma: no cover - compiled
-    """The earliest due page of each free host (lowest id on a tie), among active pages due at ``now``
-    and not leased: one pass over the pages, the dispatch's hot path (:meth:`Frontier.due`)."""
-    best = np.full(host_free.size, np.inf)
-    best_k = np.full(host_free.size, -1, dtype=np.int64)
-    for k in range(next_due.size):
-        if status[k] == ACTIVE and next_due[k] <= now and lease_until[k] <= now:
-            hk = host[k]
-            if host_free[hk] and next_due[k] < best[hk]:
-                best[hk] = next_due[k]
-                best_k[hk] = k
-    return best_k[best_k >= 0]
 
 
 @dataclass(frozen=True)
@@ -531,10 +515,19 @@ class Frontier:
             if len(out) < limit and h.lease_until[hk] <= now and h.ready_at[hk] <= now and self._robots_due(hk, now):
                 h.lease_until[hk] = now + lease_s
                 out.append(RobotsVisit(int(hk) + 1, h.origin[hk], self._robots_hop_delay(hk)))
-        host_free = (h.lease_until <= now) & (h.ready_at <= now)
-        cand = _earliest_due_per_host(self.next_due, self.status, self.lease_until, self.host, host_free, now)
+        cand = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE) & (self.lease_until <= now))
+        hc = self.host[cand]
+        ok = (h.lease_until[hc] <= now) & (h.ready_at[hc] <= now)
+        cand, hc = cand[ok], hc[ok]
         if cand.size == 0:
             return out
+        # each host's earliest due page (O(m), no sort of every due page), then the earliest hosts
+        nd = self.next_due[cand]
+        best = np.full(len(h.origin), np.inf)
+        np.minimum.at(best, hc, nd)
+        at_best = np.flatnonzero(nd == best[hc])
+        _, first = np.unique(hc[at_best], return_index=True)  # one page per host (the lowest id on a tie)
+        cand = cand[at_best[first]]
         room = limit - len(out)
         if cand.size > room:
             cand = cand[np.argpartition(self.next_due[cand], room - 1)[:room]]

@@ -390,8 +390,9 @@ class Store:
         """Append observations and update their pages and hosts, all in one transaction.
 
         Each page update and host update is a dict with ``id`` and the columns to set. Rows with the
-        same keys go through one executemany; on PostgreSQL the whole transaction is one pipeline
-        (psycopg's pipeline mode: one round trip to the server, then the commit).
+        same keys are written together: one executemany on SQLite; on PostgreSQL one statement (the
+        rows as JSON) and the whole transaction one pipeline (psycopg's pipeline mode: one round trip
+        to the server, then the commit).
 
         Returns
         -------
@@ -402,7 +403,7 @@ class Store:
                   (hosts, host_updates, False)]
         with self.engine.begin() as conn:
             if self.dialect == "postgresql":
-                # one statement per table (arrays, unnest) in one pipeline: a round trip and the commit
+                # one statement per table and set of keys, in one pipeline: a round trip and the commit
                 import psycopg
 
                 raw = conn.connection.driver_connection

@@ -46,7 +46,8 @@ WINDOW = (7.0, 15.0)  # seconds after the first request: freshness measured ther
 #: on a clock 1.5 times slower (every rate / 1.5, every duration * 1.5: the same Δτ, so the same
 #: freshness) and over 30 hosts instead of 6: a served visit waits for a GetURLs and a PutURLs round
 #: trip before its host is free again, and two fetchers, the server and a uniform crawl beside them
-#: keep 100 visits/s on this 2-core machine (at 150/s and 6 hosts they kept about 60%)
+#: keep about 100 visits/s on this 2-core machine (at 150/s on 6 hosts they kept 40-70% of it, with
+#: another process loading one core)
 SLOW = 1.5
 LIVE = dict(n_pages=300, hosts=[HostSpec()] * 30, rates=(0.01 / SLOW, 1.0 / SLOW), budget=150.0 / SLOW,
             min_delay_s=0.01, run_s=70.0 * SLOW, window=(35.0 * SLOW, 68.0 * SLOW))

@@ -160,26 +160,10 @@ def _row_of(lease: Lease) -> dict[str, Any]:
 class _Crawl:
     frontier: Frontier
     active: bool = True
-    leases: dict[tuple[str, int], Lease] = field(default_factory=dict)
-    #: the page leases again, by URL: a report of a leased URL reads nothing from the database
+    #: leases of pages by URL (a report names its URL: a leased one reads nothing from the database)
     page_leases: dict[str, Lease] = field(default_factory=dict)
-
-    def hold(self, lease: Lease) -> None:
-        key = lease.host_id if lease.kind == "robots" else lease.page_id
-        self.leases[(lease.kind, key)] = lease
-        if lease.kind == "page":
-            self.page_leases[lease.url] = lease
-
-    def end(self, kind: str, key: int) -> Lease | None:
-        """End the lease of a page (by page id) or of a host's robots.txt (by host id); return it."""
-        lease = self.leases.pop((kind, key), None)
-        if lease is not None and kind == "page":
-            self.page_leases.pop(lease.url, None)
-        return lease
-
-    def end_all(self) -> None:
-        self.leases.clear()
-        self.page_leases.clear()
+    #: leases of robots.txt fetches by host id
+    robots_leases: dict[int, Lease] = field(default_factory=dict)
 
 
 class FrontierService:
@@ -249,7 +233,8 @@ class FrontierService:
                     conn.execute(pages.delete())
                     conn.execute(hosts.delete())
                 c.frontier = Frontier(store, self.settings)
-                c.end_all()
+                c.page_leases.clear()
+                c.robots_leases.clear()
             else:
                 store.close()
                 del self._crawls[crawl_id]
@@ -333,7 +318,10 @@ class FrontierService:
                     r = item.request
                     lease = Lease(crawl_id, "page", r.url, queue_key(origin), item.page_id, item.host_id,
                                   r.etag, r.last_modified, r.signature, item.due, now + lease_s)
-                c.hold(lease)
+                if lease.kind == "robots":
+                    c.robots_leases[item.host_id] = lease
+                else:
+                    c.page_leases[lease.url] = lease
                 out.append(lease)
             return out
 
@@ -402,7 +390,7 @@ class FrontierService:
                                                                        row["signature"]), row["next_due"])
                 batch.append((visit, out))
                 floors.append((row["id"], rep.refetch_not_before if outcome is Outcome.NO_INFO else None))
-                c.end("page", row["id"])
+                c.page_leases.pop(url, None)
                 answers.append("ok")
             commit()
         return answers
@@ -425,7 +413,7 @@ class FrontierService:
             why = "ok" if status is not None and 200 <= status < 300 else (f"http-{status}" if status else "network")
             f.record_robots(RobotsVisit(hk + 1, origin),
                             RobotsOutcome(origin, status, text, fetched_at, elapsed_s, why, retry_after_s))
-            c.end("robots", hk + 1)
+            c.robots_leases.pop(hk + 1, None)
 
     def schedule(self, crawl_id: str | None, url: str, not_before: float) -> bool:
         """Set a known URL's next due time (a client's date); 0 means never again. False if unknown.
@@ -449,7 +437,7 @@ class FrontierService:
                 f.held[k] = float(not_before)
                 f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
             f.lease_until[k] = 0.0
-            if c.end("page", row["id"]) is not None:
+            if c.page_leases.pop(row["url"], None) is not None:
                 f._hosts.lease_until[row["host_id"] - 1] = 0.0
             return True
 

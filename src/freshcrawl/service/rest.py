@@ -45,7 +45,6 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.concurrency import run_in_threadpool
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -558,14 +557,9 @@ def create_app(
         added, known = service.add_urls(body.crawl_id, [(u.url, u.weight) for u in body.urls])
         return AddUrlsResponse(crawl_id=body.crawl_id, added=added, known=known)
 
-    # The two hot endpoints are async and do their blocking work in one worker-thread call: a sync
-    # endpoint costs FastAPI more thread hops (the response is also validated in a worker thread).
     @app.post("/leases", response_model=LeaseResponse, dependencies=writes, tags=["write"])
-    async def lease(body: LeaseRequest) -> LeaseResponse:
+    def lease(body: LeaseRequest) -> LeaseResponse:
         """Lease up to ``count`` due visits, at most one per host; report each to /observations or /robots."""
-        return await run_in_threadpool(lease_sync, body)
-
-    def lease_sync(body: LeaseRequest) -> LeaseResponse:
         _known(service, body.crawl_id, ["body", "crawl_id"])
         try:
             got = service.lease(body.crawl_id, body.worker_id, body.count, lease_s=body.lease_s, queue=body.queue)
@@ -579,13 +573,10 @@ def create_app(
             for x in got])
 
     @app.post("/observations", response_model=ObservationsResponse, dependencies=writes, tags=["write"])
-    async def report(body: ObservationsRequest) -> ObservationsResponse:
+    def report(body: ObservationsRequest) -> ObservationsResponse:
         """Record what visits gave, in one transaction; per report 'ok' or 'unknown-url'.
 
         A URL appears at most once per batch (order would matter): send later visits in a later batch."""
-        return await run_in_threadpool(report_sync, body)
-
-    def report_sync(body: ObservationsRequest) -> ObservationsResponse:
         seen: dict[str, int] = {}
         for j, r in enumerate(body.reports):
             if r.url in seen:

@@ -120,7 +120,7 @@ class Store:
         self.engine = engine
         # Single reads of the hot paths (a lease's URLs, a report's pages) in autocommit mode: on
         # PostgreSQL a read in a transaction costs two more round trips (BEGIN, and the ROLLBACK
-        # that returns the connection to the pool), half the time of a lease on loopback.
+        # that returns the connection to the pool).
         self._reads = engine.execution_options(isolation_level="AUTOCOMMIT")
         #: the crawl ID this store holds (None: the crawl of the database itself)
         self.namespace: str | None = None
@@ -575,9 +575,7 @@ def _by_keys(rows: Sequence[dict[str, Any]], insert: bool) -> list[tuple[tuple[s
 
 def _json_value(v: Any) -> Any:
     """``v`` as JSON carries it to PostgreSQL: a non-finite float as the text float8 reads
-    (``inf``, ``-inf``, ``nan``), a numpy scalar as its Python value."""
-    if isinstance(v, np.generic):
-        v = v.item()
+    (``inf``, ``-inf``, ``nan``)."""
     return repr(v) if isinstance(v, float) and not math.isfinite(v) else v
 
 
@@ -591,7 +589,7 @@ def _pg_bulk(table, cols: tuple[str, ...], rows: list[dict[str, Any]], insert: b
     names = cols if insert else ("id", *cols)
     try:
         data = json.dumps([{c: r[c] for c in names} for r in rows], allow_nan=False)
-    except (ValueError, TypeError):  # a non-finite float or a numpy scalar: the slower, exact way
+    except ValueError:  # a non-finite float, which JSON cannot carry: the slower, exact way
         data = json.dumps([{c: _json_value(r[c]) for c in names} for r in rows], allow_nan=False)
     source = f"json_populate_recordset(NULL::{table.name}, %s)"
     if insert:

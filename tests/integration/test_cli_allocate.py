@@ -1,4 +1,4 @@
-"""``freshcrawl allocate``: CSV in, rates out, JSON summary, errors without partial output."""
+"""``freshcrawl allocate``: CSV or Parquet in, rates out, JSON summary, errors without partial output."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -118,3 +120,131 @@ def test_missing_file(tmp_path):
     res = CliRunner().invoke(main, ["allocate", str(tmp_path / "nope.csv"), "--budget", "1/day"])
     assert res.exit_code != 0
     assert "nope.csv" in res.output
+
+
+# ---------------------------------------------------------------- Parquet input and output
+PAGES_TABLE = pa.table(
+    {
+        "page": [f"p{k}" for k in range(9)],
+        "delta": [1.0, 4.0, 0.5, 0.0, 2.0, 0.25, 3.0, 1.5, 0.75],
+        "weight": [1.0, 1.0, 2.0, 1.0, 0.5, 1.0, 3.0, 1.0, 1.0],
+        "host": ["x.com", "x.com", None, "y.org", "x.com", "", "y.org", "x.com", None],
+        "complete": [False, False, True, False, False, False, True, False, False],
+    }
+)
+
+
+def write_pages_csv(path, table=PAGES_TABLE):
+    df = table.to_pandas().fillna({"host": ""}).astype({"complete": int})
+    df.to_csv(path, index=False)
+    return path
+
+
+def write_partitions(directory, table, sizes):
+    directory.mkdir()
+    start = 0
+    for k, n in enumerate(sizes):
+        pq.write_table(table.slice(start, n), directory / f"part-{k:03d}.parquet")
+        start += n
+    (directory / "_SUCCESS").write_bytes(b"")
+    return directory
+
+
+def read_rates_csv(path):
+    return pd.read_csv(path, dtype={"page": str}, converters={"rate": float})  # float(): exact round trip
+
+
+@pytest.mark.parametrize("extra", [[], ["--host-caps", "hosts"], ["--objective", "harmonic", "--max-rate", "2/day"]])
+def test_parquet_file_and_partitions_give_the_csv_rates(tmp_path, hosts, extra):
+    extra = [hosts if a == "hosts" else a for a in extra]
+    csv = write_pages_csv(tmp_path / "pages.csv")
+    pq.write_table(PAGES_TABLE, tmp_path / "pages.parquet")
+    parts = write_partitions(tmp_path / "pages", PAGES_TABLE, [4, 0, 5])  # one partition without rows
+    rates = {}
+    for name, source in [("csv", csv), ("file", tmp_path / "pages.parquet"), ("dir", parts)]:
+        out = tmp_path / f"rates-{name}.csv"
+        res = run("allocate", source, "--budget", "12/day", "--out", out, *extra)
+        assert res.exit_code == 0, res.output
+        rates[name] = read_rates_csv(out)
+    assert rates["csv"]["page"].tolist() == PAGES_TABLE.column("page").to_pylist()
+    assert rates["csv"]["rate"].sum() == pytest.approx(12.0, rel=1e-12)
+    for name in ("file", "dir"):
+        assert rates[name]["page"].tolist() == rates["csv"]["page"].tolist()
+        np.testing.assert_array_equal(rates[name]["rate"].to_numpy(), rates["csv"]["rate"].to_numpy())
+
+
+def test_out_parquet_round_trip(tmp_path):
+    csv = write_pages_csv(tmp_path / "pages.csv")
+    parts = write_partitions(tmp_path / "pages", PAGES_TABLE, [2, 7])
+    res = run("allocate", csv, "--budget", "7/day", "--out", tmp_path / "rates.csv")
+    assert res.exit_code == 0, res.output
+    for source in (csv, parts):
+        out = tmp_path / "rates.parquet"
+        res = run("allocate", source, "--budget", "7/day", "--out", out)
+        assert res.exit_code == 0, res.output
+        back = pq.read_table(out)
+        expected = read_rates_csv(tmp_path / "rates.csv")
+        assert back.column_names == ["page", "rate"] == list(expected.columns)
+        assert back.schema.field("page").type == pa.string() and back.schema.field("rate").type == pa.float64()
+        assert back.column("page").to_pylist() == expected["page"].tolist()
+        np.testing.assert_array_equal(back.column("rate").to_numpy(), expected["rate"].to_numpy())
+
+
+def test_host_caps_as_parquet(tmp_path, hosts):
+    csv = write_pages_csv(tmp_path / "pages.csv")
+    pq.write_table(pa.table({"host": ["x.com", "y.org"], "max_rate": [24.0, float("inf")]}), tmp_path / "hosts.parquet")
+    outs = []
+    for caps in (hosts, tmp_path / "hosts.parquet"):
+        out = tmp_path / f"rates-{caps.suffix[1:]}.csv"
+        res = run("allocate", csv, "--budget", "50/day", "--max-rate", "30/day", "--host-caps", caps, "--out", out)
+        assert res.exit_code == 0, res.output
+        outs.append(read_rates_csv(out))
+    np.testing.assert_array_equal(outs[0]["rate"].to_numpy(), outs[1]["rate"].to_numpy())
+    on_x = outs[1]["page"].isin([f"p{k}" for k in (0, 1, 4, 7)])
+    assert outs[1]["rate"][on_x].sum() == pytest.approx(24.0, rel=1e-12)  # x.com capped at 1/hour
+
+
+@pytest.mark.parametrize(
+    ("second", "message"),
+    [
+        (
+            {"page": ["q0", "q1", "q2"], "delta": [1.0, 0.5, -1.0]},
+            "part-001.parquet: column 'delta' must be a finite number >= 0 changes/day; row 3 (page 'q2') has -1.0",
+        ),
+        ({"page": ["q0", "q1"], "rate": [1.0, 0.5]}, "part-001.parquet: missing column 'delta'"),
+        (b"garbage bytes, not Parquet", "part-001.parquet: not a valid Parquet file"),
+    ],
+)
+@pytest.mark.parametrize("existing", [None, b"page,rate\nold,1.0\n"])
+def test_bad_partition_is_named_and_nothing_is_written(tmp_path, second, message, existing):
+    d = tmp_path / "pages"
+    d.mkdir()
+    pq.write_table(pa.table({"page": ["a", "b"], "delta": [1.0, 2.0]}), d / "part-000.parquet")
+    if isinstance(second, bytes):
+        (d / "part-001.parquet").write_bytes(second)
+    else:
+        pq.write_table(pa.table(second), d / "part-001.parquet")
+    pq.write_table(pa.table({"page": ["c"], "delta": [3.0]}), d / "part-002.parquet")
+    for out in (tmp_path / "rates.parquet", tmp_path / "rates.csv"):
+        if existing is not None:
+            out.write_bytes(existing)
+        res = CliRunner().invoke(main, ["allocate", str(d), "--budget", "1/day", "--out", str(out)])
+        assert res.exit_code != 0
+        assert message in res.output
+        assert str(d / "part-001.parquet") in res.output  # the partition, by its path
+        if existing is None:
+            assert not out.exists()
+        else:
+            assert out.read_bytes() == existing
+    assert sorted(p.name for p in tmp_path.iterdir()) == (
+        ["pages"] if existing is None else ["pages", "rates.csv", "rates.parquet"]
+    )
+
+
+def test_directory_without_partitions(tmp_path):
+    d = tmp_path / "pages"
+    d.mkdir()
+    (d / "_SUCCESS").write_bytes(b"")
+    res = CliRunner().invoke(main, ["allocate", str(d), "--budget", "1/day"])
+    assert res.exit_code != 0
+    assert "directory holds no Parquet partition files" in res.output

@@ -601,9 +601,6 @@ def _solve_groups(prob, budget, hosts, caps, tol, max_iter):
         )
     cap_eff = np.where(capped, caps, np.inf)
     lamhat = np.zeros(n_hosts)
-    h_lam2 = np.zeros(n_hosts)
-    h_theta = np.zeros(n_hosts)
-    h_dlam = np.zeros(n_hosts)
     lamhat[capped & (caps <= low_h)] = np.inf  # pinned at the lower bounds
     n_iter = 0
     converged = True
@@ -645,20 +642,59 @@ def _solve_groups(prob, budget, hosts, caps, tol, max_iter):
             # (counted per host here: such a host is over its cap at λ2 and gets its own multiplier below)
             count = prob.count_infinite(lam2, hosts, np.full(n_hosts, lam2), capped)[-1]
             theta = -float(roots.gap[0]) / max(count, 1.0)
-        bind = np.zeros(n_hosts, dtype=bool)
-        if use_hosts:
-            # hosts whose cap binds at λ (at the lower end of a jump, when the root sits on one)
-            lam_b = min(lam, lam2) if theta != 0.0 else lam
-            s_h, ds_h = last[1:] if last[0] == lam_b else prob.host_sums(lam_b, hosts, n_hosts)
-            bind = (s_h[:n_hosts] > cap_eff) & (caps > low_h)
-            at_lam = (lam_b, s_h, ds_h)
+        bind, at_lam = _binding(prob, lam, lam2, theta, hosts, caps, low_h, last)
+    p, lam_out, lamhat_out, host_lam, more, ok, *checked = _rates_at(
+        prob, budget, hosts, caps, lam, dlam, lam2, theta, lamhat, bind, at_lam, tol, max_iter)
+    n_iter += more
+    converged &= ok
+    if budget > s0_total:
+        _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter)
+        checked = ()
+    return (p, lam_out, lamhat_out, host_lam, n_iter, converged, *checked)
+
+
+def _binding(prob, lam, lam2, theta, hosts, caps, low_h, last=None):
+    """The hosts whose cap binds at the root λ, and ``(λb, per-host sums, derivatives)`` where they do.
+
+    A host binds where its pages' Σp at λ (at the lower end λ2 of a jump, when the root sits on one)
+    exceeds its cap and the cap exceeds its pages' Σ p_min. ``last = [λ, sums, derivatives]`` of the
+    latest pass, reused when taken at that point. Without hosts: no host binds, and None.
+    """
+    n_hosts = caps.shape[0]
+    if not (hosts.shape[0] and n_hosts):
+        return np.zeros(n_hosts, dtype=bool), None
+    lam_b = min(lam, lam2) if theta != 0.0 else lam
+    if last is not None and last[0] == lam_b:
+        s_h, ds_h = last[1], last[2]
+    else:
+        s_h, ds_h = prob.host_sums(lam_b, hosts, n_hosts)
+    cap_eff = np.where(np.isfinite(caps), caps, np.inf)
+    bind = (s_h[:n_hosts] > cap_eff) & (caps > low_h)
+    return bind, (lam_b, s_h, ds_h)
+
+
+def _rates_at(prob, budget, hosts, caps, lam, dlam, lam2, theta, lamhat, bind, at_lam, tol, max_iter):
+    """Rates at the root (λ, dλ, λ2, θ) of the budget equation: each binding host's λ_h, then every page.
+
+    ``lamhat``: per-host multipliers so far (inf for a host pinned at its lower bounds; overwritten);
+    ``bind``, ``at_lam``: from :func:`_binding`. ``budget`` is what these pages' rates sum to (used to
+    mix the two ends of a jump, θ > 0). Returns ``(p, λ + dλ, λ_h, host λ, passes, converged[, (KKT
+    residual, per-host sums)])`` as :func:`_solve` does.
+    """
+    n_hosts = caps.shape[0]
+    use_hosts = hosts.shape[0] > 0 and n_hosts > 0
+    h_lam2 = np.zeros(n_hosts)
+    h_theta = np.zeros(n_hosts)
+    h_dlam = np.zeros(n_hosts)
+    n_iter = 0
+    converged = True
     if bind.any():
         idx = np.flatnonzero(bind)
         roots = _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam)
         _store_host_roots(prob, roots, idx, hosts, lamhat, h_lam2, h_theta, h_dlam)
         n_iter += roots.n_iter
         converged &= bool(roots.converged.all())
-    p = np.empty(n)
+    p = np.empty(prob.n)
     checked = ()
     if use_hosts and isinstance(prob, _KernelProblem) and theta == 0.0 and not np.any(h_theta != 0.0):
         # no jumps: each page at its host's multiplier (or λ) with its correction, checked in the same pass
@@ -669,9 +705,6 @@ def _solve_groups(prob, budget, hosts, caps, tol, max_iter):
         checked = ((K.finish_groups(prob.tok, p, mu, dmu, *prob._args(), hosts, sums), sums),)
     else:
         _final(prob, p, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam, budget)
-    if budget > s0_total:
-        _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter)
-        checked = ()
     # the multipliers of the returned rates include the final first-order correction
     lam_out = lam + dlam
     lamhat_out = np.where(np.isfinite(lamhat) & (lamhat > lam), lamhat + h_dlam, lamhat)

@@ -1,4 +1,9 @@
-"""``freshcrawl allocate PAGES``: optimal visit rates for a crawl budget."""
+"""``freshcrawl allocate PAGES``: optimal visit rates for a crawl budget.
+
+PAGES is a CSV file, a Parquet file or a directory of Parquet partitions (read by
+:func:`freshcrawl.traces.tables.read_pages`); the rates go to stdout as CSV, or to ``--out`` as Parquet
+(a name ending in ``.parquet``) or CSV, written whole or not at all.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from freshcrawl._io import write_csv_atomic
+from freshcrawl._io import write_table_atomic
 from freshcrawl.allocation import AllocationResult
 from freshcrawl.allocation import allocate as solve_allocation
 from freshcrawl.cli._options import budget_option, objective_option, rate_option
@@ -20,7 +25,7 @@ from freshcrawl.traces.tables import host_index, read_host_caps, read_pages
 __all__ = ["allocate_cmd", "allocate"]
 
 @click.command("allocate")
-@click.argument("pages", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("pages", type=click.Path(path_type=Path))
 @budget_option()
 @objective_option(
     default="freshness-poisson",
@@ -32,9 +37,14 @@ __all__ = ["allocate_cmd", "allocate"]
     "--host-caps",
     "host_caps_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="CSV host,max_rate: politeness cap of each host (hosts not listed are uncapped).",
+    help="CSV or Parquet file with columns host,max_rate: politeness cap of each host (hosts not listed are "
+    "uncapped).",
 )
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write page,rate here (CSV; .gz compresses).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write page,rate here: Parquet if the name ends in .parquet, else CSV (.gz compresses).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary of the solve instead of the rates.")
 def allocate_cmd(
     pages: Path,
@@ -48,10 +58,12 @@ def allocate_cmd(
 ) -> None:
     """Compute the visit rates that maximise the objective under the budget, bounds and host caps.
 
-    PAGES is a CSV with columns page,delta (changes per day) and optional weight, host and complete
-    (0/1: every change of the page is announced). Rates are written in visits per day, one row per page:
-    page, rate. With --json, prints lambda, objective, status, kkt_residual, budget_used and solve_seconds
-    (the solver alone). On any error nothing is written.
+    PAGES is a CSV file, a Parquet file, or a directory of Parquet partitions (its *.parquet files in
+    name order; _SUCCESS, _metadata and hidden files skipped), with columns page,delta (changes per day)
+    and optional weight, host and complete (0/1: every change of the page is announced). Rates are written
+    in visits per day, one row per page: page, rate; --out ending in .parquet writes Parquet. With --json,
+    prints lambda, objective, status, kkt_residual, budget_used and solve_seconds (the solver alone). On any
+    error nothing is written.
     """
     if out is not None and not out.parent.exists():
         raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
@@ -81,7 +93,7 @@ def allocate_cmd(
         raise click.ClickException(str(err)) from err
     rates = pd.DataFrame({"page": table["page"], "rate": res.p})
     if out is not None:
-        write_csv_atomic(rates, out)
+        write_table_atomic(rates, out)
     if as_json:
         summary = {
             "lambda": res.lam,

@@ -1,4 +1,9 @@
-"""``freshcrawl estimate LOG``: per-page change rates from a visit log."""
+"""``freshcrawl estimate LOG``: per-page change rates from a visit log.
+
+LOG is a CSV file, a Parquet file or a directory of Parquet partitions (read by
+:func:`freshcrawl.traces.visit_log.read_visit_log`); the table goes to stdout as CSV, or to ``--out`` as
+Parquet (a name ending in ``.parquet``) or CSV, written whole or not at all.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from freshcrawl._io import write_csv_atomic
+from freshcrawl._io import write_table_atomic
 from freshcrawl.errors import FreshcrawlError
 from freshcrawl.estimators import ESTIMATOR_NAMES, make_batch_estimator
 from freshcrawl.traces.visit_log import VisitLog, read_visit_log
@@ -68,7 +73,7 @@ def estimate_visit_log(log: VisitLog, method: str, **params) -> pd.DataFrame:
 
 
 @click.command("estimate")
-@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("log", type=click.Path(path_type=Path))
 @click.option(
     "--method",
     type=click.Choice(ESTIMATOR_NAMES),
@@ -79,16 +84,23 @@ def estimate_visit_log(log: VisitLog, method: str, **params) -> pd.DataFrame:
     "lln-interval, sa-interval, sam-interval, mle-binned, mm-binned: online forms that stay consistent under "
     "periodic visits.",
 )
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write page,delta,... here (CSV; .gz compresses).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write page,delta,... here: Parquet if the name ends in .parquet, else CSV (.gz compresses).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the table.")
 @click.option("--delta0", type=float, default=1.0, show_default=True, help="Prior, changes/day, for pages with one visit.")
 def estimate(log: Path, method: str, out: Path | None, as_json: bool, delta0: float) -> None:
     """Estimate each page's change rate (changes per day) from a visit log LOG.
 
     LOG is a CSV (plain or .gz) with columns page,time,changed: time in unix seconds or ISO 8601, changed
-    0/1 (whether the page changed since its previous visit; ignored on a page's first visit). Writes one row
-    per page: page, delta, n_visits, n_changed, days_observed, p. A malformed row is reported with its line
-    number, and nothing is written.
+    0/1 (whether the page changed since its previous visit; ignored on a page's first visit). LOG may also
+    be a Parquet file or a directory of Parquet partitions (its *.parquet files in name order; _SUCCESS,
+    _metadata and hidden files skipped) with the same columns: time numeric unix seconds, a timestamp
+    (naive: UTC) or ISO 8601 text, changed boolean or 0/1. Writes one row per page: page, delta, n_visits,
+    n_changed, days_observed, p; --out ending in .parquet writes Parquet. A malformed row is reported with
+    its file and line (CSV) or row (Parquet), and nothing is written.
     """
     if out is not None and not out.parent.exists():
         raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
@@ -100,7 +112,7 @@ def estimate(log: Path, method: str, out: Path | None, as_json: bool, delta0: fl
     except (FreshcrawlError, ValueError) as err:
         raise click.ClickException(str(err)) from err
     if out is not None:
-        write_csv_atomic(table, out)
+        write_table_atomic(table, out)
     if as_json:
         d = table["delta"].to_numpy()
         summary = {

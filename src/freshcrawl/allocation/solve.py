@@ -1130,6 +1130,75 @@ def _spread_leftover(prob, p, budget, hosts, caps, bind, tol, max_iter):
 # ---------------------------------------------------------------------------------------------------
 # Public entry point
 # ---------------------------------------------------------------------------------------------------
+def _make_problem(delta, *, weights=None, objective="freshness-poisson", p_min=0.0, p_max=np.inf,
+                  observed_completely=None):
+    """The checked per-page data of :func:`allocate`, as a problem: ``(problem, n_pages)``.
+
+    Raises the ValueError and UnknownNameError of :func:`allocate` for its page arguments.
+    """
+    obj = get_objective(objective)
+    n_obj = obj._n_params() if isinstance(obj, Objective) else None
+    if delta is None:
+        if n_obj is None:
+            raise ValueError("delta must be given (changes per day, shape (n_pages,)); got None")
+        delta = np.zeros(n_obj)
+    delta = check_array("delta", delta, low=0.0, unit="changes/day")
+    if delta.ndim != 1 or delta.shape[0] < 1:
+        raise ValueError(f"delta must have shape (n_pages,) with n_pages >= 1; got shape {delta.shape}")
+    n = delta.shape[0]
+    if n_obj is not None and n_obj != n:
+        raise ValueError(f"delta has {n} pages but the objective {obj!r} holds parameters for {n_obj}")
+    w = _ONE if weights is None else check_array("weights", weights, shape=(n,), low=0.0)
+    lo = _bound("p_min", p_min, n, allow_inf=False)
+    hi = _bound("p_max", p_max, n, allow_inf=True)
+    if lo.shape[0] == 1 and hi.shape[0] == 1:
+        if lo[0] > hi[0]:
+            raise ValueError(f"p_min must be <= p_max; got p_min={lo[0]!r} > p_max={hi[0]!r} visits/day")
+    else:
+        bad = np.broadcast_to(lo, (n,)) > np.broadcast_to(hi, (n,))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"p_min must be <= p_max for every page; {int(bad.sum())} of {n} pages are not, first at "
+                f"index {i} (p_min={np.broadcast_to(lo, (n,))[i]!r} > p_max={np.broadcast_to(hi, (n,))[i]!r})"
+            )
+    complete = None
+    if observed_completely is not None:
+        complete = np.asarray(observed_completely)
+        if complete.dtype != np.bool_ or complete.shape != (n,):
+            raise ValueError(
+                f"observed_completely must be a bool array of shape ({n},); got {complete.dtype} {complete.shape}"
+            )
+        if not complete.any():
+            complete = None
+
+    if obj._kind is None if isinstance(obj, Objective) else True:
+        if complete is not None:
+            raise ValueError(
+                f"observed_completely is supported with the harmonic and freshness objectives; got {obj!r}"
+            )
+        prob = _NumpyProblem(n, obj, delta, w, lo, hi)
+    else:
+        a, b = obj._params(delta)
+        kinds = obj._kind
+        if complete is not None:
+            mode = obj._complete()
+            if mode is None:
+                raise ValueError(
+                    "observed_completely is supported with the harmonic and freshness objectives; "
+                    f"got objective {obj.name!r}"
+                )
+            kinds = np.where(complete, K.LOG if mode == "log" else K.LINEAR, obj._kind).astype(np.int8)
+            with np.errstate(divide="ignore"):
+                a_c = delta if mode == "log" else 1.0 / delta
+            a = np.where(complete, a_c, a)
+            lo = np.where(complete, np.minimum(lo, delta), lo)
+            hi = np.where(complete, np.minimum(hi, delta), hi)
+        prob = _KernelProblem(n, kinds, w, a, b, lo, hi, obj._offset)
+
+    return prob, n
+
+
 def _bound(name: str, value: ArrayLike, n: int, *, allow_inf: bool) -> NDArray[np.float64]:
     arr = np.asarray(value, dtype=np.float64) if not isinstance(value, np.ndarray) else value
     if np.ndim(arr) == 0:
@@ -1239,73 +1308,15 @@ def allocate(
     >>> np.round(res.p, 9), res.success
     (array([2., 2.]), True)
     """
-    obj = get_objective(objective)
-    n_obj = obj._n_params() if isinstance(obj, Objective) else None
-    if delta is None:
-        if n_obj is None:
-            raise ValueError("delta must be given (changes per day, shape (n_pages,)); got None")
-        delta = np.zeros(n_obj)
-    delta = check_array("delta", delta, low=0.0, unit="changes/day")
-    if delta.ndim != 1 or delta.shape[0] < 1:
-        raise ValueError(f"delta must have shape (n_pages,) with n_pages >= 1; got shape {delta.shape}")
-    n = delta.shape[0]
-    if n_obj is not None and n_obj != n:
-        raise ValueError(f"delta has {n} pages but the objective {obj!r} holds parameters for {n_obj}")
     budget = check_positive("budget", budget, unit="visits/day")
     tol = check_positive("tol", tol)
     max_iter = check_int("max_iter", max_iter, low=1)
-    w = _ONE if weights is None else check_array("weights", weights, shape=(n,), low=0.0)
-    lo = _bound("p_min", p_min, n, allow_inf=False)
-    hi = _bound("p_max", p_max, n, allow_inf=True)
-    if lo.shape[0] == 1 and hi.shape[0] == 1:
-        if lo[0] > hi[0]:
-            raise ValueError(f"p_min must be <= p_max; got p_min={lo[0]!r} > p_max={hi[0]!r} visits/day")
-    else:
-        bad = np.broadcast_to(lo, (n,)) > np.broadcast_to(hi, (n,))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"p_min must be <= p_max for every page; {int(bad.sum())} of {n} pages are not, first at "
-                f"index {i} (p_min={np.broadcast_to(lo, (n,))[i]!r} > p_max={np.broadcast_to(hi, (n,))[i]!r})"
-            )
+    prob, n = _make_problem(delta, weights=weights, objective=objective, p_min=p_min, p_max=p_max,
+                            observed_completely=observed_completely)
     hosts_arr, caps = _check_hosts(hosts, host_caps, n)
     if caps.shape[0] == 0:  # no host index in use: nothing to cap
         hosts_arr = _EMPTY_HOSTS
     start = _warm_start(warm_start, caps.shape[0] if hosts_arr.shape[0] else 0)
-
-    complete = None
-    if observed_completely is not None:
-        complete = np.asarray(observed_completely)
-        if complete.dtype != np.bool_ or complete.shape != (n,):
-            raise ValueError(
-                f"observed_completely must be a bool array of shape ({n},); got {complete.dtype} {complete.shape}"
-            )
-        if not complete.any():
-            complete = None
-
-    if obj._kind is None if isinstance(obj, Objective) else True:
-        if complete is not None:
-            raise ValueError(
-                f"observed_completely is supported with the harmonic and freshness objectives; got {obj!r}"
-            )
-        prob = _NumpyProblem(n, obj, delta, w, lo, hi)
-    else:
-        a, b = obj._params(delta)
-        kinds = obj._kind
-        if complete is not None:
-            mode = obj._complete()
-            if mode is None:
-                raise ValueError(
-                    "observed_completely is supported with the harmonic and freshness objectives; "
-                    f"got objective {obj.name!r}"
-                )
-            kinds = np.where(complete, K.LOG if mode == "log" else K.LINEAR, obj._kind).astype(np.int8)
-            with np.errstate(divide="ignore"):
-                a_c = delta if mode == "log" else 1.0 / delta
-            a = np.where(complete, a_c, a)
-            lo = np.where(complete, np.minimum(lo, delta), lo)
-            hi = np.where(complete, np.minimum(hi, delta), hi)
-        prob = _KernelProblem(n, kinds, w, a, b, lo, hi, obj._offset)
 
     if start[0] is not None and hosts_arr.shape[0] and isinstance(prob, _KernelProblem) and \
             not prob.has_flat_marginals():

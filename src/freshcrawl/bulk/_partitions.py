@@ -1,0 +1,231 @@
+"""Partitions of a PAGES table in Parquet: list them, read one into a problem, write its rates.
+
+Files are opened through fsspec, so a directory on shared storage or an object store URL
+(``s3://bucket/pages/``, with the matching fsspec package installed) reads like a local one.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from numpy.typing import NDArray
+
+from freshcrawl.allocation.solve import _EMPTY_HOSTS, _KernelProblem, _make_problem
+from freshcrawl.errors import InfeasibleAllocation
+
+__all__ = ["list_partitions", "Output"]
+
+PAGE_COLUMNS = ("page", "delta", "weight", "host", "complete")
+
+
+def list_partitions(source: str) -> tuple[fsspec.AbstractFileSystem, list[str]]:
+    """The file system and the Parquet files of ``source``: one file, or the partitions of a directory.
+
+    A directory's partitions are its ``*.parquet`` files in name order; files whose names start with
+    ``_`` or ``.`` (``_SUCCESS``, ``_metadata``) are skipped.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``source`` does not exist.
+    ValueError
+        If a directory holds no ``*.parquet`` file.
+    """
+    fs, root = fsspec.core.url_to_fs(str(source))
+    if not fs.exists(root):
+        raise FileNotFoundError(f"{source} does not exist")
+    if not fs.isdir(root):
+        return fs, [root]
+    files = sorted(
+        f for f in fs.ls(root, detail=False)
+        if f.lower().endswith(".parquet") and not posixpath.basename(f).startswith(("_", "."))
+        and not fs.isdir(f)
+    )
+    if not files:
+        raise ValueError(f"{source}: directory holds no Parquet partition files (*.parquet)")
+    return fs, files
+
+
+def _read(fs, path: str, columns) -> pa.Table:
+    try:
+        with fs.open(path, "rb") as fh, pq.ParquetFile(fh) as pf:
+            names = pf.schema_arrow.names
+            missing = [c for c in ("page", "delta") if c not in names]
+            if missing:
+                raise ValueError(
+                    f"{path}: missing column {missing[0]!r}; expected page,delta[,weight,host,complete]"
+                )
+            return pf.read(columns=[c for c in columns if c in names])
+    except (pa.ArrowException, OSError) as err:
+        raise ValueError(f"{path}: not a valid Parquet file ({err})") from err
+
+
+def _page_at(fs, path: str, table: pa.Table, i: int):
+    col = table["page"] if "page" in table.column_names else _read(fs, path, ("page",))["page"]
+    return col[i].as_py()
+
+
+def _numbers(fs, path: str, table: pa.Table, name: str, unit: str) -> NDArray[np.float64]:
+    col = table[name]
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_null(col.type)):
+        raise ValueError(f"{path}: column {name!r} must hold numbers; it holds {col.type}")
+    values = col.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    bad = ~(np.isfinite(values) & (values >= 0.0))  # NaN also for nulls
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        page = _page_at(fs, path, table, i)
+        raise ValueError(
+            f"{path}: column {name!r} must be a finite number >= 0{unit}; row {i + 1} (page {page!r}) "
+            f"has {col[i].as_py()!r}"
+        )
+    return values
+
+
+def _flags(path: str, table: pa.Table) -> NDArray[np.bool_]:
+    col = table["complete"]
+    if pa.types.is_boolean(col.type):
+        return col.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+    if pa.types.is_integer(col.type):
+        values = col.fill_null(0).to_numpy(zero_copy_only=False)
+        bad = (values != 0) & (values != 1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{path}: column 'complete' must be 0/1 or true/false; row {i + 1} has {values[i]!r}")
+        return values == 1
+    raise ValueError(f"{path}: column 'complete' must be boolean or 0/1; it holds {col.type}")
+
+
+@dataclass
+class PagePartition:
+    """One partition of the pages, read and checked: its problem, hosts and bounds.
+
+    ``hosts``: index into this partition's hosts (``host_names``, ``caps``), -1 for none. ``low``,
+    ``s0``, ``up``: per host (then the pages without a host) Σ p_min, Σ p at λ = 0 and Σ p_max.
+    """
+
+    path: str
+    index: int
+    n: int
+    prob: _KernelProblem | None
+    hosts: NDArray[np.intp]
+    caps: NDArray[np.float64]
+    host_names: list[str]
+    low: NDArray[np.float64]
+    s0: NDArray[np.float64]
+    up: NDArray[np.float64]
+    sample: tuple | None = None
+    page: pa.ChunkedArray | None = field(default=None, repr=False)
+    fs: Any = field(default=None, repr=False)
+
+
+def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
+    """Read the pages of one partition into a problem (``spec``: objective, p_min, p_max, caps, stride).
+
+    Raises
+    ------
+    ValueError
+        If the file is not Parquet, lacks a column or holds a bad value (file and 1-based row named), or
+        the objective is not a built-in one.
+    InfeasibleAllocation
+        If a host's cap is below the sum of its pages' p_min (file and host named).
+    """
+    columns = PAGE_COLUMNS if spec.get("with_pages") else PAGE_COLUMNS[1:]
+    table = _read(fs, path, columns)
+    n = table.num_rows
+    caps_by_name = spec["caps"]
+    if n == 0:
+        empty = np.zeros(1)
+        return PagePartition(path, index, 0, None, _EMPTY_HOSTS, np.zeros(0), [], empty, empty, empty.copy(),
+                             None, table["page"] if spec.get("with_pages") else None)
+    delta = _numbers(fs, path, table, "delta", " changes/day")
+    weights = _numbers(fs, path, table, "weight", "") if "weight" in table.column_names else None
+    complete = _flags(path, table) if "complete" in table.column_names else None
+    try:
+        prob, _ = _make_problem(delta, weights=weights, objective=spec["objective"], p_min=spec["p_min"],
+                                p_max=spec["p_max"], observed_completely=complete)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from err
+    if not isinstance(prob, _KernelProblem):
+        raise ValueError("the partitioned solver takes the built-in objectives (OBJECTIVE_NAMES) only")
+    hosts, names, caps = _EMPTY_HOSTS, [], np.zeros(0)
+    if "host" in table.column_names and (table["host"].null_count < n):
+        col = table["host"]
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            raise ValueError(f"{path}: column 'host' must hold host names (text); it holds {col.type}")
+        enc = pc.dictionary_encode(col.combine_chunks())
+        names = enc.dictionary.to_pylist()
+        codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.intp)
+        if "" in names:  # an empty name: no host
+            codes[codes == names.index("")] = -1
+        caps = np.array([caps_by_name.get(h, np.inf) if h else np.inf for h in names], dtype=np.float64)
+        hosts = np.ascontiguousarray(codes)
+    n_hosts = caps.shape[0]
+    if n_hosts:
+        low, s0, up = prob.host_bounds(n_hosts, hosts)
+        bad = np.isfinite(caps) & (low[:n_hosts] > caps)
+        if bad.any():
+            h = int(np.flatnonzero(bad)[0])
+            raise InfeasibleAllocation(
+                f"{path}: host {names[h]!r} has a cap of {caps[h]:g} visits/day, below the sum of its pages' "
+                f"p_min, {low[h]:g} visits/day"
+            )
+    else:
+        low, s0, up = (np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in prob.host_bounds(0, hosts))
+    sample = None
+    stride = spec.get("stride")
+    if stride:
+        take = slice(index % stride, None, stride)
+        sample = (delta[take], None if weights is None else weights[take], None if complete is None else complete[take])
+    return PagePartition(path, index, n, prob, hosts, caps, names, low, s0, up, sample,
+                         table["page"] if spec.get("with_pages") else None)
+
+
+class Output:
+    """A directory of rate partitions written whole or not at all.
+
+    Partitions go to a hidden directory beside ``target``; :meth:`commit` moves it into place (replacing
+    what was there), :meth:`abort` removes it.
+    """
+
+    def __init__(self, target: str) -> None:
+        self.fs, self.target = fsspec.core.url_to_fs(str(target))
+        parent = posixpath.dirname(self.target.rstrip("/")) or "."
+        if not self.fs.isdir(parent):
+            raise FileNotFoundError(f"directory {parent} does not exist")
+        self.tmp = posixpath.join(parent, f".{posixpath.basename(self.target.rstrip('/'))}.{uuid.uuid4().hex}.tmp")
+        self.fs.makedirs(self.tmp, exist_ok=True)
+
+    def part_path(self, index: int) -> str:
+        return posixpath.join(self.tmp, f"part-{index:05d}.parquet")
+
+    def commit(self) -> None:
+        if self.fs.exists(self.target):
+            old = self.tmp + ".old"
+            self.fs.mv(self.target, old, recursive=True)
+            self.fs.mv(self.tmp, self.target, recursive=True)
+            self.fs.rm(old, recursive=True)
+        else:
+            self.fs.mv(self.tmp, self.target, recursive=True)
+
+    def abort(self) -> None:
+        if self.fs.exists(self.tmp):
+            self.fs.rm(self.tmp, recursive=True)
+
+
+def write_partition(fs, path: str, columns: dict) -> None:
+    """Write one output partition (a dict of column name to array) as Parquet at ``path``."""
+    table = pa.table(columns)
+    with fs.open(path, "wb") as fh:
+        pq.write_table(table, fh)

@@ -9,7 +9,7 @@ import click
 from freshcrawl.allocation.objectives import OBJECTIVE_NAMES
 from freshcrawl.units import parse_rate
 
-__all__ = ["rate_option", "budget_option", "objective_option"]
+__all__ = ["rate_option", "budget_option", "objective_option", "engine_options"]
 
 
 def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -44,3 +44,30 @@ def objective_option(*, default: str | None, help: str):  # noqa: A002 - click's
     """``--objective``: one of the allocation objectives (:data:`~freshcrawl.allocation.OBJECTIVE_NAMES`)."""
     return click.option("--objective", type=click.Choice(OBJECTIVE_NAMES), default=default,
                         show_default=default is not None, help=help)
+
+
+def engine_options(fn):
+    """``--engine memory|stream|dask`` and ``--scheduler ADDRESS|local``: where a bulk command runs."""
+    fn = click.option(
+        "--scheduler", default="local", show_default=True, metavar="ADDRESS|local",
+        help="With --engine dask: the address of a Dask scheduler (tcp://host:8786), or local to start a "
+        "LocalCluster of --workers processes on this machine.")(fn)
+    fn = click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+                      help="Worker processes of the local Dask cluster.")(fn)
+    fn = click.option(
+        "--engine", type=click.Choice(["memory", "stream", "dask"]), default="memory", show_default=True,
+        help="memory: read everything, solve in memory. stream: out of core, the Parquet partitions of a "
+        "directory streamed from disk at every pass (memory bounded by a few partitions). dask: the same "
+        "passes on a Dask cluster (--scheduler). With stream and dask, --out names a directory of Parquet "
+        "partitions, one per input partition.")(fn)
+    return fn
+
+
+def make_bulk_engine(engine: str, scheduler: str, workers: int):
+    """The :mod:`freshcrawl.bulk` engine of ``--engine`` (not ``memory``), as a click error if unreachable."""
+    from freshcrawl.bulk import make_engine
+
+    try:
+        return make_engine(engine, scheduler=scheduler, n_workers=workers)
+    except (OSError, TimeoutError, ValueError) as err:
+        raise click.ClickException(f"cannot start the {engine} engine ({scheduler}): {err}") from err

@@ -18,7 +18,7 @@ import pandas as pd
 from freshcrawl._io import write_table_atomic
 from freshcrawl.allocation import AllocationResult
 from freshcrawl.allocation import allocate as solve_allocation
-from freshcrawl.cli._options import budget_option, objective_option, rate_option
+from freshcrawl.cli._options import budget_option, engine_options, make_bulk_engine, objective_option, rate_option
 from freshcrawl.errors import FreshcrawlError
 from freshcrawl.traces.tables import host_index, read_host_caps, read_pages
 
@@ -46,6 +46,7 @@ __all__ = ["allocate_cmd", "allocate"]
     help="Write page,rate here: Parquet if the name ends in .parquet, else CSV (.gz compresses).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary of the solve instead of the rates.")
+@engine_options
 def allocate_cmd(
     pages: Path,
     budget: float,
@@ -55,6 +56,9 @@ def allocate_cmd(
     host_caps_path: Path | None,
     out: Path | None,
     as_json: bool,
+    engine: str,
+    scheduler: str,
+    workers: int,
 ) -> None:
     """Compute the visit rates that maximise the objective under the budget, bounds and host caps.
 
@@ -64,7 +68,15 @@ def allocate_cmd(
     in visits per day, one row per page: page, rate; --out ending in .parquet writes Parquet. With --json,
     prints lambda, objective, status, kkt_residual, budget_used and solve_seconds (the solver alone). On any
     error nothing is written.
+
+    With --engine stream or dask, PAGES is partitioned by host (every host's pages in one file), the
+    solve is the same exact optimum computed pass by pass over the partitions, and --out (required) is a
+    directory that receives one Parquet partition of page,rate per input partition.
     """
+    if engine != "memory":
+        _allocate_bulk(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json, engine,
+                       scheduler, workers)
+        return
     if out is not None and not out.parent.exists():
         raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
     try:
@@ -111,6 +123,52 @@ def allocate_cmd(
         click.echo(rates.to_csv(index=False), nl=False)
     else:
         click.echo(f"wrote {res.p.size} pages to {out} ({res.message})", err=True)
+
+
+def _allocate_bulk(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json, engine, scheduler,
+                   workers):
+    from freshcrawl.bulk import allocate_partitioned
+
+    if out is None:
+        raise click.UsageError(f"--engine {engine} writes its rates to a directory: give --out DIR")
+    if not out.parent.exists():
+        raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
+    try:
+        caps_by_name = read_host_caps(host_caps_path) if host_caps_path is not None else {}
+    except FileNotFoundError as err:
+        raise click.BadParameter(str(err), param_hint="--host-caps") from err
+    except ValueError as err:
+        raise click.ClickException(str(err)) from err
+    runner = make_bulk_engine(engine, scheduler, workers)
+    try:
+        res = allocate_partitioned(
+            str(pages), budget, objective=objective, p_min=0.0 if min_rate is None else min_rate,
+            p_max=np.inf if max_rate is None else max_rate, host_caps=caps_by_name, engine=runner, out=str(out),
+            progress=lambda line: click.echo(line, err=True),
+        )
+    except FileNotFoundError as err:
+        raise click.BadParameter(str(err), param_hint="PAGES") from err
+    except (FreshcrawlError, ValueError, TypeError) as err:
+        raise click.ClickException(str(err)) from err
+    finally:
+        runner.close()
+    if as_json:
+        summary = {
+            "lambda": res.lam,
+            "objective": res.objective,
+            "status": res.status.name.lower(),
+            "kkt_residual": res.kkt_residual,
+            "budget_used": res.budget_used,
+            "solve_seconds": res.seconds,
+            "n_pages": res.n_pages,
+            "n_partitions": res.n_partitions,
+            "n_passes": res.n_passes,
+            "engine": engine,
+            "out": str(out),
+        }
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(f"wrote {res.n_pages} pages in {res.n_partitions} partitions to {out} ({res.message})", err=True)
 
 
 #: The click command (``freshcrawl allocate``).

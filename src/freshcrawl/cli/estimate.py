@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from freshcrawl._io import write_table_atomic
+from freshcrawl.cli._options import engine_options, make_bulk_engine
 from freshcrawl.errors import FreshcrawlError
 from freshcrawl.estimators import ESTIMATOR_NAMES, make_batch_estimator
 from freshcrawl.traces.visit_log import VisitLog, read_visit_log
@@ -91,7 +92,9 @@ def estimate_visit_log(log: VisitLog, method: str, **params) -> pd.DataFrame:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the table.")
 @click.option("--delta0", type=float, default=1.0, show_default=True, help="Prior, changes/day, for pages with one visit.")
-def estimate(log: Path, method: str, out: Path | None, as_json: bool, delta0: float) -> None:
+@engine_options
+def estimate(log: Path, method: str, out: Path | None, as_json: bool, delta0: float, engine: str, scheduler: str,
+             workers: int) -> None:
     """Estimate each page's change rate (changes per day) from a visit log LOG.
 
     LOG is a CSV (plain or .gz) with columns page,time,changed: time in unix seconds or ISO 8601, changed
@@ -101,7 +104,14 @@ def estimate(log: Path, method: str, out: Path | None, as_json: bool, delta0: fl
     (naive: UTC) or ISO 8601 text, changed boolean or 0/1. Writes one row per page: page, delta, n_visits,
     n_changed, days_observed, p; --out ending in .parquet writes Parquet. A malformed row is reported with
     its file and line (CSV) or row (Parquet), and nothing is written.
+
+    With --engine stream or dask, LOG is a directory of Parquet partitions by page (every page's visits in
+    one file), estimated partition by partition, and --out (required) is a directory that receives one
+    Parquet partition of estimates per input partition.
     """
+    if engine != "memory":
+        _estimate_bulk(log, method, out, as_json, delta0, engine, scheduler, workers)
+        return
     if out is not None and not out.parent.exists():
         raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
     try:
@@ -134,3 +144,27 @@ def estimate(log: Path, method: str, out: Path | None, as_json: bool, delta0: fl
         click.echo(table.to_csv(index=False), nl=False)
     else:
         click.echo(f"wrote {table.shape[0]} pages to {out}", err=True)
+
+
+def _estimate_bulk(log, method, out, as_json, delta0, engine, scheduler, workers):
+    from freshcrawl.bulk import estimate_partitioned
+
+    if out is None:
+        raise click.UsageError(f"--engine {engine} writes its estimates to a directory: give --out DIR")
+    if not out.parent.exists():
+        raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
+    runner = make_bulk_engine(engine, scheduler, workers)
+    try:
+        res = estimate_partitioned(str(log), method, engine=runner, out=str(out), delta0=delta0,
+                                   progress=lambda line: click.echo(line, err=True))
+    except FileNotFoundError as err:
+        raise click.BadParameter(str(err), param_hint="LOG") from err
+    except (FreshcrawlError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    finally:
+        runner.close()
+    if as_json:
+        click.echo(json.dumps({"log": str(log), "method": method, "n_pages": res.n_pages,
+                               "n_observations": res.n_observations, "n_changed": res.n_changed,
+                               "n_partitions": res.n_partitions, "seconds": res.seconds, "engine": engine,
+                               "out": str(out)}, indent=2))

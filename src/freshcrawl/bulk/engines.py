@@ -95,7 +95,7 @@ class DaskEngine:
         self._cluster = None
         if scheduler == "local":
             self._cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                         dashboard_address=None, host="127.0.0.1")
+                                         dashboard_address="127.0.0.1:0", host="127.0.0.1")
             self.client = Client(self._cluster)
         else:
             self.client = Client(scheduler)

@@ -235,7 +235,7 @@ def allocate_partitioned(
             raise ValueError(f"{source}: no pages")
         spec = {"objective": obj, "p_min": float(p_min), "p_max": float(p_max), "caps": dict(host_caps or {}),
                 "stride": max(1, n_total // _SAMPLE), "with_pages": engine.name == "dask"}
-        handles = engine.load(_read, [(fs, f, i, spec) for i, f in enumerate(files)])
+        handles = engine.load(_read, [(fs, f, i) for i, f in enumerate(files)], spec)
         summaries = engine.map(_summary, handles)
         passes = 1
         _check_hosts_partitioned(files, summaries)

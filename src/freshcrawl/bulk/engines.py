@@ -41,18 +41,17 @@ class StreamEngine:
         self.n_threads = max(1, int(n_threads or os.cpu_count() or 1))
         self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="freshcrawl-stream")
 
-    def load(self, read: Callable[..., Any], args: Sequence[tuple]) -> list:
-        """Handles of the partitions: here the reader and its arguments, called again at every pass."""
-        return [(read, a) for a in args]
+    def load(self, read: Callable[..., Any], args: Sequence[tuple], shared: dict) -> list:
+        """Handles of the partitions: here ``read(*a, shared)`` for each ``a`` in ``args``, called again at
+        every pass."""
+        return [(read, a, shared) for a in args]
 
-    def map(self, fn: Callable[..., Any], handles: list, *args: Any, **spec: Any) -> list:
-        """``[fn(partition, *args) for each partition]``, with ``spec`` updating the reader's options."""
+    def map(self, fn: Callable[..., Any], handles: list, *args: Any, **options: Any) -> list:
+        """``[fn(partition, *args) for each partition]``, ``options`` updating the reader's ``shared``."""
 
         def run(handle):
-            read, a = handle
-            if spec:
-                a = a[:-1] + ({**a[-1], **spec},)
-            return fn(read(*a), *args)
+            read, a, shared = handle
+            return fn(read(*a, {**shared, **options} if options else shared), *args)
 
         return list(self._pool.map(run, handles))
 
@@ -100,12 +99,17 @@ class DaskEngine:
         else:
             self.client = Client(scheduler)
 
-    def load(self, read: Callable[..., Any], args: Sequence[tuple]) -> list:
-        """Futures of the partitions, read once on the workers and kept there."""
-        return [self.client.submit(read, *a, pure=False) for a in args]
+    def load(self, read: Callable[..., Any], args: Sequence[tuple], shared: dict) -> list:
+        """Futures of the partitions ``read(*a, shared)``, read once on the workers and kept there.
 
-    def map(self, fn: Callable[..., Any], handles: list, *args: Any, **spec: Any) -> list:
-        """``[fn(partition, *args) for each partition]``, run where each partition is held."""
+        ``shared`` (options and the host caps, which may be large) is sent to each worker once.
+        """
+        shared_f = self.client.scatter([shared], broadcast=True, hash=False)[0]
+        return [self.client.submit(read, *a, shared_f, pure=False) for a in args]
+
+    def map(self, fn: Callable[..., Any], handles: list, *args: Any, **options: Any) -> list:
+        """``[fn(partition, *args) for each partition]``, run where each partition is held (the partitions
+        were read with every option they need: ``options`` is not used)."""
         futures = [self.client.submit(fn, h, *args, pure=False) for h in handles]
         return self.client.gather(futures)
 

@@ -121,7 +121,7 @@ def estimate_partitioned(
     try:
         if out is not None:
             output = Output(out)
-        handles = engine.load(_read_log, [(f, i, {}) for i, f in enumerate(files)])
+        handles = engine.load(_read_log, [(f, i) for i, f in enumerate(files)], {})
         results = engine.map(_estimate, handles, method, dict(params),
                              None if output is None else [output.part_path(i) for i in range(len(files))])
         if output is not None:

@@ -131,7 +131,9 @@ def main() -> None:
                     row = {
                         "pages": n, "partitions": parts, "engine": name, "objective": args.objective,
                         "seconds": round(res.seconds, 2), "engine_start_s": round(start, 2),
-                        "passes": res.n_passes, "s_per_pass": round(res.seconds / res.n_passes, 2),
+                        "passes": res.n_passes, "read_s": round(res.pass_seconds[0], 2),
+                        "iteration_s": round(float(np.mean(res.pass_seconds[1:-1])), 3),
+                        "final_s": round(res.pass_seconds[-1], 2),
                         "peak_rss_gib": round(mem.peak / 2**30, 2), "data_gib": round(size / 2**30, 2),
                         "status": res.status.name, "kkt": res.kkt_residual,
                     }

@@ -30,6 +30,10 @@ PUBLIC = {
         'AllocationResult', 'Detection', 'DetectionDiscrete', 'FreshnessPeriodic', 'FreshnessPoisson',
         'Harmonic', 'OBJECTIVE_NAMES', 'Objective', 'Status', 'SyncCost', 'allocate', 'get_objective',
     ],
+    'freshcrawl.bulk': [
+        'DaskEngine', 'ENGINE_NAMES', 'PartitionedAllocation', 'PartitionedEstimate', 'StreamEngine',
+        'allocate_partitioned', 'estimate_partitioned', 'make_engine',
+    ],
     'freshcrawl.cli': [
         'main',
     ],

@@ -62,6 +62,8 @@ class PartitionedAllocation:
         Largest relative violation of the optimality conditions over all partitions, the budget and caps.
     seconds : float
         Wall time of the solve, reading and writing included.
+    pass_seconds : tuple of float
+        Wall time of each pass: the read, the root-find's iterations, the final pass(es).
     out : str or None
         Directory of rate partitions written (``part-00000.parquet``, ... one per input partition, columns
         page, rate), or None.
@@ -78,6 +80,7 @@ class PartitionedAllocation:
     budget_used: float
     kkt_residual: float
     seconds: float
+    pass_seconds: tuple[float, ...]
     out: str | None
 
     @property
@@ -235,9 +238,12 @@ def allocate_partitioned(
             raise ValueError(f"{source}: no pages")
         spec = {"objective": obj, "p_min": float(p_min), "p_max": float(p_max), "caps": dict(host_caps or {}),
                 "stride": max(1, n_total // _SAMPLE), "with_pages": engine.name == "dask"}
+        timing = []
+        tick = time.perf_counter()
         handles = engine.load(_read, [(fs, f, i) for i, f in enumerate(files)], spec)
         summaries = engine.map(_summary, handles)
         passes = 1
+        timing.append(time.perf_counter() - tick)
         _check_hosts_partitioned(files, summaries)
         total_low = sum(s["low"] for s in summaries)
         max_total = sum(s["up"] for s in summaries)
@@ -260,8 +266,10 @@ def allocate_partitioned(
         def evaluate(lam_v, act):
             nonlocal passes
             lam = float(lam_v[0])
+            tick = time.perf_counter()
             parts = engine.map(_sums, handles, lam)
             passes += 1
+            timing.append(time.perf_counter() - tick)
             s = float(sum(x[0] for x in parts))
             ds = float(sum(x[1] for x in parts))
             say(f"pass {passes}: λ = {lam:.17g}, Σp = {s:.17g} visits/day ({(s - budget) / budget:+.2e} of B)")
@@ -275,6 +283,7 @@ def allocate_partitioned(
             raise ValueError("the root lies on a jump to an infinite Σp (pages of no value without p_max); "
                              "use the in-memory solver (freshcrawl.allocation.allocate)")
         shares = [None] * len(files)
+        tick = time.perf_counter()
         if theta != 0.0:  # on a jump of Σp: each partition's share of the budget between its two ends
             ends = engine.map(_sums_at_ends, handles, lam2, lam)
             passes += 1
@@ -291,6 +300,7 @@ def allocate_partitioned(
         if output is not None:
             output.commit()
             output = None
+        timing.append(time.perf_counter() - tick)
     finally:
         if output is not None:
             output.abort()
@@ -309,7 +319,7 @@ def allocate_partitioned(
     return PartitionedAllocation(
         p=p, lam=lam + dlam, objective=float(sum(r["value"] for r in results)), status=status, message=message,
         n_pages=n_total, n_partitions=len(files), n_passes=passes, budget_used=used, kkt_residual=float(kkt),
-        seconds=time.perf_counter() - t0, out=out,
+        seconds=time.perf_counter() - t0, pass_seconds=tuple(timing), out=out,
     )
 
 

@@ -187,7 +187,9 @@ def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
     stride = spec.get("stride")
     if stride:
         take = slice(index % stride, None, stride)
-        sample = (delta[take], None if weights is None else weights[take], None if complete is None else complete[take])
+        # copies: a strided view would keep the partition's whole columns alive after the read
+        sample = (delta[take].copy(), None if weights is None else weights[take].copy(),
+                  None if complete is None else complete[take].copy())
     return PagePartition(path, index, n, prob, hosts, caps, names, low, s0, up, sample,
                          table["page"] if spec.get("with_pages") else None)
 

@@ -251,3 +251,26 @@ def test_cli_bulk_engine_needs_an_output_directory(tmp_path):
     directory, *_ = make_pages(tmp_path, "harmonic", caps=False)
     res = CliRunner().invoke(main, ["allocate", str(directory), "--budget", "10/day", "--engine", "stream"])
     assert res.exit_code == 2 and "--out DIR" in res.output
+
+
+def test_pages_without_a_host_may_lie_in_every_partition(tmp_path):
+    directory = tmp_path / "pages"
+    directory.mkdir()
+    delta = np.array([0.5, 1.0, 2.0, 4.0, 8.0, 0.25])
+    for k in range(2):
+        pq.write_table(pa.table({"page": [f"a{k}", f"b{k}", f"c{k}"], "delta": delta[3 * k: 3 * k + 3],
+                                 "host": ["", None, f"x{k}.org"]}), directory / f"part-{k}.parquet")
+    res = allocate_partitioned(str(directory), 3.0, host_caps={"x0.org": 0.1})
+    hosts = np.array([-1, -1, 0, -1, -1, 1])
+    ref = allocate(delta, 3.0, hosts=hosts, host_caps=[0.1, np.inf])
+    np.testing.assert_allclose(res.p, ref.p, rtol=1e-12, atol=1e-12)
+    assert res.p[2] == pytest.approx(0.1, rel=1e-12)
+
+
+def test_a_missing_output_directory_is_reported_before_any_pass(tmp_path):
+    directory, *_ = make_pages(tmp_path, "harmonic", caps=False)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        allocate_partitioned(str(directory), 100.0, objective="harmonic", out=str(tmp_path / "no" / "rates"))
+    res = CliRunner().invoke(main, ["allocate", str(directory), "--budget", "100/day", "--engine", "stream",
+                                    "--out", str(tmp_path / "no" / "rates")])
+    assert res.exit_code == 2 and "does not exist" in res.output

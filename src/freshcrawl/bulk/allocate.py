@@ -102,7 +102,7 @@ def _summary(part: PagePartition) -> dict:
         "low": float(np.sum(low)),
         "s0": float(s0[n_hosts] + np.sum(np.where(capped, np.minimum(part.caps, s0[:n_hosts]), s0[:n_hosts]))),
         "up": float(up[n_hosts] + np.sum(np.where(capped, np.minimum(part.caps, up[:n_hosts]), up[:n_hosts]))),
-        "hosts": part.host_names,
+        "hosts": [h for h in part.host_names if h],  # "" is no host
         "sample": part.sample,
     }
 
@@ -232,6 +232,8 @@ def allocate_partitioned(
         engine = StreamEngine()
     output = None
     try:
+        if out is not None:
+            output = Output(out)  # a missing parent directory is reported before any pass
         rows = [_row_count(fs, f) for f in files]
         n_total = int(sum(rows))
         if n_total == 0:
@@ -291,8 +293,6 @@ def allocate_partitioned(
             s_b = sum(e[1] for e in ends)
             t = min(max((budget - s_b) / (s_a - s_b), 0.0), 1.0) if s_a > s_b else 0.0
             shares = [e[1] + t * (e[0] - e[1]) for e in ends]
-        if out is not None:
-            output = Output(out)
         results = engine.map(_finish_share, handles, lam, dlam, lam2, theta, shares, tol, max_iter,
                              None if output is None else [output.part_path(i) for i in range(len(files))],
                              with_pages=True)

@@ -25,7 +25,7 @@ from freshcrawl.traces.tables import host_index, read_host_caps, read_pages
 __all__ = ["allocate_cmd", "allocate"]
 
 @click.command("allocate")
-@click.argument("pages", type=click.Path(path_type=Path))
+@click.argument("pages", type=click.Path(path_type=str))
 @budget_option()
 @objective_option(
     default="freshness-poisson",
@@ -42,7 +42,7 @@ __all__ = ["allocate_cmd", "allocate"]
 )
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=str),
     help="Write page,rate here: Parquet if the name ends in .parquet, else CSV (.gz compresses).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary of the solve instead of the rates.")
@@ -77,6 +77,7 @@ def allocate_cmd(
         _allocate_bulk(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json, engine,
                        scheduler, workers)
         return
+    out = None if out is None else Path(out)
     if out is not None and not out.parent.exists():
         raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
     try:
@@ -131,8 +132,6 @@ def _allocate_bulk(pages, budget, objective, min_rate, max_rate, host_caps_path,
 
     if out is None:
         raise click.UsageError(f"--engine {engine} writes its rates to a directory: give --out DIR")
-    if not out.parent.exists():
-        raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
     try:
         caps_by_name = read_host_caps(host_caps_path) if host_caps_path is not None else {}
     except FileNotFoundError as err:
@@ -147,7 +146,7 @@ def _allocate_bulk(pages, budget, objective, min_rate, max_rate, host_caps_path,
             progress=lambda line: click.echo(line, err=True),
         )
     except FileNotFoundError as err:
-        raise click.BadParameter(str(err), param_hint="PAGES") from err
+        raise click.BadParameter(str(err), param_hint="PAGES or --out") from err
     except (FreshcrawlError, ValueError, TypeError) as err:
         raise click.ClickException(str(err)) from err
     finally:

@@ -74,7 +74,7 @@ def estimate_visit_log(log: VisitLog, method: str, **params) -> pd.DataFrame:
 
 
 @click.command("estimate")
-@click.argument("log", type=click.Path(path_type=Path))
+@click.argument("log", type=click.Path(path_type=str))
 @click.option(
     "--method",
     type=click.Choice(ESTIMATOR_NAMES),
@@ -87,7 +87,7 @@ def estimate_visit_log(log: VisitLog, method: str, **params) -> pd.DataFrame:
 )
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=str),
     help="Write page,delta,... here: Parquet if the name ends in .parquet, else CSV (.gz compresses).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the table.")
@@ -112,6 +112,7 @@ def estimate(log: Path, method: str, out: Path | None, as_json: bool, delta0: fl
     if engine != "memory":
         _estimate_bulk(log, method, out, as_json, delta0, engine, scheduler, workers)
         return
+    out = None if out is None else Path(out)
     if out is not None and not out.parent.exists():
         raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
     try:
@@ -151,14 +152,12 @@ def _estimate_bulk(log, method, out, as_json, delta0, engine, scheduler, workers
 
     if out is None:
         raise click.UsageError(f"--engine {engine} writes its estimates to a directory: give --out DIR")
-    if not out.parent.exists():
-        raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
     runner = make_bulk_engine(engine, scheduler, workers)
     try:
         res = estimate_partitioned(str(log), method, engine=runner, out=str(out), delta0=delta0,
                                    progress=lambda line: click.echo(line, err=True))
     except FileNotFoundError as err:
-        raise click.BadParameter(str(err), param_hint="LOG") from err
+        raise click.BadParameter(str(err), param_hint="LOG or --out") from err
     except (FreshcrawlError, ValueError) as err:
         raise click.ClickException(str(err)) from err
     finally:

@@ -274,3 +274,34 @@ def test_a_missing_output_directory_is_reported_before_any_pass(tmp_path):
     res = CliRunner().invoke(main, ["allocate", str(directory), "--budget", "100/day", "--engine", "stream",
                                     "--out", str(tmp_path / "no" / "rates")])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_pages_repartitioned_by_host_then_solved(tmp_path, dask_engine):
+    """Pages written in another order (a host over two files) go through `freshcrawl partition` first."""
+    rng = np.random.default_rng(5)
+    n = 900
+    host = rng.integers(0, 30, n)
+    delta = rng.lognormal(0.0, 1.0, n)
+    names = np.array([f"h{h}.org" for h in host])
+    directory = tmp_path / "pages"
+    directory.mkdir()
+    for k in range(3):  # by row, not by host
+        sl = slice(300 * k, 300 * (k + 1))
+        pq.write_table(pa.table({"page": [f"p{i}" for i in range(n)][sl], "delta": delta[sl], "host": names[sl]}),
+                       directory / f"part-{k}.parquet")
+    caps = {f"h{h}.org": 2.0 for h in range(0, 30, 3)}
+    with pytest.raises(ValueError, match="freshcrawl partition PAGES --by host"):
+        allocate_partitioned(str(directory), 300.0, host_caps=caps)
+    out = tmp_path / "by-host"
+    res = CliRunner().invoke(main, ["partition", str(directory), "--by", "host", "--partitions", "4", "--out",
+                                    str(out)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["rows"] == n
+    got = allocate_partitioned(str(out), 300.0, host_caps=caps, engine=dask_engine, out=str(tmp_path / "rates"))
+    rates = pq.read_table(tmp_path / "rates").to_pandas().set_index("page")["rate"]
+    uniq = sorted(set(names))
+    hosts = np.array([uniq.index(h) for h in names])
+    ref = allocate(delta, 300.0, hosts=hosts, host_caps=[caps.get(h, np.inf) for h in uniq])
+    np.testing.assert_allclose(rates.loc[[f"p{i}" for i in range(n)]].to_numpy(), ref.p, rtol=1e-12,
+                               atol=1e-12 * 300.0 / n)
+    assert got.success

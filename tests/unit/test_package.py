@@ -32,7 +32,7 @@ PUBLIC = {
     ],
     'freshcrawl.bulk': [
         'DaskEngine', 'ENGINE_NAMES', 'PartitionedAllocation', 'PartitionedEstimate', 'StreamEngine',
-        'allocate_partitioned', 'estimate_partitioned', 'make_engine',
+        'allocate_partitioned', 'estimate_partitioned', 'make_engine', 'partition_by',
     ],
     'freshcrawl.cli': [
         'main',

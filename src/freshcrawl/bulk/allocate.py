@@ -351,7 +351,8 @@ def _check_hosts_partitioned(files, summaries) -> None:
             if j != i:
                 raise ValueError(
                     f"host {h!r} has pages in two partitions, {files[j]} and {files[i]}: partition the pages by "
-                    f"host (every host's pages in one file) so that its cap is solved where its pages are")
+                    f"host (every host's pages in one file) so that its cap is solved where its pages are: "
+                    f"freshcrawl partition PAGES --by host --partitions N --out DIR")
 
 
 def _start(summaries, budget, n_total, obj, p_min, p_max) -> float:

@@ -35,6 +35,7 @@ class LazyGroup(click.Group):
     lazy_subcommands={
         "estimate": "freshcrawl.cli.estimate:estimate",
         "allocate": "freshcrawl.cli.allocate:allocate",
+        "partition": "freshcrawl.cli.partition:partition",
         "simulate": "freshcrawl.cli.simulate:simulate",
         "experiments": "freshcrawl.cli.experiments:experiments",
         "crawl": "freshcrawl.cli.crawl:crawl",

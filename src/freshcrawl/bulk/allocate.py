@@ -30,7 +30,7 @@ from freshcrawl.allocation.objectives import get_objective
 from freshcrawl.allocation.result import Status
 from freshcrawl.allocation.solve import _KKT_ALARM, _binding, _newton, _rates_at, allocate
 from freshcrawl.bulk._partitions import Output, PagePartition, list_partitions, read_partition, write_partition
-from freshcrawl.errors import InfeasibleAllocation
+from freshcrawl.errors import ConvergenceWarning, InfeasibleAllocation
 
 __all__ = ["allocate_partitioned", "PartitionedAllocation"]
 
@@ -314,6 +314,8 @@ def allocate_partitioned(
         status = Status.NOT_OPTIMAL
     message = (f"{status.name.lower()}: {used:.12g} of {budget:.12g} visits/day used, KKT residual {kkt:.2e}, "
                f"{passes} passes over {len(files)} partitions")
+    if status != Status.CONVERGED:  # as the in-memory solver does
+        warnings.warn(message, ConvergenceWarning, stacklevel=2)
     say(message)
     p = None if out is not None else np.concatenate([r["p"] for r in results])
     return PartitionedAllocation(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from numpy.typing import NDArray
 from freshcrawl.allocation.solve import _EMPTY_HOSTS, _KernelProblem, _make_problem
 from freshcrawl.errors import InfeasibleAllocation
 
-__all__ = ["list_partitions", "Output"]
+__all__ = ["list_partitions", "Output", "bulk_run"]
 
 PAGE_COLUMNS = ("page", "delta", "weight", "host", "complete")
 
@@ -231,3 +232,27 @@ def write_partition(fs, path: str, columns: dict) -> None:
     table = pa.table(columns)
     with fs.open(path, "wb") as fh:
         pq.write_table(table, fh)
+
+
+@contextmanager
+def bulk_run(engine, out):
+    """``(engine, output)`` for one bulk run: a :class:`~freshcrawl.bulk.StreamEngine` when ``engine`` is
+    None (closed at the end), and an :class:`Output` for ``out`` (None without), committed when the block
+    ends normally and removed when it raises."""
+    own = engine is None
+    if own:
+        from freshcrawl.bulk.engines import StreamEngine
+
+        engine = StreamEngine()
+    output = None
+    try:
+        output = Output(out) if out is not None else None  # a missing parent directory: before any pass
+        yield engine, output
+        if output is not None:
+            output.commit()
+            output = None
+    finally:
+        if output is not None:
+            output.abort()
+        if own:
+            engine.close()

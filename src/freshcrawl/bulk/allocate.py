@@ -29,7 +29,7 @@ from freshcrawl.allocation import _kernels as K
 from freshcrawl.allocation.objectives import get_objective
 from freshcrawl.allocation.result import Status
 from freshcrawl.allocation.solve import _KKT_ALARM, _binding, _newton, _rates_at, allocate
-from freshcrawl.bulk._partitions import Output, PagePartition, list_partitions, read_partition, write_partition
+from freshcrawl.bulk._partitions import PagePartition, bulk_run, list_partitions, read_partition, write_partition
 from freshcrawl.errors import ConvergenceWarning, InfeasibleAllocation
 
 __all__ = ["allocate_partitioned", "PartitionedAllocation"]
@@ -225,15 +225,7 @@ def allocate_partitioned(
         raise ValueError(f"the partitioned solver takes the built-in objectives only; got {obj!r}")
     say = progress or (lambda line: None)
     fs, files = list_partitions(source)
-    own = engine is None
-    if own:
-        from freshcrawl.bulk.engines import StreamEngine
-
-        engine = StreamEngine()
-    output = None
-    try:
-        if out is not None:
-            output = Output(out)  # a missing parent directory is reported before any pass
+    with bulk_run(engine, out) as (engine, output):
         rows = [_row_count(fs, f) for f in files]
         n_total = int(sum(rows))
         if n_total == 0:
@@ -297,15 +289,7 @@ def allocate_partitioned(
                              None if output is None else [output.part_path(i) for i in range(len(files))],
                              with_pages=True)
         passes += 1
-        if output is not None:
-            output.commit()
-            output = None
-        timing.append(time.perf_counter() - tick)
-    finally:
-        if output is not None:
-            output.abort()
-        if own:
-            engine.close()
+    timing.append(time.perf_counter() - tick)  # the final pass, the output moved into place included
     used = float(sum(r["used"] for r in results))
     kkt = max([abs(used - budget) / budget] + [r["kkt"] for r in results] + [r["over"] for r in results])
     converged &= all(r["converged"] for r in results)

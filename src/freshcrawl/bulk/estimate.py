@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from freshcrawl._io import parquet_files
-from freshcrawl.bulk._partitions import Output, write_partition
+from freshcrawl.bulk._partitions import bulk_run, write_partition
 from freshcrawl.estimators import ESTIMATOR_NAMES
 from freshcrawl.errors import UnknownNameError
 from freshcrawl.traces.visit_log import VisitLog, read_visit_log
@@ -112,26 +112,10 @@ def estimate_partitioned(
     if method not in ESTIMATOR_NAMES:
         raise UnknownNameError(f"unknown estimator {method!r}; expected one of {', '.join(ESTIMATOR_NAMES)}")
     files = [str(f) for f in parquet_files(source)]
-    own = engine is None
-    if own:
-        from freshcrawl.bulk.engines import StreamEngine
-
-        engine = StreamEngine()
-    output = None
-    try:
-        if out is not None:
-            output = Output(out)
+    with bulk_run(engine, out) as (engine, output):
         handles = engine.load(_read_log, [(f, i) for i, f in enumerate(files)], {})
         results = engine.map(_estimate, handles, method, dict(params),
                              None if output is None else [output.part_path(i) for i in range(len(files))])
-        if output is not None:
-            output.commit()
-            output = None
-    finally:
-        if output is not None:
-            output.abort()
-        if own:
-            engine.close()
     table = None if out is not None else pd.concat([r["table"] for r in results], ignore_index=True)
     est = PartitionedEstimate(
         table=table,

@@ -5,12 +5,17 @@ Run on purpose (not part of the tests)::
     python benchmarks/bench_bulk.py --pages 1e7 --partitions 10 --engine stream
     python benchmarks/bench_bulk.py --pages 1e8 --partitions 100 --engine stream dask
     python benchmarks/bench_bulk.py --pages 1e7 --partitions 5 10 20 40 80 --engine stream   # per-pass cost
+    python benchmarks/bench_bulk.py --estimate --pages 1e6 --visits 10 --partitions 10 --engine stream dask
 
 Data (generated once into ``--data-dir``, kept between runs): ``--pages`` pages in ``--partitions``
 Parquet files, partitioned by host: hosts of 1 to ~1,000 pages (a Zipf-like spread, 100 pages on
 average), every second host capped at a fraction of its pages' Δ; Δ log-normal (median 0.2
 changes/day), weights uniform in [0.5, 2]; page ids int64. The budget is 0.2 visits/day a page under
 Poisson freshness (``--objective`` to change), so about half the capped hosts bind.
+
+With ``--estimate``: a visit log of ``--pages`` pages with ``--visits`` visits each (Poisson changes, Δ
+log-normal, visits every 0.5 to 3 days), partitioned by page, estimated by MLE with
+:func:`freshcrawl.bulk.estimate_partitioned` into a directory of Parquet partitions.
 
 Reported per run: wall time of :func:`freshcrawl.bulk.allocate_partitioned` (reading, passes, writing
 the rates to a directory of Parquet partitions), passes, seconds per pass, and the peak resident memory
@@ -32,7 +37,7 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from freshcrawl.bulk import DaskEngine, StreamEngine, allocate_partitioned
+from freshcrawl.bulk import DaskEngine, StreamEngine, allocate_partitioned, estimate_partitioned
 
 
 def generate(directory: Path, n_pages: int, n_parts: int, seed: int = 0) -> dict[str, float]:
@@ -67,6 +72,27 @@ def generate(directory: Path, n_pages: int, n_parts: int, seed: int = 0) -> dict
         pq.write_table(table, directory / f"part-{k:05d}.parquet", compression="snappy")
     (directory / "_caps.json").write_text(json.dumps(caps))
     return caps
+
+
+def generate_log(directory: Path, n_pages: int, visits: int, n_parts: int, seed: int = 0) -> None:
+    """Write a visit log partitioned by page: ``visits`` visits of each page, Poisson changes."""
+    rng = np.random.default_rng(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    per_part = n_pages // n_parts
+    for k in range(n_parts):
+        n = per_part if k < n_parts - 1 else n_pages - per_part * (n_parts - 1)
+        first = k * per_part
+        delta = rng.lognormal(np.log(0.2), 1.0, n)
+        gap = rng.uniform(0.5, 3.0, (n, visits))  # days between visits
+        t = 1.7e9 / 86400.0 + np.cumsum(gap, axis=1)
+        changed = rng.random((n, visits)) < -np.expm1(-delta[:, None] * gap)
+        table = pa.table({
+            "page": np.repeat(np.arange(first, first + n, dtype=np.int64), visits),
+            "time": (t * 86400.0).ravel(),
+            "changed": changed.ravel(),
+        })
+        pq.write_table(table, directory / f"part-{k:05d}.parquet")
+    (directory / "_done").write_text("")
 
 
 class PeakMemory:
@@ -105,7 +131,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "freshcrawl-bench-bulk")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--estimate", action="store_true", help="benchmark estimate_partitioned instead")
+    ap.add_argument("--visits", type=int, default=10, help="visits a page (with --estimate)")
     args = ap.parse_args()
+    if args.estimate:
+        bench_estimate(args)
+        return
     rows = []
     for pages in args.pages:
         n = int(pages)
@@ -140,6 +171,30 @@ def main() -> None:
                     rows.append(row)
                     print(json.dumps(row), flush=True)
                     shutil.rmtree(out, ignore_errors=True)
+
+
+def bench_estimate(args) -> None:
+    for pages in args.pages:
+        n = int(pages)
+        for parts in args.partitions:
+            data = args.data_dir / f"log-{n}-{args.visits}-{parts}"
+            if not (data / "_done").exists():
+                shutil.rmtree(data, ignore_errors=True)
+                generate_log(data, n, args.visits, parts)
+            for name in args.engine:
+                out = args.data_dir / "estimates"
+                t = time.perf_counter()
+                engine = StreamEngine() if name == "stream" else DaskEngine("local", args.workers)
+                start = time.perf_counter() - t
+                with PeakMemory() as mem:
+                    res = estimate_partitioned(str(data), "mle", engine=engine, out=str(out))
+                engine.close()
+                print(json.dumps({
+                    "pages": n, "visits": n * args.visits, "partitions": parts, "engine": name,
+                    "seconds": round(res.seconds, 2), "engine_start_s": round(start, 2),
+                    "visits_per_s": round(n * args.visits / res.seconds), "peak_rss_gib": round(mem.peak / 2**30, 2),
+                }), flush=True)
+                shutil.rmtree(out, ignore_errors=True)
 
 
 if __name__ == "__main__":

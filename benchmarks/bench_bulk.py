@@ -8,10 +8,10 @@ Run on purpose (not part of the tests)::
     python benchmarks/bench_bulk.py --estimate --pages 1e6 --visits 10 --partitions 10 --engine stream dask
 
 Data (generated once into ``--data-dir``, kept between runs): ``--pages`` pages in ``--partitions``
-Parquet files, partitioned by host: hosts of 1 to ~1,000 pages (a Zipf-like spread, 100 pages on
-average), every second host capped at a fraction of its pages' Δ; Δ log-normal (median 0.2
-changes/day), weights uniform in [0.5, 2]; page ids int64. The budget is 0.2 visits/day a page under
-Poisson freshness (``--objective`` to change), so about half the capped hosts bind.
+Parquet files, partitioned by host: hosts of 1 to 1,000 pages (a Pareto spread: 76 pages on average,
+median 23), every second host capped at 0.1 visits/day a page; Δ log-normal (median 0.2 changes/day),
+weights uniform in [0.5, 2]; page ids int64. The budget is 0.2 visits/day a page under Poisson
+freshness (``--objective`` to change).
 
 With ``--estimate``: a visit log of ``--pages`` pages with ``--visits`` visits each (Poisson changes, Δ
 log-normal, visits every 0.5 to 3 days), partitioned by page, estimated by MLE with

@@ -5,7 +5,9 @@
   beside the target and move it into place only once it is complete.
 - :func:`is_parquet` tells whether a file is read as Parquet; :func:`parquet_files` lists the files of a
   Parquet file or of a directory of Parquet partitions (as Spark, Dask or pyarrow write them);
-  :func:`read_parquet` reads columns of one Parquet file, naming the file when it is not valid Parquet;
+  :func:`read_parquet` reads columns of one Parquet file and :func:`parquet_footer` its column names and
+  row count, naming the file when it is not valid Parquet (all three take an fsspec file system for
+  shared or object storage);
   :func:`decode_dictionary`, :func:`is_text_type` and :func:`is_number_type` help the readers check the
   types of its columns.
 """
@@ -13,10 +15,13 @@
 from __future__ import annotations
 
 import os
+import posixpath
 import tempfile
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+import fsspec
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,10 +32,13 @@ __all__ = [
     "parquet_files",
     "is_parquet",
     "read_parquet",
+    "parquet_footer",
     "decode_dictionary",
     "is_text_type",
     "is_number_type",
 ]
+
+_LOCAL = fsspec.filesystem("file")
 
 #: The first (and last) four bytes of every Parquet file.
 PARQUET_MAGIC = b"PAR1"
@@ -63,7 +71,7 @@ def is_parquet(path: str | os.PathLike) -> bool:
         return False
 
 
-def parquet_files(path: str | os.PathLike) -> list[Path]:
+def parquet_files(path: str | os.PathLike, *, fs: fsspec.AbstractFileSystem | None = None) -> list:
     """The Parquet files that make up ``path``: ``[path]`` for a file, the partitions of a directory.
 
     The partitions of a directory are its files (not subdirectories) whose names end in ``.parquet``,
@@ -74,10 +82,12 @@ def parquet_files(path: str | os.PathLike) -> list[Path]:
     ----------
     path : str or path-like
         A file (returned as it is, whatever its name) or a directory.
+    fs : fsspec.AbstractFileSystem, optional
+        The file system ``path`` is on (shared or object storage); default: this machine's.
 
     Returns
     -------
-    list of Path, length >= 1
+    list of Path (of str with ``fs``), length >= 1
 
     Raises
     ------
@@ -95,23 +105,49 @@ def parquet_files(path: str | os.PathLike) -> list[Path]:
     >>> [p.name for p in parquet_files(d)]
     ['part-0.parquet', 'part-1.parquet']
     """
-    path = Path(path)
-    if not path.exists():
+    local = fs is None
+    fs = _LOCAL if local else fs
+    root = os.fspath(path)
+    if not fs.exists(root):
         raise FileNotFoundError(f"{path} does not exist")
-    if not path.is_dir():
-        return [path]
+    if not fs.isdir(root):
+        return [Path(root)] if local else [root]
     files = sorted(
-        (p for p in path.iterdir() if _has_parquet_suffix(p) and not p.name.startswith(("_", "."))),
-        key=lambda p: p.name,
+        f for f in fs.ls(root, detail=False)
+        if _has_parquet_suffix(Path(f)) and not posixpath.basename(f).startswith(("_", ".")) and fs.isfile(f)
     )
-    files = [p for p in files if p.is_file()]
     if not files:
         raise ValueError(f"{path}: directory holds no Parquet partition files (*.parquet)")
-    return files
+    return [Path(f) for f in files] if local else files
+
+
+@contextmanager
+def _parquet_file(path, error: type[ValueError], fs: fsspec.AbstractFileSystem | None):
+    """An open ``pyarrow.parquet.ParquetFile``; FileNotFoundError, or ``error`` naming the file."""
+    fs = fs or _LOCAL
+    if not fs.exists(os.fspath(path)):
+        raise FileNotFoundError(f"{path} does not exist")
+    try:
+        with fs.open(os.fspath(path), "rb") as fh, pq.ParquetFile(fh) as pf:
+            yield pf
+    except (pa.ArrowException, OSError) as err:
+        raise error(f"{path}: not a valid Parquet file ({err})") from err
+
+
+def parquet_footer(
+    path: str | os.PathLike, *, error: type[ValueError] = ValueError, fs: fsspec.AbstractFileSystem | None = None
+) -> tuple[list[str], int]:
+    """The column names and the number of rows of a Parquet file, from its footer alone.
+
+    Raises as :func:`read_parquet`.
+    """
+    with _parquet_file(path, error, fs) as pf:
+        return pf.schema_arrow.names, pf.metadata.num_rows
 
 
 def read_parquet(
-    path: str | os.PathLike, columns: Sequence[str], *, error: type[ValueError] = ValueError
+    path: str | os.PathLike, columns: Sequence[str], *, error: type[ValueError] = ValueError,
+    fs: fsspec.AbstractFileSystem | None = None,
 ) -> pa.Table:
     """Read those of ``columns`` that the Parquet file ``path`` has; the caller checks which are missing.
 
@@ -123,6 +159,8 @@ def read_parquet(
         Names of the columns wanted; columns of the file not named here are not read.
     error : subclass of ValueError
         Exception raised when the file is not valid Parquet.
+    fs : fsspec.AbstractFileSystem, optional
+        The file system ``path`` is on; default: this machine's.
 
     Returns
     -------
@@ -136,15 +174,9 @@ def read_parquet(
     ValueError (``error``)
         If ``path`` is not a readable Parquet file; the message names the file.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist")
-    try:
-        with pq.ParquetFile(path) as pf:
-            names = pf.schema_arrow.names
-            return pf.read(columns=[c for c in columns if c in names])
-    except (pa.ArrowException, OSError) as err:
-        raise error(f"{path}: not a valid Parquet file ({err})") from err
+    with _parquet_file(path, error, fs) as pf:
+        names = pf.schema_arrow.names
+        return pf.read(columns=[c for c in columns if c in names])
 
 
 def decode_dictionary(arr: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -14,6 +14,8 @@ from click.testing import CliRunner
 from freshcrawl.allocation import allocate as solve
 from freshcrawl.cli import main
 
+from ..parquet_partitions import write_files, write_partitions
+
 
 @pytest.fixture()
 def pages(tmp_path):
@@ -140,16 +142,6 @@ def write_pages_csv(path, table=PAGES_TABLE):
     return path
 
 
-def write_partitions(directory, table, sizes):
-    directory.mkdir()
-    start = 0
-    for k, n in enumerate(sizes):
-        pq.write_table(table.slice(start, n), directory / f"part-{k:03d}.parquet")
-        start += n
-    (directory / "_SUCCESS").write_bytes(b"")
-    return directory
-
-
 def read_rates_csv(path):
     return pd.read_csv(path, dtype={"page": str}, converters={"rate": float})  # float(): exact round trip
 
@@ -217,14 +209,9 @@ def test_host_caps_as_parquet(tmp_path, hosts):
 )
 @pytest.mark.parametrize("existing", [None, b"page,rate\nold,1.0\n"])
 def test_bad_partition_is_named_and_nothing_is_written(tmp_path, second, message, existing):
-    d = tmp_path / "pages"
-    d.mkdir()
-    pq.write_table(pa.table({"page": ["a", "b"], "delta": [1.0, 2.0]}), d / "part-000.parquet")
-    if isinstance(second, bytes):
-        (d / "part-001.parquet").write_bytes(second)
-    else:
-        pq.write_table(pa.table(second), d / "part-001.parquet")
-    pq.write_table(pa.table({"page": ["c"], "delta": [3.0]}), d / "part-002.parquet")
+    d = write_files(tmp_path / "pages", {"part-000.parquet": {"page": ["a", "b"], "delta": [1.0, 2.0]},
+                                         "part-001.parquet": second,
+                                         "part-002.parquet": {"page": ["c"], "delta": [3.0]}})
     for out in (tmp_path / "rates.parquet", tmp_path / "rates.csv"):
         if existing is not None:
             out.write_bytes(existing)

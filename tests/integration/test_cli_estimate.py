@@ -16,6 +16,8 @@ from freshcrawl.estimators import solve_mle
 from freshcrawl.experiments.estimators import changed_between_visits, load_change_times
 from freshcrawl.traces.visit_log import write_visit_log
 
+from ..parquet_partitions import write_files, write_partitions
+
 
 @pytest.fixture(scope="module")
 def pge_log(tmp_path_factory, data_dir):
@@ -109,17 +111,6 @@ def write_log_csv(path, table):
     return path
 
 
-def write_partitions(directory, table, sizes):
-    directory.mkdir()
-    start = 0
-    for k, n in enumerate(sizes):
-        pq.write_table(table.slice(start, n), directory / f"part-{k:03d}.parquet")
-        start += n
-    assert start == table.num_rows
-    (directory / "_SUCCESS").write_bytes(b"")
-    return directory
-
-
 def read_estimates_csv(path):
     """The CSV table, floats parsed with float() (exact for the repr that to_csv writes)."""
     return pd.read_csv(path, dtype={"page": str}, converters={"delta": float, "days_observed": float, "p": float})
@@ -200,13 +191,8 @@ def test_timestamp_time_column(tmp_path, small_log):
 )
 @pytest.mark.parametrize("existing", [None, b"page,delta\nold,1.0\n"])
 def test_bad_log_partition_is_named_and_nothing_is_written(tmp_path, second, message, existing):
-    d = tmp_path / "log"
-    d.mkdir()
-    pq.write_table(pa.table({"page": ["a", "a"], "time": [0.0, 50.0], "changed": [0, 1]}), d / "part-000.parquet")
-    if isinstance(second, bytes):
-        (d / "part-001.parquet").write_bytes(second)
-    else:
-        pq.write_table(pa.table(second), d / "part-001.parquet")
+    d = write_files(tmp_path / "log", {"part-000.parquet": {"page": ["a", "a"], "time": [0.0, 50.0], "changed": [0, 1]},
+                                       "part-001.parquet": second})
     for out in (tmp_path / "est.parquet", tmp_path / "est.csv"):
         if existing is not None:
             out.write_bytes(existing)

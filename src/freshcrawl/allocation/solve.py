@@ -668,8 +668,7 @@ def _binding(prob, lam, lam2, theta, hosts, caps, low_h, last=None):
         s_h, ds_h = last[1], last[2]
     else:
         s_h, ds_h = prob.host_sums(lam_b, hosts, n_hosts)
-    cap_eff = np.where(np.isfinite(caps), caps, np.inf)
-    bind = (s_h[:n_hosts] > cap_eff) & (caps > low_h)
+    bind = (s_h[:n_hosts] > caps) & (caps > low_h)  # an uncapped host's cap is inf
     return bind, (lam_b, s_h, ds_h)
 
 

@@ -1,7 +1,8 @@
 """Partitions of a PAGES table in Parquet: list them, read one into a problem, write its rates.
 
 Files are opened through fsspec, so a directory on shared storage or an object store URL
-(``s3://bucket/pages/``, with the matching fsspec package installed) reads like a local one.
+(``s3://bucket/pages/``, with the matching fsspec package installed) goes through the same calls as a
+local one (only local paths are tested).
 """
 
 from __future__ import annotations
@@ -19,66 +20,44 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
+from freshcrawl._io import decode_dictionary, is_number_type, is_text_type, parquet_files, parquet_footer, read_parquet
 from freshcrawl.allocation.solve import _EMPTY_HOSTS, _KernelProblem, _make_problem
 from freshcrawl.errors import InfeasibleAllocation
 
-__all__ = ["list_partitions", "Output", "bulk_run"]
+__all__ = ["list_partitions", "row_count", "read_partition", "Output", "bulk_run"]
 
 PAGE_COLUMNS = ("page", "delta", "weight", "host", "complete")
 
 
 def list_partitions(source: str) -> tuple[fsspec.AbstractFileSystem, list[str]]:
-    """The file system and the Parquet files of ``source``: one file, or the partitions of a directory.
+    """The file system and the Parquet files of ``source`` (:func:`freshcrawl._io.parquet_files`)."""
+    fs, root = fsspec.core.url_to_fs(str(source))
+    return fs, parquet_files(root, fs=fs)
 
-    A directory's partitions are its ``*.parquet`` files in name order; files whose names start with
-    ``_`` or ``.`` (``_SUCCESS``, ``_metadata``) are skipped.
+
+def row_count(fs, path: str) -> int:
+    """Rows of one partition, from its footer; its required columns checked there (before any pass).
 
     Raises
     ------
-    FileNotFoundError
-        If ``source`` does not exist.
     ValueError
-        If a directory holds no ``*.parquet`` file.
+        If the file is not Parquet or lacks ``page`` or ``delta``; the message names the file.
     """
-    fs, root = fsspec.core.url_to_fs(str(source))
-    if not fs.exists(root):
-        raise FileNotFoundError(f"{source} does not exist")
-    if not fs.isdir(root):
-        return fs, [root]
-    files = sorted(
-        f for f in fs.ls(root, detail=False)
-        if f.lower().endswith(".parquet") and not posixpath.basename(f).startswith(("_", "."))
-        and not fs.isdir(f)
-    )
-    if not files:
-        raise ValueError(f"{source}: directory holds no Parquet partition files (*.parquet)")
-    return fs, files
-
-
-def _read(fs, path: str, columns) -> pa.Table:
-    try:
-        with fs.open(path, "rb") as fh, pq.ParquetFile(fh) as pf:
-            names = pf.schema_arrow.names
-            missing = [c for c in ("page", "delta") if c not in names]
-            if missing:
-                raise ValueError(
-                    f"{path}: missing column {missing[0]!r}; expected page,delta[,weight,host,complete]"
-                )
-            return pf.read(columns=[c for c in columns if c in names])
-    except (pa.ArrowException, OSError) as err:
-        raise ValueError(f"{path}: not a valid Parquet file ({err})") from err
+    names, n_rows = parquet_footer(path, fs=fs)
+    for col in ("page", "delta"):
+        if col not in names:
+            raise ValueError(f"{path}: missing column {col!r}; expected page,delta[,weight,host,complete]")
+    return n_rows
 
 
 def _page_at(fs, path: str, table: pa.Table, i: int):
-    col = table["page"] if "page" in table.column_names else _read(fs, path, ("page",))["page"]
+    col = table["page"] if "page" in table.column_names else read_parquet(path, ("page",), fs=fs)["page"]
     return col[i].as_py()
 
 
 def _numbers(fs, path: str, table: pa.Table, name: str, unit: str) -> NDArray[np.float64]:
-    col = table[name]
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type) or pa.types.is_null(col.type)):
+    col = decode_dictionary(table[name])
+    if not (is_number_type(col.type) or pa.types.is_null(col.type)):
         raise ValueError(f"{path}: column {name!r} must hold numbers; it holds {col.type}")
     values = col.cast(pa.float64()).to_numpy(zero_copy_only=False)
     bad = ~(np.isfinite(values) & (values >= 0.0))  # NaN also for nulls
@@ -111,7 +90,8 @@ class PagePartition:
     """One partition of the pages, read and checked: its problem, hosts and bounds.
 
     ``hosts``: index into this partition's hosts (``host_names``, ``caps``), -1 for none. ``low``,
-    ``s0``, ``up``: per host (then the pages without a host) Σ p_min, Σ p at λ = 0 and Σ p_max.
+    ``s0``, ``up``: per host (then the pages without a host) Σ p_min, Σ p at λ = 0 and Σ p_max (None
+    when read without bounds).
     """
 
     path: str
@@ -121,16 +101,20 @@ class PagePartition:
     hosts: NDArray[np.intp]
     caps: NDArray[np.float64]
     host_names: list[str]
-    low: NDArray[np.float64]
-    s0: NDArray[np.float64]
-    up: NDArray[np.float64]
+    low: NDArray[np.float64] | None
+    s0: NDArray[np.float64] | None
+    up: NDArray[np.float64] | None
     sample: tuple | None = None
     page: pa.ChunkedArray | None = field(default=None, repr=False)
     fs: Any = field(default=None, repr=False)
 
 
 def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
-    """Read the pages of one partition into a problem (``spec``: objective, p_min, p_max, caps, stride).
+    """Read the pages of one partition into a problem.
+
+    ``spec``: ``objective``, ``p_min``, ``p_max``, ``caps`` (by host name); ``with_pages`` to keep the page
+    column (for the output), ``bounds`` to compute the bounds per host (a pass over the pages; default
+    True), ``stride`` to draw every stride-th page into ``sample``.
 
     Raises
     ------
@@ -140,14 +124,13 @@ def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
     InfeasibleAllocation
         If a host's cap is below the sum of its pages' p_min (file and host named).
     """
-    columns = PAGE_COLUMNS if spec.get("with_pages") else PAGE_COLUMNS[1:]
-    table = _read(fs, path, columns)
+    with_pages = spec.get("with_pages", False)
+    table = read_parquet(path, PAGE_COLUMNS if with_pages else PAGE_COLUMNS[1:], fs=fs)
     n = table.num_rows
-    caps_by_name = spec["caps"]
+    page = table["page"] if with_pages else None
     if n == 0:
         empty = np.zeros(1)
-        return PagePartition(path, index, 0, None, _EMPTY_HOSTS, np.zeros(0), [], empty, empty, empty.copy(),
-                             None, table["page"] if spec.get("with_pages") else None)
+        return PagePartition(path, index, 0, None, _EMPTY_HOSTS, np.zeros(0), [], empty, empty, empty, None, page, fs)
     delta = _numbers(fs, path, table, "delta", " changes/day")
     weights = _numbers(fs, path, table, "weight", "") if "weight" in table.column_names else None
     complete = _flags(path, table) if "complete" in table.column_names else None
@@ -160,21 +143,20 @@ def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
         raise ValueError("the partitioned solver takes the built-in objectives (OBJECTIVE_NAMES) only")
     hosts, names, caps = _EMPTY_HOSTS, [], np.zeros(0)
     if "host" in table.column_names and (table["host"].null_count < n):
-        col = table["host"]
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        col = decode_dictionary(table["host"])
+        if not is_text_type(col.type):
             raise ValueError(f"{path}: column 'host' must hold host names (text); it holds {col.type}")
         enc = pc.dictionary_encode(col.combine_chunks())
         names = enc.dictionary.to_pylist()
         codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.intp)
         if "" in names:  # an empty name: no host
             codes[codes == names.index("")] = -1
-        caps = np.array([caps_by_name.get(h, np.inf) if h else np.inf for h in names], dtype=np.float64)
+        caps = np.array([spec["caps"].get(h, np.inf) if h else np.inf for h in names], dtype=np.float64)
         hosts = np.ascontiguousarray(codes)
     n_hosts = caps.shape[0]
-    if n_hosts:
-        low, s0, up = prob.host_bounds(n_hosts, hosts)
+    low = s0 = up = None
+    if spec.get("bounds", True):
+        low, s0, up = (np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in prob.host_bounds(n_hosts, hosts))
         bad = np.isfinite(caps) & (low[:n_hosts] > caps)
         if bad.any():
             h = int(np.flatnonzero(bad)[0])
@@ -182,8 +164,6 @@ def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
                 f"{path}: host {names[h]!r} has a cap of {caps[h]:g} visits/day, below the sum of its pages' "
                 f"p_min, {low[h]:g} visits/day"
             )
-    else:
-        low, s0, up = (np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in prob.host_bounds(0, hosts))
     sample = None
     stride = spec.get("stride")
     if stride:
@@ -191,8 +171,7 @@ def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
         # copies: a strided view would keep the partition's whole columns alive after the read
         sample = (delta[take].copy(), None if weights is None else weights[take].copy(),
                   None if complete is None else complete[take].copy())
-    return PagePartition(path, index, n, prob, hosts, caps, names, low, s0, up, sample,
-                         table["page"] if spec.get("with_pages") else None)
+    return PagePartition(path, index, n, prob, hosts, caps, names, low, s0, up, sample, page, fs)
 
 
 class Output:
@@ -210,8 +189,10 @@ class Output:
         self.tmp = posixpath.join(parent, f".{posixpath.basename(self.target.rstrip('/'))}.{uuid.uuid4().hex}.tmp")
         self.fs.makedirs(self.tmp, exist_ok=True)
 
-    def part_path(self, index: int) -> str:
-        return posixpath.join(self.tmp, f"part-{index:05d}.parquet")
+    def write(self, index: int, columns: dict) -> None:
+        """Write output partition ``index`` (a dict of column name to array) as ``part-<index>.parquet``."""
+        with self.fs.open(posixpath.join(self.tmp, f"part-{index:05d}.parquet"), "wb") as fh:
+            pq.write_table(pa.table(columns), fh)
 
     def commit(self) -> None:
         if self.fs.exists(self.target):
@@ -225,13 +206,6 @@ class Output:
     def abort(self) -> None:
         if self.fs.exists(self.tmp):
             self.fs.rm(self.tmp, recursive=True)
-
-
-def write_partition(fs, path: str, columns: dict) -> None:
-    """Write one output partition (a dict of column name to array) as Parquet at ``path``."""
-    table = pa.table(columns)
-    with fs.open(path, "wb") as fh:
-        pq.write_table(table, fh)
 
 
 @contextmanager

@@ -7,7 +7,7 @@ is a sum over partitions when every host's pages lie in one partition: each part
 ``S_k(λ)`` and ``dS_k/dλ`` in one compiled pass (its hosts capped where they exceed their caps), and the
 driver adds them up. λ is found by the same safeguarded Newton iteration as in memory
 (:func:`freshcrawl.allocation.solve._newton`, from the λ of a strided sample of the pages), so a solve
-takes one pass to read and check the partitions, a pass per iteration (typically 3 to 6), and one pass that
+takes one pass to read and check the partitions, a pass per iteration (4 to 7 in the benchmark), and one pass that
 solves each binding host's λ_h where its pages are and writes the rates, with the same first-order
 correction that makes the budget exact. Where the root sits on a jump of Σp (flat marginal values), one
 more pass measures each partition's sums at both ends, and each partition mixes its two rate vectors to
@@ -29,12 +29,15 @@ from freshcrawl.allocation import _kernels as K
 from freshcrawl.allocation.objectives import get_objective
 from freshcrawl.allocation.result import Status
 from freshcrawl.allocation.solve import _KKT_ALARM, _binding, _newton, _rates_at, allocate
-from freshcrawl.bulk._partitions import PagePartition, bulk_run, list_partitions, read_partition, write_partition
+from freshcrawl.bulk._partitions import PagePartition, bulk_run, list_partitions, read_partition, row_count
 from freshcrawl.errors import ConvergenceWarning, InfeasibleAllocation
 
 __all__ = ["allocate_partitioned", "PartitionedAllocation"]
 
 _SAMPLE = 1 << 14  # pages of the sample whose exact λ starts the root-find
+#: what a pass that only sums needs of a partition read from its file (the streaming engine reads it again
+#: at every pass): neither the bounds per host nor the sample, which the first pass has taken
+_SUMS_ONLY = {"bounds": False, "stride": None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +98,12 @@ class PartitionedAllocation:
 def _summary(part: PagePartition) -> dict:
     """Page count, bounds, host names and sample of a partition, read at the first pass."""
     n_hosts = part.caps.shape[0]
-    capped = np.isfinite(part.caps)
-    low, s0, up = part.low, part.s0, part.up
+    low, s0, up = part.low, part.s0, part.up  # an uncapped host's cap is inf: min(c_h, x) = x
     return {
         "n": part.n,
         "low": float(np.sum(low)),
-        "s0": float(s0[n_hosts] + np.sum(np.where(capped, np.minimum(part.caps, s0[:n_hosts]), s0[:n_hosts]))),
-        "up": float(up[n_hosts] + np.sum(np.where(capped, np.minimum(part.caps, up[:n_hosts]), up[:n_hosts]))),
+        "s0": float(s0[n_hosts] + np.sum(np.minimum(part.caps, s0[:n_hosts]))),
+        "up": float(up[n_hosts] + np.sum(np.minimum(part.caps, up[:n_hosts]))),
         "hosts": [h for h in part.host_names if h],  # "" is no host
         "sample": part.sample,
     }
@@ -118,40 +120,44 @@ def _sums(part: PagePartition, lam: float) -> tuple[float, float]:
     return part.prob.capped_sum(lam, part.hosts, part.caps, s_h, ds_h)
 
 
-def _finish(part: PagePartition, lam, dlam, lam2, theta, share, tol, max_iter, out_path):
-    """Rates of a partition at the root: its binding hosts' λ_h, then every page; checked; written."""
+def _sums_at_ends(part: PagePartition, lam_a: float, lam_b: float) -> tuple[float, float]:
+    return _sums(part, lam_a)[0], _sums(part, lam_b)[0]
+
+
+def _finish(part: PagePartition, lam, dlam, lam2, theta, shares, tol, max_iter, output):
+    """Rates of a partition at the root: its binding hosts' λ_h, then every page; checked; written to
+    ``output`` (or returned). ``shares``: each partition's share of the budget on a jump, else Nones."""
     if part.n == 0:
-        if out_path is not None:
-            write_partition(part.fs, out_path, {"page": part.page, "rate": np.zeros(0)})
-        return {"p": None if out_path is not None else np.zeros(0), "used": 0.0, "kkt": 0.0, "value": 0.0,
-                "over": 0.0, "n_iter": 0, "converged": True}
-    prob, hosts, caps = part.prob, part.hosts, part.caps
-    n_hosts = caps.shape[0]
-    low_h = part.low[:n_hosts]
-    lamhat = np.zeros(n_hosts)
-    lamhat[np.isfinite(caps) & (caps <= low_h)] = np.inf  # pinned at the lower bounds
-    bind, at_lam = _binding(prob, lam, lam2, theta, hosts, caps, low_h)
-    p, lam_out, lamhat_out, _, n_iter, converged, *_ = _rates_at(
-        prob, share, hosts, caps, lam, dlam, lam2, theta, lamhat, bind, at_lam, tol, max_iter)
-    kkt = prob.kkt(p, lam_out, hosts, lamhat_out)
-    over = 0.0
-    if n_hosts:
-        sums = K.sum_by_host(p, hosts, n_hosts)[:n_hosts]
-        fin = np.isfinite(caps)
-        over = float(np.max((sums[fin] - caps[fin]) / np.maximum(caps[fin], np.finfo(float).tiny), initial=0.0))
-    result = {"used": float(np.sum(p)), "kkt": float(kkt), "value": float(prob.objective(p)), "over": over,
-              "n_iter": int(n_iter), "converged": bool(converged), "p": None}
-    if out_path is not None:
-        write_partition(part.fs, out_path, {"page": part.page, "rate": p})
+        p = np.zeros(0)
+        kkt = over = value = 0.0
+        n_iter, converged = 0, True
+    else:
+        prob, hosts, caps = part.prob, part.hosts, part.caps
+        n_hosts = caps.shape[0]
+        low_h = part.low[:n_hosts]
+        lamhat = np.zeros(n_hosts)
+        lamhat[np.isfinite(caps) & (caps <= low_h)] = np.inf  # pinned at the lower bounds
+        bind, at_lam = _binding(prob, lam, lam2, theta, hosts, caps, low_h)
+        p, lam_out, lamhat_out, _, n_iter, converged, *checked = _rates_at(
+            prob, shares[part.index], hosts, caps, lam, dlam, lam2, theta, lamhat, bind, at_lam, tol, max_iter)
+        if checked:  # measured in the pass that wrote the rates (exact for the capped hosts)
+            kkt, sums = checked[0]
+        else:
+            kkt = prob.kkt(p, lam_out, hosts, lamhat_out)
+            sums = K.sum_by_host(p, hosts, n_hosts) if n_hosts else None
+        over = 0.0
+        if n_hosts:
+            fin = np.isfinite(caps)
+            excess = (sums[:n_hosts][fin] - caps[fin]) / np.maximum(caps[fin], np.finfo(float).tiny)
+            over = float(np.max(excess, initial=0.0))
+        value = float(prob.objective(p))
+    result = {"used": float(np.sum(p)), "kkt": float(kkt), "value": value, "over": over, "n_iter": int(n_iter),
+              "converged": bool(converged), "p": None}
+    if output is not None:
+        output.write(part.index, {"page": part.page, "rate": p})
     else:
         result["p"] = p
     return result
-
-
-def _read(fs, path, index, spec) -> PagePartition:
-    part = read_partition(fs, path, index, spec)
-    part.fs = fs
-    return part
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -226,7 +232,7 @@ def allocate_partitioned(
     say = progress or (lambda line: None)
     fs, files = list_partitions(source)
     with bulk_run(engine, out) as (engine, output):
-        rows = [_row_count(fs, f) for f in files]
+        rows = [row_count(fs, f) for f in files]
         n_total = int(sum(rows))
         if n_total == 0:
             raise ValueError(f"{source}: no pages")
@@ -234,7 +240,7 @@ def allocate_partitioned(
                 "stride": max(1, n_total // _SAMPLE), "with_pages": engine.name == "dask"}
         timing = []
         tick = time.perf_counter()
-        handles = engine.load(_read, [(fs, f, i) for i, f in enumerate(files)], spec)
+        handles = engine.load(read_partition, [(fs, f, i) for i, f in enumerate(files)], spec)
         summaries = engine.map(_summary, handles)
         passes = 1
         timing.append(time.perf_counter() - tick)
@@ -261,7 +267,7 @@ def allocate_partitioned(
             nonlocal passes
             lam = float(lam_v[0])
             tick = time.perf_counter()
-            parts = engine.map(_sums, handles, lam)
+            parts = engine.map(_sums, handles, lam, **_SUMS_ONLY)
             passes += 1
             timing.append(time.perf_counter() - tick)
             s = float(sum(x[0] for x in parts))
@@ -279,15 +285,14 @@ def allocate_partitioned(
         shares = [None] * len(files)
         tick = time.perf_counter()
         if theta != 0.0:  # on a jump of Σp: each partition's share of the budget between its two ends
-            ends = engine.map(_sums_at_ends, handles, lam2, lam)
+            ends = engine.map(_sums_at_ends, handles, lam2, lam, **_SUMS_ONLY)
             passes += 1
             s_a = sum(e[0] for e in ends)
             s_b = sum(e[1] for e in ends)
             t = min(max((budget - s_b) / (s_a - s_b), 0.0), 1.0) if s_a > s_b else 0.0
             shares = [e[1] + t * (e[0] - e[1]) for e in ends]
-        results = engine.map(_finish_share, handles, lam, dlam, lam2, theta, shares, tol, max_iter,
-                             None if output is None else [output.part_path(i) for i in range(len(files))],
-                             with_pages=True)
+        results = engine.map(_finish, handles, lam, dlam, lam2, theta, shares, tol, max_iter, output,
+                             with_pages=True, stride=None)
         passes += 1
     timing.append(time.perf_counter() - tick)  # the final pass, the output moved into place included
     used = float(sum(r["used"] for r in results))
@@ -307,26 +312,6 @@ def allocate_partitioned(
         n_pages=n_total, n_partitions=len(files), n_passes=passes, budget_used=used, kkt_residual=float(kkt),
         seconds=time.perf_counter() - t0, pass_seconds=tuple(timing), out=out,
     )
-
-
-def _sums_at_ends(part: PagePartition, lam_a: float, lam_b: float) -> tuple[float, float]:
-    return _sums(part, lam_a)[0], _sums(part, lam_b)[0]
-
-
-def _finish_share(part, lam, dlam, lam2, theta, shares, tol, max_iter, out_paths):
-    i = part.index
-    return _finish(part, lam, dlam, lam2, theta, shares[i], tol, max_iter,
-                   None if out_paths is None else out_paths[i])
-
-
-def _row_count(fs, path: str) -> int:
-    import pyarrow.parquet as pq
-
-    try:
-        with fs.open(path, "rb") as fh:
-            return pq.ParquetFile(fh).metadata.num_rows
-    except Exception as err:  # noqa: BLE001 - any unreadable file is reported with its name
-        raise ValueError(f"{path}: not a valid Parquet file ({err})") from err
 
 
 def _check_hosts_partitioned(files, summaries) -> None:

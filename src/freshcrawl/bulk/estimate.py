@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from freshcrawl._io import parquet_files
-from freshcrawl.bulk._partitions import bulk_run, write_partition
+from freshcrawl.bulk._partitions import bulk_run
 from freshcrawl.estimators import ESTIMATOR_NAMES
 from freshcrawl.errors import UnknownNameError
 from freshcrawl.traces.visit_log import VisitLog, read_visit_log
@@ -48,25 +48,22 @@ class PartitionedEstimate:
     out: str | None
 
 
-def _read_log(path: str, index: int, spec: dict) -> tuple[int, VisitLog]:
+def _read_log(path: str, index: int, shared: dict) -> tuple[int, VisitLog]:
     return index, read_visit_log(path)
 
 
-def _estimate(item, method: str, params: dict, out_paths):
+def _estimate(item, method: str, params: dict, output):
     from freshcrawl.cli.estimate import estimate_visit_log
 
     index, log = item
     table = estimate_visit_log(log, method, **params)
     summary = {"n_pages": int(table.shape[0]), "n_observations": int(table["n_visits"].sum()),
                "n_changed": int(table["n_changed"].sum()), "table": None}
-    if out_paths is None:
+    if output is None:
         summary["table"] = table
     else:
-        import fsspec
-
-        fs, path = fsspec.core.url_to_fs(out_paths[index])
-        write_partition(fs, path, {c: table[c].to_numpy() if c != "page" else table[c].astype(str).to_numpy()
-                                   for c in table.columns})
+        output.write(index, {c: table[c].astype(str).to_numpy() if c == "page" else table[c].to_numpy()
+                             for c in table.columns})
     return summary
 
 
@@ -114,8 +111,7 @@ def estimate_partitioned(
     files = [str(f) for f in parquet_files(source)]
     with bulk_run(engine, out) as (engine, output):
         handles = engine.load(_read_log, [(f, i) for i, f in enumerate(files)], {})
-        results = engine.map(_estimate, handles, method, dict(params),
-                             None if output is None else [output.part_path(i) for i in range(len(files))])
+        results = engine.map(_estimate, handles, method, dict(params), output)
     table = None if out is not None else pd.concat([r["table"] for r in results], ignore_index=True)
     est = PartitionedEstimate(
         table=table,

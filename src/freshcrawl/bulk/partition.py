@@ -6,12 +6,10 @@ another order (by crawl date, by fetcher) goes through :func:`partition_by` firs
 
 from __future__ import annotations
 
-import posixpath
-import uuid
-
-import fsspec
 import pandas as pd
-import pyarrow.parquet as pq
+
+from freshcrawl._io import parquet_files, parquet_footer
+from freshcrawl.bulk._partitions import Output
 
 __all__ = ["partition_by"]
 
@@ -21,7 +19,8 @@ def partition_by(source: str, out: str, column: str, n_partitions: int, *, clien
 
     Rows with one value of ``column`` land in one partition (a hash shuffle, dask.dataframe's
     ``DataFrame.shuffle``); rows without a value (null) are spread as the shuffle places them. The
-    partitions are written to a hidden directory beside ``out`` and moved into place once complete.
+    partitions are written to a hidden directory beside ``out`` and moved into place once complete
+    (:class:`~freshcrawl.bulk._partitions.Output`).
 
     Parameters
     ----------
@@ -58,33 +57,18 @@ def partition_by(source: str, out: str, column: str, n_partitions: int, *, clien
     cats = [c for c, kind in df.dtypes.items() if isinstance(kind, pd.CategoricalDtype)]
     if cats:
         df = df.astype({c: "string[pyarrow]" for c in cats})
-    fs, target = fsspec.core.url_to_fs(str(out))
-    parent = posixpath.dirname(target.rstrip("/")) or "."
-    if not fs.isdir(parent):
-        raise FileNotFoundError(f"directory {parent} does not exist")
-    tmp = posixpath.join(parent, f".{posixpath.basename(target.rstrip('/'))}.{uuid.uuid4().hex}.tmp")
+    output = Output(out)
     # on a cluster dask's peer-to-peer shuffle; on this machine its disk shuffle (out of core, partd)
     settings = {"scheduler": client if client is not None else "threads",
                 "dataframe.shuffle.method": "p2p" if client is not None else "disk"}
     try:
         with dask.config.set(settings):
             shuffled = df.shuffle(column, npartitions=n_partitions)
-            shuffled.to_parquet(fs.unstrip_protocol(tmp), write_index=False,
+            shuffled.to_parquet(output.fs.unstrip_protocol(output.tmp), write_index=False,
                                 name_function=lambda i: f"part-{i:05d}.parquet")
-        n_rows = 0
-        for f in fs.ls(tmp, detail=False):
-            if f.endswith(".parquet"):
-                with fs.open(f, "rb") as fh:
-                    n_rows += pq.ParquetFile(fh).metadata.num_rows
-        if fs.exists(target):
-            old = tmp + ".old"
-            fs.mv(target, old, recursive=True)
-            fs.mv(tmp, target, recursive=True)
-            fs.rm(old, recursive=True)
-        else:
-            fs.mv(tmp, target, recursive=True)
+        n_rows = sum(parquet_footer(f, fs=output.fs)[1] for f in parquet_files(output.tmp, fs=output.fs))
+        output.commit()
     except BaseException:
-        if fs.exists(tmp):
-            fs.rm(tmp, recursive=True)
+        output.abort()
         raise
     return n_rows

@@ -108,18 +108,8 @@ def allocate_cmd(
     if out is not None:
         write_table_atomic(rates, out)
     if as_json:
-        summary = {
-            "lambda": res.lam,
-            "objective": res.objective,
-            "status": res.status.name.lower(),
-            "kkt_residual": res.kkt_residual,
-            "budget_used": float(np.sum(res.p)),
-            "solve_seconds": solve_seconds,
-            "n_pages": int(res.p.size),
-            "n_iter": res.n_iter,
-            "out": str(out) if out is not None else None,
-        }
-        click.echo(json.dumps(summary, indent=2))
+        click.echo(_json_summary(res, float(np.sum(res.p)), solve_seconds, int(res.p.size),
+                                 str(out) if out is not None else None, n_iter=res.n_iter))
     elif out is None:
         click.echo(rates.to_csv(index=False), nl=False)
     else:
@@ -152,22 +142,17 @@ def _allocate_bulk(pages, budget, objective, min_rate, max_rate, host_caps_path,
     finally:
         runner.close()
     if as_json:
-        summary = {
-            "lambda": res.lam,
-            "objective": res.objective,
-            "status": res.status.name.lower(),
-            "kkt_residual": res.kkt_residual,
-            "budget_used": res.budget_used,
-            "solve_seconds": res.seconds,
-            "n_pages": res.n_pages,
-            "n_partitions": res.n_partitions,
-            "n_passes": res.n_passes,
-            "engine": engine,
-            "out": str(out),
-        }
-        click.echo(json.dumps(summary, indent=2))
+        click.echo(_json_summary(res, res.budget_used, res.seconds, res.n_pages, str(out),
+                                 n_partitions=res.n_partitions, n_passes=res.n_passes, engine=engine))
     else:
         click.echo(f"wrote {res.n_pages} pages in {res.n_partitions} partitions to {out} ({res.message})", err=True)
+
+
+def _json_summary(res, used: float, seconds: float, n_pages: int, out: str | None, **more) -> str:
+    """The ``--json`` summary of a solve (an AllocationResult or a PartitionedAllocation)."""
+    return json.dumps({"lambda": res.lam, "objective": res.objective, "status": res.status.name.lower(),
+                       "kkt_residual": res.kkt_residual, "budget_used": used, "solve_seconds": seconds,
+                       "n_pages": n_pages, **more, "out": out}, indent=2)
 
 
 #: The click command (``freshcrawl allocate``).

@@ -15,6 +15,8 @@ from freshcrawl.errors import TraceFormatError
 from freshcrawl.traces.tables import read_host_caps, read_pages, read_pages_file
 from freshcrawl.traces.visit_log import read_visit_log, write_visit_log
 
+from ...parquet_partitions import write_files, write_partitions
+
 PAGES_CSV = (
     "page,delta,weight,host,complete\na,1,1,x.com,1\nb,4,1.5,x.com,0\nc,0.5,2,,true\nd,0,1,y.org,no\ne,2.25,0,,0\n"
 )
@@ -35,17 +37,6 @@ def pages_csv(tmp_path):
     path = tmp_path / "pages.csv"
     path.write_text(PAGES_CSV)
     return path
-
-
-def write_partitions(directory, table, sizes, name="part-{:03d}.parquet"):
-    """Write ``table`` as consecutive partitions of the given row counts (0: schema only)."""
-    directory.mkdir()
-    start = 0
-    for k, n in enumerate(sizes):
-        pq.write_table(table.slice(start, n), directory / name.format(k))
-        start += n
-    assert start == table.num_rows
-    return directory
 
 
 # ---------------------------------------------------------------- parquet_files, write_table_atomic
@@ -211,14 +202,9 @@ def test_parquet_without_a_parquet_name_is_recognised_by_its_magic_bytes(tmp_pat
     ],
 )
 def test_a_bad_partition_is_named_with_its_row(tmp_path, second, match):
-    d = tmp_path / "pages"
-    d.mkdir()
-    pq.write_table(pa.table({"page": ["a", "b"], "delta": [1.0, 2.0]}), d / "part-000.parquet")
-    if isinstance(second, bytes):
-        (d / "part-001.parquet").write_bytes(second)
-    else:
-        pq.write_table(pa.table(second), d / "part-001.parquet")
-    pq.write_table(pa.table({"page": ["z"], "delta": [3.0]}), d / "part-002.parquet")
+    d = write_files(tmp_path / "pages", {"part-000.parquet": {"page": ["a", "b"], "delta": [1.0, 2.0]},
+                                         "part-001.parquet": second,
+                                         "part-002.parquet": {"page": ["z"], "delta": [3.0]}})
     with pytest.raises(ValueError, match=match):
         read_pages(d)
 
@@ -386,13 +372,8 @@ def test_visit_log_timestamp_times_are_days_since_the_epoch(tmp_path):
     ],
 )
 def test_a_bad_visit_log_partition_is_named_with_its_row(tmp_path, second, match):
-    d = tmp_path / "log"
-    d.mkdir()
-    pq.write_table(pa.table({"page": ["a", "a"], "time": [0.0, 50.0], "changed": [0, 1]}), d / "part-0.parquet")
-    if isinstance(second, bytes):
-        (d / "part-1.parquet").write_bytes(second)
-    else:
-        pq.write_table(pa.table(second), d / "part-1.parquet")
+    d = write_files(tmp_path / "log", {"part-0.parquet": {"page": ["a", "a"], "time": [0.0, 50.0], "changed": [0, 1]},
+                                       "part-1.parquet": second})
     with pytest.raises(TraceFormatError, match=match):
         read_visit_log(d)
 

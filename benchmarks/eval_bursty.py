@@ -7,9 +7,10 @@ case and policy and, with ``--out``, writes every run to a CSV.
 Two sets of cases:
 
 * ``eval``: the windows of the README tables (each history at two budgets);
-* ``tune``: earlier windows of the same histories (no overlap with ``eval``), on which the settings of
-  ``learned-bursty`` were chosen; ``ota-pga-versions`` (whole history in ``eval``) has none and is
-  fully held out.
+* ``tune`` (names starting with ``t-``): earlier windows of the same histories (no overlap with
+  ``eval``), on which the settings of ``learned-bursty`` were chosen, ``t-peps2y`` being the
+  counterpart of ``peps2y`` (two years at a low budget); ``ota-pga-versions`` (whole history in
+  ``eval``) has none and is fully held out.
 
 The page groups given to ``learned-bursty`` are the directories of the page ids
 (:func:`freshcrawl.policies.bursty.prefix_groups`), and for co-changes also their first path component.
@@ -46,6 +47,7 @@ CASES = {
     "pge": ("pge-outages", "2025-06-01", 180, (5.0, 20.0)),
     # tuning windows: before the evaluation windows
     "t-peps": ("peps", "2016-08-22", 1461, (10.0, 40.0)),
+    "t-peps2y": ("peps", "2018-08-22", 730, (5.0,)),
     "t-tldr": ("tldr", "2024-06-01", 180, (200.0, 1000.0)),
     "t-pgerec": ("pge-outages-records", "2024-06-01", 180, (20.0, 100.0)),
 }

@@ -11,10 +11,14 @@ Bursts and dormancy
     allocation is fed each page's *expected rate over the next* ``horizon`` *days* from its current
     state (:func:`~freshcrawl.estimators.bursty.mmpp_mean_rate`), not its long-run average: a page
     just seen changed gets more visits, a page quiet for long fewer.
-Cold start
-    b_i is the page's own estimate shrunk towards its group's (empirical Bayes,
-    :func:`~freshcrawl.estimators.bursty.group_prior`): ``(k Δ̂ + k0 m_g)/(k + k0)``. A page never
-    observed plans with m_g, not with a global default; a page seen often converges to its own rate.
+Cold start and life cycle
+    b_i is the page's own estimate shrunk towards a prior from its group (empirical Bayes,
+    :func:`~freshcrawl.estimators.bursty.gamma_prior`): ``w Δ̂ + (1 - w) m``, w = T/(T + β_g) for a
+    page observed T days. Where the pages' birth times are known (``context.born``), m is the rate
+    of the page's group *at the page's age* (:class:`~freshcrawl.estimators.bursty.AgeProfile`,
+    learned from the visits: documents change most when new); otherwise the group's mean
+    (:func:`~freshcrawl.estimators.bursty.group_prior`). A page never observed plans with m, not
+    with a global default; a page seen often converges to its own rate.
     Groups: ``PolicyOptions.extra["groups"]`` (an int array, or a list of them: the first is the prior
     grouping, all are used for co-changes), else the context's hosts, else none (one global group).
 Pages that change together
@@ -45,6 +49,7 @@ from numpy.typing import NDArray
 from freshcrawl._validation import check_interval, check_positive
 from freshcrawl.errors import ConvergenceWarning, UnknownNameError
 from freshcrawl.estimators.bursty import (
+    AgeProfile,
     CoChangeAccumulator,
     MMPPParams,
     gamma_prior,
@@ -74,12 +79,13 @@ BURSTY_DEFAULTS: dict[str, float] = {
     "prior_visits": 2.0,
     "prior_pages": 3.0,
     "explore": 0.05,
-    "follow_share": 0.25,
+    "follow_share": 0.5,
     "follow_days": 0.25,
     "cochange_z": 4.0,
     "newborn": 1.0,
     "gamma_prior": 1.0,
     "subdivide": 4.0,
+    "age_prior": 1.0,
 }
 
 
@@ -110,6 +116,9 @@ class BurstyPolicy:
         Threshold of the co-change test, standard deviations (> 0).
     newborn : float
         Staleness probability in [0, 1] given to a page born without a copy yet (its follow-up).
+    age_prior : bool
+        Where birth times are known, take the prior of a page from its group's rate at its age
+        (:class:`~freshcrawl.estimators.bursty.AgeProfile`) rather than the group's mean.
     gamma_prior : bool
         Weigh the group prior by the empirical-Bayes gamma prior's weight β_g (days of observation,
         :func:`~freshcrawl.estimators.bursty.gamma_prior`): b = w Δ̂ + (1 - w) m_g with
@@ -138,6 +147,8 @@ class BurstyPolicy:
         Rates of the last plan, visits per day.
     n_cochanges_ : int
         Co-changes detected so far (group × batch).
+    age_profile_ : AgeProfile
+        Change rate by age per group of the first grouping (filled only where birth times are known).
 
     Raises
     ------
@@ -162,6 +173,7 @@ class BurstyPolicy:
         cochange_z: float = BURSTY_DEFAULTS["cochange_z"],
         newborn: float = BURSTY_DEFAULTS["newborn"],
         gamma_prior: float = BURSTY_DEFAULTS["gamma_prior"],
+        age_prior: float = BURSTY_DEFAULTS["age_prior"],
         replan_every: float = 1.0 / BURSTY_DEFAULTS["subdivide"],
         refresh_every: float = 1.0,
         objective: str = "freshness-periodic",
@@ -192,6 +204,7 @@ class BurstyPolicy:
         self.cochange_z = check_positive("cochange_z", cochange_z, unit="standard deviations")
         self.newborn = check_interval("newborn", newborn, low=0.0, high=1.0)
         self.gamma_prior = bool(gamma_prior)
+        self.age_prior = bool(age_prior)
         self.replan_every = check_positive("replan_every", replan_every, unit="days")
         self.refresh_every = check_positive("refresh_every", refresh_every, unit="days")
         self.objective = objective
@@ -233,6 +246,7 @@ class BurstyPolicy:
         self.n_unconverged_ = 0
         self.n_cochanges_ = 0
         self._set_groupings(context)
+        self.age_profile_ = AgeProfile(self._accumulators[0].n_groups if self.groupings_ else 0)
 
     def _set_groupings(self, context: PolicyContext) -> None:
         n = context.n_pages
@@ -265,10 +279,18 @@ class BurstyPolicy:
             new = None if context.hosts is None else np.asarray(context.hosts, dtype=np.intp)
             if (old is None) != (new is None) or (new is not None and not np.array_equal(old, new)):
                 self._set_groupings(context)
+                # the groups are new: their age profiles are learned again
+                self.age_profile_ = AgeProfile(
+                    self._accumulators[0].n_groups if self.groupings_ else 0
+                )
 
     # ----------------------------------------------------------------------------------------- model
-    def base_rate(self) -> NDArray[np.float64]:
-        """Long-run rate b_i: own estimate shrunk towards the group prior, shape (n_pages,), per day."""
+    def base_rate(self, now: float | None = None) -> NDArray[np.float64]:
+        """Long-run rate b_i: own estimate shrunk towards the group prior, shape (n_pages,), per day.
+
+        ``now`` (days) places each page's age for the age prior, at ``now + horizon / 2``; without it
+        (or without birth times, or with ``age_prior`` off) the prior is the group's mean.
+        """
         est = self.estimator_
         delta = np.asarray(est.delta_, dtype=np.float64)
         k = np.asarray(getattr(est, "n_eff_", est.n_visits_), dtype=np.float64)
@@ -277,6 +299,10 @@ class BurstyPolicy:
             self.groupings_[0] if self.groupings_ else np.full(delta.shape[0], -1, dtype=np.intp)
         )
         prior = group_prior(delta, observed, groups, prior_pages=self.prior_pages)
+        if self.age_prior and now is not None and self.age_profile_.exposure_.any():
+            age = now + 0.5 * self.horizon - self._born
+            known = np.isfinite(age)
+            prior = np.where(known, self.age_profile_.rate(groups, age), prior)
         if not self.gamma_prior:
             return shrink(delta, k, prior, self.prior_visits)
         _, beta = gamma_prior(self.changes_, self.exposure_, groups)
@@ -297,7 +323,7 @@ class BurstyPolicy:
     def planning_delta(self, now: float) -> NDArray[np.float64]:
         """Expected change rate of every page over the next ``horizon`` days, shape (n_pages,), per day."""
         if self._base_at is None or now >= self._base_at + self.refresh_every - 1e-9:
-            self.base_ = self.base_rate()  # the long-run rates move slowly: once a period
+            self.base_ = self.base_rate(now)  # the long-run rates move slowly: once a period
             self._base_at = now
         params = self._params(self.base_)
         pi_now = mmpp_propagate(self.pi_active_, params, np.maximum(now - self.last_obs_, 0.0))
@@ -396,7 +422,7 @@ class BurstyPolicy:
         time = np.asarray(obs.time, dtype=np.float64)
         p_change = np.empty(pages.shape[0])
         if self._base_at is None:
-            self.base_ = self.base_rate()
+            self.base_ = self.base_rate(float(time[0]))
             self._base_at = float(time[0])
         base = self.base_
         for sel in split_rounds(pages):
@@ -411,6 +437,11 @@ class BurstyPolicy:
             self.last_obs_[pg] = time[sel]
             self.changes_[pg] += changed[sel]
             self.exposure_[pg] += tau[sel]
+        if self.age_prior:  # each interval at the page's age at its middle
+            age = time - 0.5 * tau - self._born[pages]
+            known = np.isfinite(age)
+            g0 = self.groupings_[0][pages] if self.groupings_ else np.full(pages.shape[0], -1)
+            self.age_profile_.add(g0[known], age[known], changed[known], tau[known])
         self.pending_[pages] = 0.0
         self.waiting_[pages] = False
         prev = time - tau
@@ -430,7 +461,7 @@ class BurstyPolicy:
 
     def estimated_delta(self) -> NDArray[np.float64]:
         """Long-run rate b_i (own estimate shrunk to the group prior), NaN for pages never observed."""
-        out = self.base_rate()
+        out = self.base_rate(self._base_at)
         out[np.asarray(self.estimator_.n_visits_) == 0] = np.nan
         return out
 

@@ -1,4 +1,5 @@
-"""Bursts and dormancy (two-state MMPP), group priors and co-change detection, on synthetic pages."""
+"""Bursts and dormancy (two-state MMPP), group priors, age profiles and co-change detection, on
+synthetic pages."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import pytest
 
 from freshcrawl.estimators import make_batch_estimator
 from freshcrawl.estimators.bursty import (
+    AGE_EDGES,
+    AgeProfile,
     CoChangeAccumulator,
     MMPPParams,
     detect_cochanges,
@@ -183,3 +186,53 @@ def test_no_cochange_on_independent_poisson_pages():
     changed = rng.random(groups.size) < p
     found = detect_cochanges(groups, changed, p, np.zeros(groups.size), n_groups=200)
     assert found.groups.size == 0
+
+
+def _life_cycle_visits(rng, rates, ages, tau, m):
+    """m visits of τ days at each of ``ages`` (bin midpoints), the page changing at ``rates``."""
+    age = np.repeat(ages, m)
+    changed = rng.random(age.size) < 1.0 - np.exp(-np.repeat(rates, m) * tau)
+    return age, changed
+
+
+def test_age_profile_recovers_a_piecewise_constant_rate_of_age():
+    # pages changing at 1/(1 + age) per day, visited every τ = 0.5 days: every bin's C/E estimates
+    # (1 - e^(-hτ))/τ (exact for changed intervals per day); tolerance: 4 binomial SE of m visits
+    rng = np.random.default_rng(5)
+    lo, hi = AGE_EDGES[:-1], np.append(AGE_EDGES[1:-1], 2048.0)
+    mid = np.sqrt(np.maximum(lo, 1 / 48) * hi)
+    h = 1.0 / (1.0 + mid)
+    tau, m = 0.5, 4000
+    age, changed = _life_cycle_visits(rng, h, mid, tau, m)
+    prof = AgeProfile(1, prior_changes=1e-9)
+    prof.add(np.zeros(age.size, np.intp), age, changed, np.full(age.size, tau))
+    got = prof.rate(np.zeros(mid.size, np.intp), mid)
+    q = 1.0 - np.exp(-h * tau)
+    np.testing.assert_array_less(np.abs(got - q / tau), 4.0 * np.sqrt(q * (1 - q) / m) / tau)
+    # the rate falls with age by more than 100x over the bins, as the pages' does
+    assert got[0] / got[-1] > 100
+
+
+def test_age_profile_pools_groups_and_a_groups_own_bins_win():
+    rng = np.random.default_rng(6)
+    mid = np.array([0.5, 100.0])
+    prof = AgeProfile(3, prior_changes=2.0)
+    # group 0: many visits at both ages, young pages change 20x faster; group 1: old pages only;
+    # group 2: nothing yet
+    for g, rates, m in ((0, np.array([0.4, 0.02]), 20000), (1, np.array([0.0, 0.02]), 20000)):
+        age, changed = _life_cycle_visits(rng, rates, mid, 1.0, m)
+        keep = age > 1 if g == 1 else np.ones(age.size, bool)
+        prof.add(np.full(keep.sum(), g), age[keep], changed[keep], np.ones(keep.sum()))
+    table = prof.table()
+    q = 1.0 - np.exp(-np.array([0.4, 0.02]))
+    se = 4.0 * np.sqrt(q * (1 - q) / 20000)
+    k = prof.bins(mid)
+    np.testing.assert_array_less(np.abs(table[0, k] - q), se + 1e-3)  # own data (prior: 2 changes)
+    # a group never seen young starts young pages at the pooled young rate (group 0's, here)
+    assert abs(table[1, k[0]] - table[0, k[0]]) < 0.01 * table[0, k[0]]
+    np.testing.assert_allclose(table[2], table[3])  # no data: the pooled profile, like no group
+    assert prof.rate(np.array([-1]), np.array([np.nan]))[0] == table[3, -1]  # unknown age: last bin
+    with pytest.raises(ValueError, match="edges"):
+        AgeProfile(1, edges=[1.0, 2.0])
+    with pytest.raises(ValueError, match="prior_changes"):
+        AgeProfile(1, prior_changes=0.0)

@@ -221,3 +221,25 @@ def test_the_live_frontier_plans_with_it(tmp_path):
         assert 0 < f.rate[:3].sum() <= 2400.0 * (1 + 1e-12)
     finally:
         store.close()
+
+
+def test_a_page_never_observed_starts_from_its_groups_rate_at_its_age():
+    # 20 pages born at day 0 change in their second day of life, 20 old pages do not; a new page
+    # born at day 9.25 and an old one, both never visited, are planned at day 10 (ages 1.25 and 1010
+    # at the middle of the next day): the new one at the young pages' rate, the old one at the old's
+    born = np.concatenate([np.full(20, 0.0), np.full(20, -1000.0), [-1000.0, 9.25]])
+    rates = {}
+    for age_prior in (True, False):
+        pol = BurstyPolicy(age_prior=age_prior, gamma_prior=False, prior_visits=2.0)
+        pol.reset(_ctx(n=42, budget=4.0, born=born))
+        pol.observe(_obs(np.arange(20), np.ones(20, bool), t=1.5, tau=0.5))
+        pol.observe(_obs(np.arange(20, 40), np.zeros(20, bool), t=1.5, tau=0.5))
+        rates[age_prior] = pol.base_rate(10.0)
+    young, old = rates[True][41], rates[True][40]
+    assert young > 20 * old > 0
+    # (changed intervals + 2 pseudo changes) / (days + 2 / pooled rate): 20 of 20 half-day intervals
+    pooled = (20 + 2) / (20 + 2)  # the profile's pooled rate: 20 changes in 20 page-days
+    h_bin = (20 + 2) / (10 + 2 / pooled)
+    assert young == pytest.approx((20 + 2) / (10 + 2 / h_bin))
+    # without the age prior both start from the group's mean estimate
+    assert rates[False][41] == pytest.approx(rates[False][40])

@@ -246,7 +246,6 @@ class BurstyPolicy:
         self.n_unconverged_ = 0
         self.n_cochanges_ = 0
         self._set_groupings(context)
-        self.age_profile_ = AgeProfile(self._accumulators[0].n_groups if self.groupings_ else 0)
 
     def _set_groupings(self, context: PolicyContext) -> None:
         n = context.n_pages
@@ -270,6 +269,7 @@ class BurstyPolicy:
             )
             for g in out
         ]
+        self.age_profile_ = AgeProfile(self._accumulators[0].n_groups if out else 0)
 
     def update_context(self, context: PolicyContext) -> None:
         """Take new weights, hosts, host caps or budget; everything learned stays."""
@@ -278,11 +278,7 @@ class BurstyPolicy:
             old = self.groupings_[0] if self.groupings_ else None
             new = None if context.hosts is None else np.asarray(context.hosts, dtype=np.intp)
             if (old is None) != (new is None) or (new is not None and not np.array_equal(old, new)):
-                self._set_groupings(context)
-                # the groups are new: their age profiles are learned again
-                self.age_profile_ = AgeProfile(
-                    self._accumulators[0].n_groups if self.groupings_ else 0
-                )
+                self._set_groupings(context)  # new groups: their age profiles are learned again
 
     # ----------------------------------------------------------------------------------------- model
     def base_rate(self, now: float | None = None) -> NDArray[np.float64]:

@@ -1659,6 +1659,14 @@ def _collect(hosts, i, mask, slot, n_hosts, found, found_slot, m):
 
 
 @njit(**_PLAIN)
+def _copy_into(dst, src):
+    """dst[:] = src for arrays of one length, as a loop: a slice assignment compiles numba's shape-mismatch
+    error message (string formatting of the shapes), about 1.5 s of a first call."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(**_PLAIN)
 def group_pages(hosts, sel, n_hosts):
     """Pages of the hosts sel, grouped by host (a counting sort, stable within a host).
 
@@ -1676,12 +1684,13 @@ def group_pages(hosts, sel, n_hosts):
     size = min(hosts.shape[0], 1 << 14)
     found = np.empty(size, dtype=np.int64)
     found_slot = np.empty(size, dtype=np.int64)
-    m, i = _collect(hosts, 0, mask, slot, n_hosts, found, found_slot, 0)
+    m, i = _collect(hosts, np.int64(0), mask, slot, n_hosts, found, found_slot, np.int64(0))
     while i < hosts.shape[0]:  # full: double (the pages found are usually a small part of all)
         size *= 2
         more, more_slot = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
-        more[:m] = found[:m]
-        more_slot[:m] = found_slot[:m]
+        for q in range(m):  # a loop: a slice assignment compiles numba's shape-mismatch message (1.5 s)
+            more[q] = found[q]
+            more_slot[q] = found_slot[q]
         found, found_slot = more, more_slot
         m, i = _collect(hosts, i, mask, slot, n_hosts, found, found_slot, m)
     start = np.zeros(g + 1, dtype=np.int64)
@@ -2014,7 +2023,7 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
         n_open = n_next
         it += 1
         # the sums of the open groups at their new points, by chunks of their pages
-        m = 0
+        m = np.int64(0)
         for t_open in range(n_open):
             j = open_g[t_open]
             s_g[j] = 0.0
@@ -2026,7 +2035,7 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
                 m += 1
                 if m == _CHUNK:
                     _chunk_to_groups(tok, m, k_c, lb_c, w_c, a_c, b_c, lo_c, hi_c, pb_c, db_c, ib, fb, g_c, s_g, ds_g)
-                    m = 0
+                    m = np.int64(0)
         if m:
             _chunk_to_groups(tok, m, k_c, lb_c, w_c, a_c, b_c, lo_c, hi_c, pb_c, db_c, ib, fb, g_c, s_g, ds_g)
 
@@ -2153,7 +2162,7 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     flat = acc.reshape(acc.size)  # C-contiguous: a view
     e_up, e_dn, e_page = np.inf, 0.0, -1
     l_a, l_b = (brk[3], brk[4]) if brk.shape[0] >= 6 else (np.inf, 0.0)
-    n_found = 0
+    n_found = np.int64(0)
     lb = np.empty(_CHUNK)
     pb = np.empty(_CHUNK)
     db = np.empty(_CHUNK)
@@ -2183,8 +2192,8 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
             _gather(lb, mu_at, hv)
             _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
         if track:
-            c_up, c_dn, n_found = _track_chunk(tok, stop - start, kv, wv, av, bv, lov, hiv, lb, lam_at, tb, bits,
-                                               start, found, n_found)
+            c_up, c_dn, n_found = _track_chunk_t(tok, stop - start, kv, wv, av, bv, lov, hiv, lb, lam_at, tb,
+                                                 bits, start, found, n_found)
             e_dn = max(e_dn, c_dn)
             if c_up < e_up:  # a new smallest: find its first page in this chunk
                 e_up = c_up
@@ -2269,7 +2278,7 @@ def window_pass(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_l, w_l
     db = np.empty(_CHUNK)
     fb = np.empty(_CHUNK, dtype=np.int64)
     ib = np.empty(_CHUNK, dtype=np.int64)
-    m = 0
+    m = np.int64(0)
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
@@ -2354,7 +2363,7 @@ def _list_groups(n, k, w, a, b, lo, hi, hosts, left, m, k_l, w_l, a_l, b_l, lo_l
     theirs. Returns the new count, or -1 where it exceeds the buffers."""
     G = left.shape[0]
     cap_n = hosts_l.shape[0]
-    m2 = 0
+    m2 = np.int64(0)
     for j in range(m):
         h = hosts_l[j]
         if not left[h + (h < 0) * G]:
@@ -2676,6 +2685,69 @@ def _takeout_root(tok, idx, R, D, lam, l_a, l_b, k, w, a, b, lo, hi):
     return min(max(l_s, l_a * (1.0 + 8.0 * eps)), l_b * (1.0 - 8.0 * eps))
 
 
+# ---------------------------------------------------------------------------------------------------
+# Parts of capped_newton that only some kinds reach: compiled only for those
+# ---------------------------------------------------------------------------------------------------
+# capped_newton lists pages by window for Poisson freshness alone (``window`` > 0 only there), and tracks
+# breakpoints and takes pages out of F only where Σp may be singular (``singular``: flat or constant
+# marginals). numba compiles every function a kernel calls, whether its branch runs or not; under the
+# other kinds these wrappers resolve to stubs that raise if reached, which spares compiling the real
+# ones (with the other compile-time cuts in docs/allocation-notes.md, a quarter to a third of a capped
+# first call). The token decides, as for the responses above.
+_WINDOW_KINDS = (POISSON,)
+_SINGULAR_KINDS = (PERIODIC, DETECTION, LINEAR, None)  # None: per-page kinds (ANY_TOKEN)
+
+
+def _unreachable():  # pragma: no cover - compiled through the overload
+    raise NotImplementedError
+
+
+@overload(_unreachable)
+def _unreachable_ol():
+    def impl():
+        raise AssertionError("capped_newton reached a part not compiled for this objective")
+    return impl
+
+
+def _only_for(kinds, real, stub):
+    """A function of (tok, *args) that numba compiles as ``real`` where the token's kind is in ``kinds``
+    and as ``stub`` (which raises) elsewhere."""
+    def wrapper(tok, *args):  # pragma: no cover - compiled through the overload
+        raise NotImplementedError
+
+    @overload(wrapper)
+    def wrapper_ol(tok, *args):
+        return real if _BY_DTYPE[str(tok.dtype)] in kinds else stub
+
+    return wrapper
+
+
+def _stub_count(tok, *args):  # a page count; -1 would mean "too many"
+    _unreachable()
+    return np.int64(-1)
+
+
+def _stub_none(tok, *args):
+    _unreachable()
+
+
+def _stub_track(tok, *args):  # (smallest breakpoint above, largest below, pages found)
+    _unreachable()
+    return np.inf, 0.0, np.int64(0)
+
+
+def _stub_root(tok, *args):  # a multiplier
+    _unreachable()
+    return 0.0
+
+
+_window_pass_t = _only_for(_WINDOW_KINDS, lambda tok, *args: window_pass(tok, *args), _stub_count)
+_window_base_t = _only_for(_WINDOW_KINDS, lambda tok, *args: _window_base(tok, *args), _stub_none)
+_list_groups_t = _only_for(_WINDOW_KINDS, lambda tok, *args: _list_groups(*args), _stub_count)
+_track_chunk_t = _only_for(_SINGULAR_KINDS, lambda tok, *args: _track_chunk(tok, *args), _stub_track)
+_takeout_root_t = _only_for(_SINGULAR_KINDS, lambda tok, *args: _takeout_root(tok, *args), _stub_root)
+
+
 @njit(**_PLAIN)
 def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
                   bind, done, la_g, s_la, ds_la, singular, jump, loose, pre, window, counts, mu0):
@@ -2792,7 +2864,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     cap_l = max(n // 8, 1024) if listing else 1  # at most this many pages listed
     k_b, w_b, a_b, b_b = _buffer(k, cap_l), _buffer(w, cap_l), _buffer(a, cap_l), _buffer(b, cap_l)
     lo_b, hi_b, hosts_b = _buffer(lo, cap_l), _buffer(hi, cap_l), np.empty(cap_l, dtype=hosts.dtype)
-    m_l = -1  # pages listed (-1: no list)
+    m_l = np.int64(-1)  # pages listed (-1: no list)
     cu = np.zeros(G)  # each group's point when they were listed
     uprev = ue.copy()  # each group's point at the previous pass
     tab = np.zeros((G, 2))  # 1/mu and window
@@ -2808,7 +2880,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             n_left = _window_left(ue, cu, fixed, tab, left) if listing and m_l >= 0 else G
             if n_left and not left[G - 1] and n_left * 16 <= G:
                 # a few hosts have left their windows (λ has not): all their pages are listed
-                m_l = _list_groups(n, k, w, a, b, lo, hi, hosts, left, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b, hosts_b)
+                m_l = _list_groups_t(tok, n, k, w, a, b, lo, hi, hosts, left, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b,
+                                     hosts_b)
                 if m_l >= 0:
                     counts[3] += 1
                     for g in range(G):
@@ -2827,17 +2900,17 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             elif listing and it > 1 and _window_table(tab, mu, ue, uprev, fixed, window) <= WINDOW_MAX:
                 # λ's last step was small: list the pages near a bound within each group's window
                 counts[1] += 1
-                m_l = window_pass(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_b, w_b, a_b, b_b, lo_b,
+                m_l = _window_pass_t(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_b, w_b, a_b, b_b, lo_b,
                                   hi_b, hosts_b)
                 if m_l < 0:
                     listing = False  # too many pages near a bound: full passes from here
                 else:
                     for g in range(G):
                         cu[g] = ue[g]
-                    _window_base(tok, m_l, imu, ue, *_views(0, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b), hosts_b[:m_l],
+                    _window_base_t(tok, m_l, imu, ue, *_views(0, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b), hosts_b[:m_l],
                                  s_g, ds_g, base_s, slope)
             else:
-                m_l = -1
+                m_l = np.int64(-1)
                 counts[0] += 1
                 for g in range(G):  # the hosts whose point has not moved since the last pass keep their sums
                     keep[g] = (ue[g] == uprev[g]) & ((ue[g] < u) | fixed[g]) & (it > 1)
@@ -2882,7 +2955,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         if settled and not (collapsed or hosts_ok) and listing and m_l >= 0 and n_wait < WAIT_PASSES:
             # λ has settled; passes over the listed pages are cheap, so the open hosts go on here
             n_wait += 1
-            uprev[:] = ue
+            _copy_into(uprev, ue)
             _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, f_end, bind, sure, done,
                          overshot, prev_g, grow, slow)
             continue
@@ -2939,7 +3012,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 if i_bu >= 0 and e_bu >= l_b and e_bu - l_b < l_b - l_a:
                     i_found[m_in] = i_bu  # the next breakpoint above the bracket, within its width of it
                     m_in += 1
-                l_s = _takeout_root(tok, i_found[:m_in], R, D, lam, l_a, l_b, k, w, a, b, lo, hi)
+                l_s = _takeout_root_t(tok, i_found[:m_in], R, D, lam, l_a, l_b, k, w, a, b, lo, hi)
                 # a root pressed against an end of the bracket: the model is off there (hosts reaching
                 # their caps inside the bracket, or F_rest not linear across it); left to the other steps
                 took = l_s > l_a * (1.0 + 8.0 * eps) and l_s < l_b * (1.0 - 8.0 * eps)
@@ -2959,7 +3032,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 # take that page out: F = F_rest + p_i with F_rest linear from this pass, p_i exact (one page
                 # per bisection step: free), which also lands on a jump of p_i to within an ulp
                 i_found[0] = i_a
-                un = 1.0 / math.sqrt(_takeout_root(tok, i_found[:1], R, D, lam, l_a, l_b, k, w, a, b, lo, hi))
+                un = 1.0 / math.sqrt(_takeout_root_t(tok, i_found[:1], R, D, lam, l_a, l_b, k, w, a, b, lo, hi))
         if singular and R < 0.0 and e_kd > 0.0 and lam - e_kd <= 16.0 * eps * lam:
             # λ sits a few ulps above a breakpoint e of a page evaluated at λ, with F < 0: the root may sit on
             # the jump of F at e (the page falls from its tail to p_min within an ulp), which a probe just
@@ -2975,7 +3048,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         u = un
         lam = 1.0 / (u * u)
         lam_at = lam
-        uprev[:] = ue
+        _copy_into(uprev, ue)
         _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, f_end, bind, sure, done, overshot,
                      prev_g, grow, slow)
     return -1, 1.0 / (u * u), 0.0, max_pass

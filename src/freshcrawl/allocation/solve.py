@@ -58,12 +58,22 @@ class _MultiplierOverflow(Exception):
 # ---------------------------------------------------------------------------------------------------
 # Problems: the per-page data and the passes over it
 # ---------------------------------------------------------------------------------------------------
+def _writable(x, dtype=np.float64):
+    """x as a contiguous, writable array of dtype, copied only when it is not one already.
+
+    numba compiles one variant of a kernel per argument type, and a read-only array (a caller's frozen
+    array, a broadcast view) is a type of its own: every kernel taking both kinds compiled twice.
+    """
+    x = np.ascontiguousarray(x, dtype=dtype)
+    return x if x.flags.writeable else x.copy()
+
+
 def _scalar_or_array(x):
-    """A float when x holds one value for every page, else a contiguous float64 array."""
+    """A float when x holds one value for every page, else a contiguous, writable float64 array."""
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 0 or x.shape[0] == 1:
         return float(x.reshape(-1)[0])
-    return np.ascontiguousarray(x)
+    return _writable(x)
 
 
 class _KernelProblem:
@@ -75,10 +85,11 @@ class _KernelProblem:
             self.k = int(np.asarray(kinds).reshape(-1)[0])
             self.tok = K.TOKENS[self.k]
         else:
-            self.k = np.ascontiguousarray(kinds, dtype=np.int8)
+            self.k = _writable(kinds, np.int8)
             self.tok = K.ANY_TOKEN
         self.w = _scalar_or_array(w)
-        self.a = np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (n,)))
+        a = np.asarray(a, dtype=np.float64)
+        self.a = np.full(n, a.reshape(-1)[0]) if a.size == 1 else _writable(a)
         self.b = _scalar_or_array(b)
         lo, hi = _scalar_or_array(lo), _scalar_or_array(hi)
         if isinstance(lo, float) != isinstance(hi, float):  # both scalars or both arrays
@@ -1391,7 +1402,7 @@ def _warm_start(start, n_hosts):
         raise TypeError(f"warm_start must be an AllocationResult (a previous solve's result); got {type(start).__name__}")
     host_lam = None
     if n_hosts and start.host_lam is not None:
-        host_lam = np.ascontiguousarray(start.host_lam, dtype=np.float64)
+        host_lam = _writable(start.host_lam)
         if host_lam.shape != (n_hosts,):
             raise ValueError(
                 f"warm_start.host_lam must have one entry a host, shape ({n_hosts},) as host_caps; got shape "
@@ -1418,7 +1429,7 @@ def _check_hosts(hosts, host_caps, n):
             h = h.astype(np.intp)
         else:
             raise ValueError(f"hosts must be integer host indices (-1 for none); got dtype {h.dtype}")
-    h = np.ascontiguousarray(h, dtype=np.intp)
+    h = _writable(h, np.intp)
     h_min, h_max = K.index_range(h) if n else (0, -1)  # one compiled pass; numpy masks below only on error
     if host_caps is None:
         n_hosts = int(h_max) + 1
@@ -1428,6 +1439,7 @@ def _check_hosts(hosts, host_caps, n):
                            allow_inf=True, unit="visits/day")
         if caps.ndim != 1:
             raise ValueError(f"host_caps must have shape (n_hosts,); got {caps.shape}")
+        caps = _writable(caps)
     n_hosts = caps.shape[0]
     if h_min < -1 or h_max >= n_hosts:
         bad = (h < -1) | (h >= n_hosts)

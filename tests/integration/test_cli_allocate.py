@@ -235,3 +235,45 @@ def test_directory_without_partitions(tmp_path):
     res = CliRunner().invoke(main, ["allocate", str(d), "--budget", "1/day"])
     assert res.exit_code != 0
     assert "directory holds no Parquet partition files" in res.output
+
+
+def _allocate_on_a_terminal(pages, cache):
+    """``freshcrawl allocate`` in a new process, stderr on a pseudo-terminal, numba's cache in ``cache``:
+    (exit code, stdout, what the terminal showed)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "freshcrawl", "allocate", str(pages), "--budget", "5/day",
+                               "--json"], stdout=subprocess.PIPE, stderr=slave, timeout=600,
+                              env=dict(os.environ, NUMBA_CACHE_DIR=str(cache)))
+    finally:
+        os.close(slave)
+    shown = []
+    while True:  # the child has exited: read what it left on the terminal, then EIO
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown.append(chunk)
+    os.close(master)
+    return done.returncode, done.stdout, b"".join(shown).decode()
+
+
+def test_a_first_use_on_a_terminal_says_that_it_compiles_and_the_next_says_nothing(tmp_path):
+    pages = tmp_path / "pages.csv"  # no hosts: the fewest kernels to compile
+    pages.write_text("page,delta\na,1\nb,4\nc,0.5\n")
+    cache = tmp_path / "numba-cache"  # empty: what a fresh install meets
+    code, out, shown = _allocate_on_a_terminal(pages, cache)
+    assert code == 0, shown
+    assert "compiling the freshness-poisson kernels" in shown
+    assert json.loads(out)["status"] == "converged"  # stdout keeps the JSON alone
+    code, out, shown = _allocate_on_a_terminal(pages, cache)
+    assert code == 0, shown
+    assert shown == ""
+    assert json.loads(out)["status"] == "converged"

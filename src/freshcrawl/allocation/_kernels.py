@@ -1660,8 +1660,8 @@ def _collect(hosts, i, mask, slot, n_hosts, found, found_slot, m):
 
 @njit(**_PLAIN)
 def _copy_into(dst, src):
-    """dst[:] = src for arrays of one length, as a loop: a slice assignment compiles numba's shape-mismatch
-    error message (string formatting of the shapes), about 1.5 s of a first call."""
+    """dst[:src.size] = src, as a loop: a slice assignment also compiles numba's shape-mismatch error
+    message (string formatting of the shapes), seconds of a first call."""
     for i in range(src.shape[0]):
         dst[i] = src[i]
 
@@ -1688,9 +1688,8 @@ def group_pages(hosts, sel, n_hosts):
     while i < hosts.shape[0]:  # full: double (the pages found are usually a small part of all)
         size *= 2
         more, more_slot = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
-        for q in range(m):  # a loop: a slice assignment compiles numba's shape-mismatch message (1.5 s)
-            more[q] = found[q]
-            more_slot[q] = found_slot[q]
+        _copy_into(more, found[:m])
+        _copy_into(more_slot, found_slot[:m])
         found, found_slot = more, more_slot
         m, i = _collect(hosts, i, mask, slot, n_hosts, found, found_slot, m)
     start = np.zeros(g + 1, dtype=np.int64)
@@ -2692,21 +2691,15 @@ def _takeout_root(tok, idx, R, D, lam, l_a, l_b, k, w, a, b, lo, hi):
 # breakpoints and takes pages out of F only where Σp may be singular (``singular``: flat or constant
 # marginals). numba compiles every function a kernel calls, whether its branch runs or not; under the
 # other kinds these wrappers resolve to stubs that raise if reached, which spares compiling the real
-# ones (with the other compile-time cuts in docs/allocation-notes.md, a quarter to a third of a capped
+# ones (with the other compile-time cuts in docs/allocation-notes.md, a fifth to a third of a capped
 # first call). The token decides, as for the responses above.
 _WINDOW_KINDS = (POISSON,)
 _SINGULAR_KINDS = (PERIODIC, DETECTION, LINEAR, None)  # None: per-page kinds (ANY_TOKEN)
 
 
-def _unreachable():  # pragma: no cover - compiled through the overload
-    raise NotImplementedError
-
-
-@overload(_unreachable)
-def _unreachable_ol():
-    def impl():
-        raise AssertionError("capped_newton reached a part not compiled for this objective")
-    return impl
+@njit(**_PLAIN)
+def _unreachable():
+    raise AssertionError("capped_newton reached a part not compiled for this objective")
 
 
 def _only_for(kinds, real, stub):

@@ -75,11 +75,16 @@ def allocate_cmd(
     solve is the same exact optimum computed pass by pass over the partitions, and --out (required) is a
     directory that receives one Parquet partition of page,rate per input partition.
     """
-    if engine != "memory":
-        with compile_notice(f"the {objective} kernels"):
+    with compile_notice(f"the {objective} kernels"):
+        if engine == "memory":
+            _allocate_memory(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json)
+        else:
             _allocate_bulk(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json, engine,
                            scheduler, workers)
-        return
+
+
+def _allocate_memory(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json):
+    """``allocate`` with ``--engine memory``: the whole table read, one solve."""
     out = None if out is None else Path(out)
     if out is not None and not out.parent.exists():
         raise click.BadParameter(f"directory {out.parent} does not exist", param_hint="--out")
@@ -101,8 +106,7 @@ def allocate_cmd(
         )
         delta = table["delta"].to_numpy(dtype=np.float64)
         t0 = time.perf_counter()
-        with compile_notice(f"the {objective} kernels"):
-            res: AllocationResult = solve_allocation(delta, budget, **kwargs)
+        res: AllocationResult = solve_allocation(delta, budget, **kwargs)
         solve_seconds = time.perf_counter() - t0
     except FileNotFoundError as err:
         raise click.BadParameter(str(err), param_hint="PAGES or --host-caps") from err

@@ -42,7 +42,7 @@ from aiohttp.http_exceptions import ContentEncodingError
 from yarl import URL
 
 from freshcrawl import __version__
-from freshcrawl._validation import check_positive
+from freshcrawl._validation import check_int, check_positive
 from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
 from freshcrawl.crawler.signature import SIGNATURE_MODES
 from freshcrawl.crawler.signature import signature as compute_signature
@@ -156,14 +156,6 @@ class _Refused(Exception):
     def __init__(self, why: str, status: int, url: str) -> None:
         super().__init__(why)
         self.why, self.status, self.url = why, status, url
-
-
-def _check_count(name: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}; got {value}")
-    return value
 
 
 def _network_failure(err: BaseException) -> tuple[ErrorKind, str]:
@@ -292,12 +284,12 @@ class Fetcher:
             raise ValueError(f"user_agent must be a non-empty single line; got {self.user_agent!r}")
         self.contact_url = contact_url
         self.signature = signature
-        self.max_bytes = _check_count("max_bytes", max_bytes, 1)
+        self.max_bytes = check_int("max_bytes", max_bytes, low=1)
         self.connect_timeout_s = check_positive("connect_timeout_s", connect_timeout_s, unit="s")
         self.read_timeout_s = check_positive("read_timeout_s", read_timeout_s, unit="s")
         self.total_timeout_s = check_positive("total_timeout_s", total_timeout_s, unit="s")
-        self.max_redirects = _check_count("max_redirects", max_redirects, 0)
-        self.limit_per_host = _check_count("limit_per_host", limit_per_host, 1)
+        self.max_redirects = check_int("max_redirects", max_redirects)
+        self.limit_per_host = check_int("limit_per_host", limit_per_host, low=1)
         self._session = session
         self._owns_session = session is None
         self._timeout = aiohttp.ClientTimeout(

@@ -32,6 +32,7 @@ import numpy as np
 from aiohttp import web
 from numpy.typing import ArrayLike, NDArray
 
+from freshcrawl._validation import check_int
 from freshcrawl.testing import _content
 from freshcrawl.testing.audit import FreshnessReport, Violation
 from freshcrawl.testing.audit import freshness as _freshness
@@ -179,8 +180,7 @@ class TestWeb:
             for k, h in enumerate(specs):
                 if not isinstance(h, HostSpec):
                     raise TypeError(f"hosts[{k}] must be a HostSpec; got {h!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ValueError(f"seed must be an int >= 0; got {seed!r}")
+        check_int("seed", seed)
         if (
             isinstance(max_hang_s, bool)
             or not isinstance(max_hang_s, int | float)

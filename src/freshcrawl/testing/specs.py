@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from freshcrawl._validation import check_int
+
 __all__ = [
     "FAULT_KINDS",
     "MAX_HOSTS",
@@ -72,6 +74,8 @@ def host_name(i: int) -> str:
 
     Raises
     ------
+    TypeError
+        If ``i`` is not an integer.
     ValueError
         If ``i`` is not in ``0 .. MAX_HOSTS-1``.
 
@@ -80,9 +84,7 @@ def host_name(i: int) -> str:
     >>> host_name(0)
     '127.0.0.2'
     """
-    if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < MAX_HOSTS:
-        raise ValueError(f"host index must be an int in [0, {MAX_HOSTS - 1}]; got {i!r}")
-    return f"127.0.0.{2 + int(i)}"
+    return f"127.0.0.{2 + check_int('host index', i, high=MAX_HOSTS - 1)}"
 
 
 def _check_loopback(name: str, value: str) -> str:
@@ -156,10 +158,7 @@ class Fault:
         _finite("fault.retry_after_s", self.retry_after_s, low=0.0, unit=" seconds")
         if _finite("fault.duration_s", self.duration_s, low=0.0, unit=" seconds") == 0.0:
             raise ValueError("fault.duration_s must be > 0 seconds; got 0")
-        if isinstance(self.size_bytes, bool) or not isinstance(self.size_bytes, (int, np.integer)):
-            raise TypeError(f"fault.size_bytes must be an int; got {self.size_bytes!r}")
-        if self.size_bytes <= 0:
-            raise ValueError(f"fault.size_bytes must be > 0 bytes; got {self.size_bytes!r}")
+        check_int("fault.size_bytes", self.size_bytes, low=1, what=" bytes")
 
     @classmethod
     def coerce(cls, fault: Fault | str | None) -> Fault | None:
@@ -230,10 +229,7 @@ class HostSpec:
                 f"host.robots_fault must be None or one of {', '.join(ROBOTS_FAULTS)}; "
                 f"got {self.robots_fault!r}"
             )
-        if isinstance(self.port, bool) or not isinstance(self.port, (int, np.integer)):
-            raise TypeError(f"host.port must be an int; got {self.port!r}")
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"host.port must be in [0, 65535]; got {self.port!r}")
+        check_int("host.port", self.port, high=65535)
 
     def robots_txt(self) -> str:
         """The robots.txt this host serves when it has no robots fault."""
@@ -367,6 +363,8 @@ def make_pages(
 
     Raises
     ------
+    TypeError
+        If ``n_pages`` or ``n_hosts`` is not an integer.
     ValueError
         If a count or range is out of bounds (the message names it).
 
@@ -376,14 +374,8 @@ def make_pages(
     >>> [p.host for p in pages[:3]], all(0.01 <= p.rate <= 1.0 for p in pages)
     (['127.0.0.2', '127.0.0.3', '127.0.0.2'], True)
     """
-    for name, value, low, high in (
-        ("n_pages", n_pages, 1, 10**7),
-        ("n_hosts", n_hosts, 1, MAX_HOSTS),
-    ):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{name} must be an int; got {value!r}")
-        if not low <= value <= high:
-            raise ValueError(f"{name} must be in [{low}, {high}]; got {value!r}")
+    check_int("n_pages", n_pages, low=1, high=10**7)
+    check_int("n_hosts", n_hosts, low=1, high=MAX_HOSTS)
     lo, hi = _pair("rate_range", rate_range, " changes per second")
     if not 0 < lo <= hi:
         raise ValueError(

@@ -474,7 +474,7 @@ def test_fetch_without_a_session_raises():
             "signature must be one of 'raw', 'text'; got 'html'",
         ),
         ({"max_bytes": 0}, ValueError, "max_bytes must be >= 1; got 0"),
-        ({"max_bytes": 1.5}, TypeError, "max_bytes must be an int; got float"),
+        ({"max_bytes": 1.5}, TypeError, "max_bytes must be an int >= 1; got float 1.5"),
         ({"max_redirects": -1}, ValueError, "max_redirects must be >= 0; got -1"),
         ({"limit_per_host": 0}, ValueError, "limit_per_host must be >= 1; got 0"),
         ({"total_timeout_s": 0}, ValueError, "total_timeout_s must be finite and > 0"),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from scipy.special import lambertw
@@ -96,14 +99,42 @@ def test_periodic_inverse_is_the_lambert_w_form_and_skips_hopeless_pages():
     assert Detection().inverse_marginal(1.0, 5.0) == 0.0
 
 
-def test_lambert_kernel_accuracy_over_the_whole_range():
-    from freshcrawl.allocation import _kernels as K
+def _phi_exact(x: float) -> float:
+    """φ(x) = 1 - (1 + x) e^{-x} for 0 <= x < 0.5, by its series in exact rational arithmetic."""
+    q = Fraction(x)
+    term, total = Fraction(1), Fraction(0)
+    for k in range(1, 40):
+        term = term * q / k  # x^k / k!
+        if k >= 2:
+            total += (-1) ** k * (k - 1) * term
+    return float(total)
 
+
+def _ulps(got, ref):
+    return np.abs(got - ref) / np.spacing(np.abs(ref))
+
+
+@pytest.mark.parametrize("x", [1e-300, 1e-8, 1e-3, 0.01, 0.1, 0.25, 0.3333, 0.49, 0.4999999, 0.5, 0.75, 3.0, 30.0])
+def test_detection_marginal_is_correct_to_two_ulps(x):
+    # f'(p) = φ(Δ/p) for detection (w = 1); at p = 1, Δ = x it is φ(x) with no rounding of the argument.
+    # Below 1/2 against the exact series (1 - (1 + x) e^{-x} cancels there), above against the closed form
+    # (to an ulp: the compiler may fuse its multiply-add)
+    got = np.float64(Detection().derivative(1.0, x))
+    if x < 0.5:
+        assert _ulps(got, np.float64(_phi_exact(x))) <= 2.0
+    else:
+        assert _ulps(got, np.float64(1.0 - (1.0 + x) * math.exp(-x))) <= 1.0
+
+
+@pytest.mark.parametrize("obj", [Detection(), FreshnessPeriodic()])
+def test_lambert_w_inverse_over_the_whole_range(obj):
+    # y = λ/(w f'(0)) from 1e-12 to 1 - 1e-15: on the inverse's table, at its end and on its tail. At Δ = 1
+    # the inverse gives p = 1/x with φ(x) = y; the residual φ(x) - y, relative to y, from the public
+    # derivative at p = 1, Δ = x (x = 1/p rounds by half an ulp, which moves φ by at most about an ulp)
     y = np.concatenate([np.logspace(-12, -1, 200), np.linspace(0.1, 0.99, 300), 1 - np.logspace(-2, -15, 200)])
-    x = np.array([K.lambert_x(v)[0] for v in y])
-    # residual of 1 - (1 + x) e^{-x} = y, relative to y
-    resid = np.array([K.phi(v) for v in x]) - y
-    assert np.max(np.abs(resid) / y) < 1e-13
+    x = 1.0 / obj.inverse_marginal(y, 1.0)  # at Δ = 1 both have f'(p) = φ(1/p), so f'(0) = 1
+    phi = Detection().derivative(1.0, x)
+    assert np.max(np.abs(phi - y) / y) < 1e-13
 
 
 def test_zero_change_rate_has_zero_marginal_value():

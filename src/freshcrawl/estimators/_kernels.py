@@ -365,6 +365,27 @@ def _mid(lo, hi):
 
 
 @njit(cache=True, error_model="numpy")
+def _newton_step(x, f, df, lo, hi):
+    """One safeguarded Newton step for the root of a decreasing f, kept inside the bracket (lo, hi).
+
+    ``f``, ``df``: f and f' at ``x``. The bracket shrinks to the side of the root that the sign of f
+    shows; a step that leaves it (or a non-negative f') is replaced by :func:`_mid`. Returns
+    ``(x_next, lo, hi, done)``: done when f(x) = 0 (then ``x_next`` is x) or when the step or the bracket
+    is within 1e-13 relative.
+    """
+    if f > 0.0:
+        lo = x
+    else:
+        hi = x
+    if f == 0.0:
+        return x, lo, hi, True
+    x_new = x - f / df if df < 0.0 else _mid(lo, hi)
+    if not (x_new > lo and x_new < hi):
+        x_new = _mid(lo, hi)
+    return x_new, lo, hi, abs(x_new - x) <= 1e-13 * x or (hi - lo) <= 1e-13 * hi
+
+
+@njit(cache=True, error_model="numpy")
 def mle_root(tau_c, w_c, t0, tau_mean, x0):
     """Root of sum_b w_b tau_b / (e^{D tau_b} - 1) = t0 for D > 0 (eq. (15)).
 
@@ -405,18 +426,9 @@ def mle_root(tau_c, w_c, t0, tau_mean, x0):
             h = t / em1
             f += w * h
             df -= w * h * h * (em1 + 1.0)
-        if f > 0.0:
-            lo = x
-        else:
-            hi = x
-        if f == 0.0:
+        x, lo, hi, done = _newton_step(x, f, df, lo, hi)
+        if done:
             return x
-        x_new = x - f / df if df < 0.0 else _mid(lo, hi)
-        if not (x_new > lo and x_new < hi):
-            x_new = _mid(lo, hi)
-        if abs(x_new - x) <= 1e-13 * x or (hi - lo) <= 1e-13 * hi:
-            return x_new
-        x = x_new
     return x
 
 
@@ -456,18 +468,9 @@ def mm_root(tau, w, n0, x0):
             e = w[b] * math.exp(-x * tau[b])
             f += e
             df -= tau[b] * e
-        if f > 0.0:
-            lo = x
-        else:
-            hi = x
-        if f == 0.0:
+        x, lo, hi, done = _newton_step(x, f, df, lo, hi)
+        if done:
             return x
-        x_new = x - f / df if df < 0.0 else _mid(lo, hi)
-        if not (x_new > lo and x_new < hi):
-            x_new = _mid(lo, hi)
-        if abs(x_new - x) <= 1e-13 * x or (hi - lo) <= 1e-13 * hi:
-            return x_new
-        x = x_new
     return x
 
 

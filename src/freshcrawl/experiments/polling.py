@@ -149,6 +149,17 @@ def simulate_htraa(
 
 
 @numba.njit(cache=True)
+def _checkpoint(ci, val, hits, since, value, detected, hist, log1m_u):  # pragma: no cover - compiled
+    """Checkpoint ``ci`` of a poll loop: the policy's value, the share of the polls since the previous
+    checkpoint that found a change, and (when ``hist`` has rows) every page's change probability now."""
+    value[ci] = val
+    detected[ci] = hits / since if since > 0 else np.nan
+    if hist.shape[0] > 0:
+        for i in range(log1m_u.shape[0]):
+            hist[ci, i] = -math.expm1(log1m_u[i])
+
+
+@numba.njit(cache=True)
 def _value_of_leaves(alloc, n_leaves, log1m_u, capacity):  # pragma: no cover - compiled
     tot = 0.0
     for i in range(log1m_u.shape[0]):
@@ -174,11 +185,8 @@ def _htraa_loop(
     for k in range(n_polls + 1):
         while ci < cp.shape[0] and cp[ci] == k:
             htraa_leaf_shares(state, share, n_leaves, capacity, alloc)
-            value[ci] = _value_of_leaves(alloc, n_leaves, log1m_u, capacity)
-            detected[ci] = hits / since if since > 0 else np.nan
-            if hist.shape[0] > 0:
-                for i in range(n_real):
-                    hist[ci, i] = -math.expm1(log1m_u[i])
+            _checkpoint(ci, _value_of_leaves(alloc, n_leaves, log1m_u, capacity), hits, since, value, detected,
+                        hist, log1m_u)
             hits = 0
             since = 0
             ci += 1
@@ -250,11 +258,7 @@ def _estimator_loop(
             for i in range(n):
                 if x[i] > 0.0:
                     tot += -x[i] * math.expm1(log1m_u[i] / x[i])
-            value[ci] = tot / capacity
-            detected[ci] = hits / since if since > 0 else np.nan
-            if hist.shape[0] > 0:
-                for i in range(n):
-                    hist[ci, i] = -math.expm1(log1m_u[i])
+            _checkpoint(ci, tot / capacity, hits, since, value, detected, hist, log1m_u)
             hits = 0
             since = 0
             ci += 1

@@ -32,7 +32,7 @@ import numpy as np
 from aiohttp import web
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl._validation import check_int
+from freshcrawl._validation import check_int, check_positive
 from freshcrawl.testing import _content
 from freshcrawl.testing.audit import FreshnessReport, Violation
 from freshcrawl.testing.audit import freshness as _freshness
@@ -137,6 +137,8 @@ class TestWeb:
 
     Raises
     ------
+    TypeError
+        If a host is not a :class:`HostSpec`, ``seed`` not an integer or ``max_hang_s`` not a number.
     ValueError
         If a page names an unknown host, two pages share a URL, or a parameter is out of range.
 
@@ -180,16 +182,9 @@ class TestWeb:
             for k, h in enumerate(specs):
                 if not isinstance(h, HostSpec):
                     raise TypeError(f"hosts[{k}] must be a HostSpec; got {h!r}")
-        check_int("seed", seed)
-        if (
-            isinstance(max_hang_s, bool)
-            or not isinstance(max_hang_s, int | float)
-            or not (math.isfinite(max_hang_s) and max_hang_s > 0)
-        ):
-            raise ValueError(f"max_hang_s must be finite and > 0 seconds; got {max_hang_s!r}")
         self.host_specs = specs
-        self.seed = int(seed)
-        self.max_hang_s = float(max_hang_s)
+        self.seed = check_int("seed", seed)
+        self.max_hang_s = check_positive("max_hang_s", max_hang_s, unit="seconds")
         names = [host_name(i) for i in range(len(specs))]
         self._host_index = {n: i for i, n in enumerate(names)}
         self._page_specs: tuple[PageSpec, ...] = tuple(pages)

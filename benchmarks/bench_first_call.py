@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 OBJECTIVES = ["freshness-poisson", "freshness-periodic", "harmonic", "detection", "detection-discrete"]
 
@@ -35,18 +36,14 @@ def write_inputs(folder: Path, n_pages: int, n_hosts: int, seed: int = 0) -> tup
     rng = np.random.default_rng(seed)
     delta = rng.gamma(0.7, 1.0, n_pages)
     hosts = rng.integers(0, n_hosts, n_pages)
+    page, host = [f"p{i}" for i in range(n_pages)], [f"h{h}" for h in hosts]
     pages, pages_discrete = folder / "pages.csv", folder / "pages-discrete.csv"
-    for path, values in ((pages, delta), (pages_discrete, -np.expm1(-delta))):
-        with path.open("w") as f:
-            f.write("page,delta,host\n")
-            for i in range(n_pages):
-                f.write(f"p{i},{float(values[i])!r},h{hosts[i]}\n")
+    pd.DataFrame({"page": page, "delta": delta, "host": host}).to_csv(pages, index=False)
+    pd.DataFrame({"page": page, "delta": -np.expm1(-delta), "host": host}).to_csv(pages_discrete, index=False)
     size = np.bincount(hosts, minlength=n_hosts)
     caps = folder / "caps.csv"
-    with caps.open("w") as f:
-        f.write("host,max_rate\n")
-        for h in range(n_hosts):
-            f.write(f"h{h},{float(size[h] * (0.2 if h % 2 == 0 else 2.0) + 1.0)!r}\n")
+    max_rate = size * np.where(np.arange(n_hosts) % 2 == 0, 0.2, 2.0) + 1.0
+    pd.DataFrame({"host": [f"h{h}" for h in range(n_hosts)], "max_rate": max_rate}).to_csv(caps, index=False)
     return pages, pages_discrete, caps
 
 
@@ -68,9 +65,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--hosts", type=int, default=50)
-    parser.add_argument("--budget", default="1000/day", help="with the default 2,000 pages: 0.5 a page")
+    parser.add_argument("--budget", default=None, help="visits per day, e.g. 1000/day (default: 0.5 a page)")
     parser.add_argument("--objectives", default=",".join(OBJECTIVES))
     args = parser.parse_args(argv)
+    budget = args.budget or f"{0.5 * args.pages:g}/day"
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         pages, pages_discrete, caps = write_inputs(tmp, args.pages, args.hosts)
@@ -83,8 +81,7 @@ def main(argv: list[str] | None = None) -> None:
                 cache = tmp / f"cache-{objective}-{with_caps}"
                 cache.mkdir()
                 c = caps if with_caps else None
-                row.append((run(table, objective, args.budget, cache, c),
-                            run(table, objective, args.budget, cache, c)))
+                row.append((run(table, objective, budget, cache, c), run(table, objective, budget, cache, c)))
             (f0, n0), (f1, n1) = row
             print(f"| {objective} | {f0:.1f} | {f1:.1f} | {n0:.1f} | {n1:.1f} |", flush=True)
 

@@ -77,11 +77,12 @@ def test_pages_on_every_branch_of_the_lambert_w_inverse(name, n):
 @pytest.mark.parametrize("name", ["freshness-periodic", "detection"])
 def test_pages_on_every_branch_with_scalar_bounds_and_with_host_caps(name):
     kw, _ = lambert_pages(name, 3000, seed=11, scalar_bounds=True)
-    check_optimal(allocate(**kw), kw, kkt=KKT, stat=1e-12)
+    free = allocate(**kw)
+    check_optimal(free, kw, kkt=KKT, stat=1e-12)
     # the same pages on 40 hosts, half of them capped below what they take at λ = 1
     rng = np.random.default_rng(12)
     hosts = rng.integers(-1, 40, 3000)
-    sums = np.bincount(hosts[hosts >= 0], weights=allocate(**kw).p[hosts >= 0], minlength=40)
+    sums = np.bincount(hosts[hosts >= 0], weights=free.p[hosts >= 0], minlength=40)
     caps = np.where(np.arange(40) % 2 == 0, 0.7 * sums, np.inf)
     kw.update(hosts=hosts, host_caps=caps)
     res = allocate(**kw)
@@ -156,6 +157,7 @@ def test_host_root_on_a_jump_of_its_sum():
     kw = dict(objective="freshness-poisson", hosts=np.array([0, 0, -1]), host_caps=[1.5],
               observed_completely=np.array([True, True, False]))
     res = allocate(delta, 4.5, **kw)
+    check_optimal(res, dict(delta=delta, budget=4.5, **kw), kkt=KKT)
     # page 2: sqrt(Δ/λ) - Δ = 3 at λ = 1/16
     np.testing.assert_allclose(res.p, [1.0, 0.5, 3.0], rtol=1e-12)
     assert res.lam == pytest.approx(1.0 / 16.0, rel=1e-12)

@@ -869,10 +869,6 @@ ULPS_STOP = 1e-8
 #: jump, for the rates to interpolate). Below this, a shortfall from a clipped correction stays within the
 #: budget's tolerance.
 HOST_ULPS_STOP = 1e-10
-#: Relative Newton step of λ or λ_h below which :func:`capped_newton` stops where Σp is smooth: the
-#: final first-order correction then leaves about LOOSE_STEP² (and a page whose breakpoint lies within
-#: the step, a KKT residual below LOOSE_STEP); a pass saved where the last step would be that small.
-LOOSE_STEP = 1e-11
 #: Passes :func:`capped_newton` goes on making for the binding hosts once λ has settled, where its passes
 #: run over the pages listed near a bound (cheap); the hosts still open then go to the per-host loop.
 WAIT_PASSES = 8
@@ -1461,17 +1457,6 @@ def index_range(idx):
         lo = min(lo, v)
         hi = max(hi, v)
     return lo, hi
-
-
-@njit(**_PLAIN)
-def caps_met(sums, caps, lamhat, lam, rtol):
-    """Whether every binding host (λ_h > λ, finite: not pinned at its lower bounds) has Σp within rtol of
-    its cap; all arrays of shape (n_hosts,)."""
-    for h in range(caps.shape[0]):
-        m = lamhat[h]
-        if m > lam and m < np.inf and not abs(sums[h] - caps[h]) <= rtol * caps[h]:
-            return False
-    return True
 
 
 @njit(**_PLAIN)
@@ -2483,7 +2468,7 @@ def _model_sum(A, C, cap, u):
 
 @njit(**_LOOP)
 def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, f_end, overshot, A, C, kink, bind, done,
-            sure, tol, loose):
+            sure, tol):
     """Take in one pass's per-group sums: each group's model, bracket and state (:func:`capped_newton`).
 
     Per group g: the model S_g ≈ A_g u - C_g matched to its sum and derivative at its point ``ue[g]``
@@ -2503,7 +2488,6 @@ def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, f_e
     n_bad = 0
     n_unsure = 0
     n_open = 0
-    step_own = LOOSE_STEP if loose else 4.0 * eps
     G = s_g.shape[0]
     for g in range(G):
         S, dS, c = s_g[g], ds_g[g], cap[g]
@@ -2528,8 +2512,7 @@ def _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la, ds_la, f_e
         C[g] = Cg
         kink[g] = (c + Cg) / Ag if Ag > 0.0 else np.nan
         bnd = (own | over) & (fx ^ True)
-        dn = (e_g <= tol * c) | ((e_g <= -dS * (step_own if own else 4.0 * eps) * mg) &
-                                 (loose | (e_g <= HOST_ULPS_STOP * c)))
+        dn = (e_g <= tol * c) | ((e_g <= -dS * 4.0 * eps * mg) & (e_g <= HOST_ULPS_STOP * c))
         sr = dn | (uhi <= u)
         bind[g] = fx | bnd
         done[g] = fx | (bnd ^ True) | dn
@@ -2743,7 +2726,7 @@ _takeout_root_t = _only_for(_SINGULAR_KINDS, lambda tok, *args: _takeout_root(to
 
 @njit(**_PLAIN)
 def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, tol, max_pass, mu, dmu, s_g, ds_g,
-                  bind, done, la_g, s_la, ds_la, singular, jump, loose, pre, window, counts, mu0):
+                  bind, done, la_g, s_la, ds_la, singular, jump, pre, window, counts, mu0):
     """λ and the multipliers λ_h > λ of the binding hosts together, one pass over the pages per step.
 
     Groups g (shape (n_groups,)): the hosts, then the pages without a host (last; ``cap = inf``);
@@ -2793,11 +2776,6 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     incremented per pass: full passes, listing passes, passes over the listed pages, hosts' pages
     listed after they left their windows, and (``singular``) steps of λ from the take-out of the pages
     inside its bracket.
-
-    With ``loose`` (for objectives whose Σp is smooth), λ and each host also stop once their Newton
-    step is below :data:`LOOSE_STEP` relative instead of a few ulps: the final first-order correction
-    then leaves a second-order error of about LOOSE_STEP², and a page whose breakpoint lies within the
-    step keeps its bound, a KKT residual below LOOSE_STEP (the caller checks the rates).
 
     Returns (status, λ, dλ, passes). Status 0: converged (budget and every binding host within ``tol``,
     or their Newton steps below a few ulps with the error below :data:`ULPS_STOP` of the budget for λ,
@@ -2925,7 +2903,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         if singular:
             e_k, e_kd, i_k, n_in = brk[0], brk[1], int(brk[2]), int(brk[5])
         R, R_low, D, n_bad, n_unsure, n_open = _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la,
-                                                       ds_la, f_end, overshot, A, C, kink, bind, done, sure, tol, loose)
+                                                       ds_la, f_end, overshot, A, C, kink, bind, done, sure, tol)
         if n_bad:
             return -1, lam, 0.0, it
         R -= budget  # F(λ) with each binding host at its cap; R_low <= F(λ) <= R, each unsure host at its sum
@@ -2942,8 +2920,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 gu_hi, f_hi, F_hi, e_a, i_a = u, R_low, R_low, e_k, i_k
         collapsed = not waiting and gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo <= 8.0 * eps * gu_hi
         r = abs(R)
-        small = r <= tol * budget or (D < 0.0 and r <= -D * (LOOSE_STEP if loose else 4.0 * eps) * lam
-                                      and r <= ULPS_STOP * budget)
+        small = r <= tol * budget or (D < 0.0 and r <= -D * 4.0 * eps * lam and r <= ULPS_STOP * budget)
         settled = exact and small
         if settled and not (collapsed or hosts_ok) and listing and m_l >= 0 and n_wait < WAIT_PASSES:
             # λ has settled; passes over the listed pages are cheap, so the open hosts go on here

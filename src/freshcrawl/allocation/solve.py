@@ -723,6 +723,12 @@ def _rates_at(prob, budget, hosts, caps, lam, dlam, lam2, theta, lamhat, bind, a
 
 
 _FAST_PASSES = 30  # passes of the joint root-find before the general solver takes over
+#: Poisson freshness: once λ's steps are small, the joint iteration lists the pages within a window (in
+#: λ^(-1/2), relative; at least this wide, wider after a larger step) of a bound and passes over those only
+#: while every group stays inside its window (:func:`_kernels.window_pass`), where there are at least
+#: _WINDOW_PAGES pages a group.
+_WINDOW = 0.01
+_WINDOW_PAGES = 4
 
 
 def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter, first=None, low=None):
@@ -752,49 +758,6 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter, first=None, 
     if not (lam0 > 0 and np.isfinite(lam0)):
         return None, 0
     singular = prob.has_flat_marginals()
-    # where Σp is smooth, λ and each λ_h also stop once their Newton step is below K.LOOSE_STEP (often a
-    # pass early); the rates are then checked, and solved again with the strict stop if they miss
-    loose = not singular
-    out, passes = _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular,
-                                  loose, first_sums)
-    if loose and out is not None and not _meets(out, budget, caps, tol):
-        out, more = _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular,
-                                    False, first_sums)
-        passes += more
-        if out is not None:
-            out = out[:4] + (passes,) + out[5:]
-    return out, passes
-
-
-def _meets(out, budget, caps, tol):
-    """Whether rates from a loose stop meet the budget and every binding cap to 10 tol, and KKT to 1e-10."""
-    if len(out) < 7:
-        return True  # rates across a jump: Σp is singular there, and the loose stop is not used
-    kkt, sums = out[6]
-    n_hosts = caps.shape[0]
-    if not (kkt <= _LOOSE_KKT and abs(float(np.sum(sums)) - budget) <= 10.0 * tol * budget):
-        return False
-    return bool(K.caps_met(sums[:n_hosts], caps, out[2], out[1], 10.0 * tol))
-
-
-#: Poisson freshness: once λ's steps are small, the joint iteration lists the pages within a window (in
-#: λ^(-1/2), relative; at least this wide, wider after a larger step) of a bound and passes over those only
-#: while every group stays inside its window (:func:`_kernels.window_pass`), where there are at least
-#: _WINDOW_PAGES pages a group.
-_WINDOW = 0.01
-_WINDOW_PAGES = 4
-
-_LOOSE_KKT = 1e-10  # KKT residual a loose stop must reach (the strict one reaches about 1e-14)
-
-
-def _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, max_iter, singular, loose,
-                    first_sums=None):
-    """One run of :func:`_kernels.capped_newton` and the rates from it (see :func:`_solve_capped`).
-
-    ``first_sums = (sums, derivatives)`` per group at λ0: the first pass, already made.
-    """
-    n_hosts = caps.shape[0]
-    groups = n_hosts + 1
     mu, dmu = np.empty(groups), np.empty(groups)
     if first_sums is None:
         s_g, ds_g = np.empty(groups), np.empty(groups)
@@ -810,7 +773,7 @@ def _capped_attempt(prob, budget, hosts, caps, cap_g, fixed, lamhat, lam0, tol, 
         mu0[:n_hosts] = prob.host_lam0
     status, lam, dlam, passes = K.capped_newton(prob.tok, prob.n, *prob._args(), hosts, cap_g, fixed, budget, lam0,
                                                 tol, min(max_iter, _FAST_PASSES), mu, dmu, s_g, ds_g, bind, done,
-                                                la_g, s_la, ds_la, singular, jump, loose,
+                                                la_g, s_la, ds_la, singular, jump,
                                                 first_sums is not None, window, np.zeros(5, dtype=np.int64), mu0)
     if status < 0:
         return None, passes

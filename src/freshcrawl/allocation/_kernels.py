@@ -869,9 +869,6 @@ ULPS_STOP = 1e-8
 #: jump, for the rates to interpolate). Below this, a shortfall from a clipped correction stays within the
 #: budget's tolerance.
 HOST_ULPS_STOP = 1e-10
-#: Passes :func:`capped_newton` goes on making for the binding hosts once λ has settled, where its passes
-#: run over the pages listed near a bound (cheap); the hosts still open then go to the per-host loop.
-WAIT_PASSES = 8
 #: The joint iteration takes the pages whose breakpoint lies inside λ's bracket out of F only once the
 #: bracket is this narrow (relative, in u = λ^(-1/2)): F without them is then taken as linear across it.
 TAKEOUT_WIDTH = 1e-2
@@ -1706,15 +1703,12 @@ def _host_breakpoints(tok, q0, q1, k, w, a, b, lo, hi, e_lo, e_hi):
         e_hi[q - q0] = _marg_t(tok, ki, hi_i, wi, ai, bi) if on and hi_i < np.inf else np.nan
 
 
-_INF_BITS = np.int64(0x7FF0000000000000)  # +inf as an int64: non-negative floats order as their bit patterns
-_FEW_BREAKPOINTS = 32  # pages of a host from which the per-host loop uses _listed_breakpoints_wide
 
 
 @njit(**_PLAIN)
 def _listed_breakpoints(e_lo, e_hi, m, la, lb, lt):
     """As :func:`global_breakpoint`, over the breakpoints of m pages listed by :func:`_host_breakpoints`
-    (NaN: none), a page at a time: for a host of fewer than :data:`_FEW_BREAKPOINTS` pages in the per-host
-    loop, which uses :func:`_listed_breakpoints_wide` for the larger ones."""
+    (NaN: none), a page at a time."""
     best = np.nan
     up = np.inf
     dn = 0.0
@@ -1722,51 +1716,6 @@ def _listed_breakpoints(e_lo, e_hi, m, la, lb, lt):
         best, up, dn = _fold_breakpoint(e_lo[j], la, lb, lt, best, up, dn)
         best, up, dn = _fold_breakpoint(e_hi[j], la, lb, lt, best, up, dn)
     return best, up, dn
-
-
-@njit(**_PLAIN)
-def _listed_breakpoints_wide(e_lo, e_hi, m, la, lb, lt, fb):
-    """:func:`_listed_breakpoints` by vectorised reductions (``fb``: scratch, float, shape (7,)).
-
-    The breakpoint inside (la, lb) nearest to lt in log is the nearer of the largest inside at or below
-    lt and the smallest inside above it, and the four reductions run on the int64 bit patterns of the
-    breakpoints (:func:`_bracket_reductions`; a NaN's lie above those of +inf, so it is never taken).
-
-    A call costs about the same as the fold near 16 pages (64 and 61 ns); at 32 pages 70 against 153 ns,
-    at 100 pages 110 against 382. Used for every host, it made the per-host loop 10-17% slower at 10^4
-    and 10^5 pages (hosts of a few pages); used from 32 pages, that loop under detection at 10^6 pages
-    (hosts of about 100) went from 12.6-13.2 to 10.6-11.2 ms. The choice between the two is written out
-    at both call sites: a small helper making it left the per-host loop 2-31% slower at 10^4 and 10^5
-    pages (three interleaved runs).
-    """
-    fb[0], fb[1], fb[2] = la, lb, lt
-    fb[3], fb[4], fb[5], fb[6] = np.inf, 0.0, 0.0, np.inf
-    bits = fb.view(np.int64)
-    _bracket_reductions(e_lo[:m].view(np.int64), bits)
-    _bracket_reductions(e_hi[:m].view(np.int64), bits)
-    up, dn, below, above = fb[3], fb[4], fb[5], fb[6]
-    if below > 0.0 and (above == np.inf or max(below / lt, lt / below) <= max(above / lt, lt / above)):
-        return below, up, dn
-    return (above if above < np.inf else np.nan), up, dn
-
-
-@njit(**_INL)
-def _bracket_reductions(ei, bits):
-    """Over breakpoints as int64 bit patterns ``ei`` (non-negative floats order as their bits), with
-    ``bits[:3]`` = (la, lb, lt): folds into ``bits[3:7]`` the smallest at or above lb, the largest at or
-    below la, and, of those inside (la, lb), the largest at or below lt and the smallest above it (their
-    starting values: inf, 0, 0, inf). LLVM vectorises integer min and max; it did not vectorise the
-    floating-point ones."""
-    la, lb, lt = bits[0], bits[1], bits[2]
-    up, dn, below, above = bits[3], bits[4], bits[5], bits[6]
-    for j in range(ei.shape[0]):
-        e = ei[j]
-        inside = (e > la) & (e < lb)
-        up = min(up, e if e >= lb else _INF_BITS)
-        dn = max(dn, e if e <= la else np.int64(0))
-        below = max(below, e if inside & (e <= lt) else np.int64(0))
-        above = min(above, e if inside & (e > lt) else _INF_BITS)
-    bits[3], bits[4], bits[5], bits[6] = up, dn, below, above
 
 
 @njit(**_INL)
@@ -1888,7 +1837,6 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
     in ``*_p`` from ``start[j] - base``, their breakpoints (once listed, ``listed_g``) at the same place in
     ``e_lo``, ``e_hi`` (their state and scratch as there)."""
     eps = 2.220446049250313e-16
-    fb_e = np.empty(7)  # scratch of _listed_breakpoints_wide
     it = 0
     while n_open > 0:
         n_next = 0
@@ -1948,9 +1896,7 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
                 if not listed:
                     _host_breakpoints(tok, q0, q1, k_p, w_p, a_p, b_p, lo_p, hi_p, e_lo[q0:q1], e_hi[q0:q1])
                     listed = True
-                e_in, e_up, e_dn = (_listed_breakpoints(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, ln)
-                                     if p1 - p0 < _FEW_BREAKPOINTS else
-                                     _listed_breakpoints_wide(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, ln, fb_e))
+                e_in, e_up, e_dn = _listed_breakpoints(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, ln)
                 if e_up < np.inf and max(e_up - lb, 4.0 * eps * e_up) < 0.25 * (e_up - la) and not e_in < lb:
                     l_sing = _singular_step(e_up, L_j, err, ds)
                     if l_sing > la and l_sing < lb:
@@ -1968,9 +1914,7 @@ def _host_rounds(tok, start, target, tol, max_iter, sqrt_step, out_lam, out_dlam
                     _host_breakpoints(tok, q0, q1, k_p, w_p, a_p, b_p, lo_p, hi_p, e_lo[q0:q1], e_hi[q0:q1])
                     listed = True
                 lt = ln if inside else half
-                e_in, e_up, e_dn = (_listed_breakpoints(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, lt)
-                                    if p1 - p0 < _FEW_BREAKPOINTS else
-                                    _listed_breakpoints_wide(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, lt, fb_e))
+                e_in, e_up, e_dn = _listed_breakpoints(e_lo[q0:q1], e_hi[q0:q1], p1 - p0, la, lb, lt)
                 right = la * (1.0 + 6.0 * eps)
                 if (la - e_dn <= 4.0 * eps * la) and right < lb and -ds_a * width > 100.0 * (s_a - s_b):
                     ln = right  # λa on a breakpoint where S is far steeper than across the bracket
@@ -2056,6 +2000,9 @@ def _nonpos_scalar_ol(x):
     if isinstance(x, types.Array):
         return lambda x: False
     return lambda x: x <= 0.0
+
+
+_INF_BITS = np.int64(0x7FF0000000000000)  # +inf as an int64: non-negative floats order as their bit patterns
 
 
 @njit(cache=True, error_model="numpy", fastmath=_FM | {"nnan"})
@@ -2771,8 +2718,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     stays inside its window, the next passes run over the listed pages only, with the rest of each group
     exactly affine in u. A few hosts that leave their windows while λ stays inside its own get all
     their pages listed (:func:`_list_groups`); otherwise the pages are listed again. The sums, and so
-    the iterates, are those of full passes (to rounding). Once λ has settled, up to WAIT_PASSES more
-    passes over the listed pages go to the binding hosts still open. ``counts`` (shape (5,), int) is
+    the iterates, are those of full passes (to rounding). ``counts`` (shape (5,), int) is
     incremented per pass: full passes, listing passes, passes over the listed pages, hosts' pages
     listed after they left their windows, and (``singular``) steps of λ from the take-out of the pages
     inside its bracket.
@@ -2843,7 +2789,6 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     keep = np.zeros(G, dtype=np.bool_)  # groups whose point has not moved since the last pass
     base_s = np.zeros(G)
     slope = np.zeros(G)
-    n_wait = 0  # passes made for the hosts after λ has settled
     for it in range(1, max_pass + 1):
         if not (pre and it == 1):  # with ``pre``, the caller has done the first pass (host_bounds_at)
             for g in range(G):
@@ -2910,26 +2855,17 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         R_low -= budget
         exact = n_unsure == 0  # counting c_h is exact when the host surely binds at λ: S_h(λ) >= S_h(λ') > c_h
         hosts_ok = n_open == 0
-        waiting = n_wait > 0  # λ stays where it settled while the hosts go on
         # bracket on the root of F (F increases with u)
-        if R < 0.0 and not waiting:
+        if R < 0.0:
             if u > gu_lo:
                 gu_lo, f_lo, F_lo, e_bd, e_bu, i_bu = u, R, R, e_kd, e_k, i_k
-        elif R_low > 0.0 and not waiting:
+        elif R_low > 0.0:
             if u < gu_hi:
                 gu_hi, f_hi, F_hi, e_a, i_a = u, R_low, R_low, e_k, i_k
-        collapsed = not waiting and gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo <= 8.0 * eps * gu_hi
+        collapsed = gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo <= 8.0 * eps * gu_hi
         r = abs(R)
         small = r <= tol * budget or (D < 0.0 and r <= -D * 4.0 * eps * lam and r <= ULPS_STOP * budget)
         settled = exact and small
-        if settled and not (collapsed or hosts_ok) and listing and m_l >= 0 and n_wait < WAIT_PASSES:
-            # λ has settled; passes over the listed pages are cheap, so the open hosts go on here
-            n_wait += 1
-            _copy_into(uprev, ue)
-            _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, f_end, bind, sure, done,
-                         overshot, prev_g, grow, slow)
-            continue
-        n_wait = 0
         if collapsed or settled:
             dlam = -R / D if D < 0.0 and not collapsed else 0.0
             for g in range(G):

@@ -869,6 +869,8 @@ ULPS_STOP = 1e-8
 #: jump, for the rates to interpolate). Below this, a shortfall from a clipped correction stays within the
 #: budget's tolerance.
 HOST_ULPS_STOP = 1e-10
+#: Outcomes of :func:`capped_newton` (its docstring says what each leaves in its arguments).
+JOINT_FAILED, JOINT_CONVERGED, JOINT_HOSTS_OPEN, JOINT_ON_JUMP = -1, 0, 1, 2
 #: The joint iteration takes the pages whose breakpoint lies inside λ's bracket out of F only once the
 #: bracket is this narrow (relative, in u = λ^(-1/2)): F without them is then taken as linear across it.
 TAKEOUT_WIDTH = 1e-2
@@ -2723,16 +2725,16 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     listed after they left their windows, and (``singular``) steps of λ from the take-out of the pages
     inside its bracket.
 
-    Returns (status, λ, dλ, passes). Status 0: converged (budget and every binding host within ``tol``,
-    or their Newton steps below a few ulps with the error below :data:`ULPS_STOP` of the budget for λ,
-    :data:`HOST_ULPS_STOP` of the cap for a host); ``mu``,
-    ``dmu`` hold each group's multiplier and its
-    first-order correction (dλ for the groups at λ), ``bind`` whether its cap binds. Status 1: λ has
-    converged but the hosts with ``done[g]`` False (all binding) have not; ``la_g``, ``s_la``,
-    ``ds_la`` hold a point below each one's root (its sum above the cap there) for a per-host solver.
-    Status 2: as 1 (or 0), but λ's bracket has collapsed onto a jump of F: λ is its upper end, ``jump``
-    (shape (2,)) receives its lower end and the fraction θ of the jump taken by the pages at λ.
-    Status -1: λ did not converge within ``max_pass`` passes, or a sum was not finite.
+    Returns (status, λ, dλ, passes). :data:`JOINT_CONVERGED`: the budget and every binding host within
+    ``tol``, or their Newton steps below a few ulps with the error below :data:`ULPS_STOP` of the budget
+    for λ, :data:`HOST_ULPS_STOP` of the cap for a host; ``mu``, ``dmu`` hold each group's multiplier and
+    its first-order correction (dλ for the groups at λ), ``bind`` whether its cap binds.
+    :data:`JOINT_HOSTS_OPEN`: λ has converged but the hosts with ``done[g]`` False (all binding) have
+    not; ``la_g``, ``s_la``, ``ds_la`` hold a point below each one's root (its sum above the cap there)
+    for a per-host solver. :data:`JOINT_ON_JUMP`: as either, but λ's bracket has collapsed onto a jump of
+    F: λ is its upper end, ``jump`` (shape (2,)) receives its lower end and the fraction θ of the jump
+    taken by the pages at λ. :data:`JOINT_FAILED`: λ did not converge within ``max_pass`` passes, or a
+    sum was not finite (the general solver takes over).
     """
     G = cap.shape[0]
     eps = 2.220446049250313e-16
@@ -2850,7 +2852,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         R, R_low, D, n_bad, n_unsure, n_open = _intake(s_g, ds_g, cap, fixed, ue, mu, u, u_lo, u_hi, la_g, s_la,
                                                        ds_la, f_end, overshot, A, C, kink, bind, done, sure, tol)
         if n_bad:
-            return -1, lam, 0.0, it
+            return JOINT_FAILED, lam, 0.0, it
         R -= budget  # F(λ) with each binding host at its cap; R_low <= F(λ) <= R, each unsure host at its sum
         R_low -= budget
         exact = n_unsure == 0  # counting c_h is exact when the host surely binds at λ: S_h(λ) >= S_h(λ') > c_h
@@ -2880,8 +2882,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 # one ulp): the rates at λb and λa are mixed in the fraction θ that meets the budget
                 jump[0] = 1.0 / (gu_hi * gu_hi)
                 jump[1] = -F_lo / (F_hi - F_lo)
-                return 2, 1.0 / (gu_lo * gu_lo), 0.0, it
-            return (0 if hosts_ok else 1), lam, dlam, it
+                return JOINT_ON_JUMP, 1.0 / (gu_lo * gu_lo), 0.0, it
+            return (JOINT_CONVERGED if hosts_ok else JOINT_HOSTS_OPEN), lam, dlam, it
         now = 1 if R_low > 0.0 else (-1 if R < 0.0 else 0)
         # slow: |F| did not fall below a quarter of its value at the last pass on the same side (Newton
         # creeping up from one side, or cycling across a kink)
@@ -2950,14 +2952,14 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         if not (un > gu_lo and un < gu_hi):
             un = math.sqrt(gu_lo * gu_hi) if gu_lo > 0.0 and gu_hi < np.inf else u
         if not (un > 0.0 and un < np.inf):
-            return -1, lam, 0.0, it
+            return JOINT_FAILED, lam, 0.0, it
         u = un
         lam = 1.0 / (u * u)
         lam_at = lam
         _copy_into(uprev, ue)
         _next_points(u, fixed, cap, ue, mu, s_g, ds_g, A, kink, u_lo, u_hi, f_end, bind, sure, done, overshot,
                      prev_g, grow, slow)
-    return -1, 1.0 / (u * u), 0.0, max_pass
+    return JOINT_FAILED, 1.0 / (u * u), 0.0, max_pass
 
 
 @njit(**_LOOP)

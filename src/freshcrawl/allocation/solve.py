@@ -775,13 +775,13 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter, first=None, 
                                                 tol, min(max_iter, _FAST_PASSES), mu, dmu, s_g, ds_g, bind, done,
                                                 la_g, s_la, ds_la, singular, jump,
                                                 first_sums is not None, window, np.zeros(5, dtype=np.int64), mu0)
-    if status < 0:
+    if status == K.JOINT_FAILED:
         return None, passes
     p = np.empty(prob.n)
     converged = True
     roots, idx = _Roots(0), np.zeros(0, dtype=np.intp)
     left = ~done[:n_hosts]
-    if status == 2:
+    if status == K.JOINT_ON_JUMP:
         # λ sits on a jump [λa, λb]: a host found over its cap at or above λa but under it at λb binds at
         # λa only, its own root on the same jump; it needs its own multiplier for the rates at λa
         left |= ~bind[:n_hosts] & ~fixed[:n_hosts] & (la_g[:n_hosts] >= jump[0])
@@ -794,8 +794,9 @@ def _solve_capped(prob, budget, hosts, caps, lamhat, tol, max_iter, first=None, 
         passes += roots.n_iter
         converged = bool(roots.converged.all())
     on_jump = roots.theta != 0.0
-    if status == 2 or roots.inf_jump.any() or (on_jump.any() and (roots.pages is None or not converged)):
-        lam2, theta = (float(jump[0]), float(jump[1])) if status == 2 else (0.0, 0.0)
+    if (status == K.JOINT_ON_JUMP or roots.inf_jump.any()
+            or (on_jump.any() and (roots.pages is None or not converged))):
+        lam2, theta = (float(jump[0]), float(jump[1])) if status == K.JOINT_ON_JUMP else (0.0, 0.0)
         return _finish_with_jumps(prob, p, budget, lam, dlam, lam2, theta, mu, dmu, bind, fixed, roots, idx, hosts,
                                   passes, converged), passes
     if idx.size:

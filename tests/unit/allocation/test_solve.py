@@ -320,22 +320,23 @@ def test_max_iter_reports_status_and_warns():
     assert np.all(res.p >= 0)
 
 
-def test_rates_that_miss_the_kkt_conditions_are_reported_not_optimal(monkeypatch):
-    # a converged solve whose rates are off (simulated: the first page's rate doubled) must not claim
-    # success: the KKT residual is measured on the returned rates
-    from freshcrawl.allocation import solve
+class InconsistentSqrt(SqrtObjective):
+    """Σ sqrt(p Δ) with an inverse marginal that is not the inverse of its derivative: p ∝ sqrt(Δ)
+    instead of p ∝ Δ. The solver trusts the inverse; the rates then miss the KKT conditions."""
 
-    real = solve._solve
+    name = "inconsistent-sqrt"
 
-    def broken(*args):
-        p, *rest = real(*args)
-        p = p.copy()
-        p[0] *= 2.0
-        return (p, *rest)
+    def inverse_marginal(self, lam_over_w, delta):
+        return np.sqrt(delta) / lam_over_w
 
-    monkeypatch.setattr(solve, "_solve", broken)
+
+def test_rates_that_miss_the_kkt_conditions_are_reported_not_optimal():
+    # a converged solve whose rates are off must not claim success: the KKT residual is measured on the
+    # returned rates, from the objective's derivative
+    delta = np.array([1.0, 4.0, 9.0])
     with pytest.warns(ConvergenceWarning, match="miss the optimality conditions"):
-        res = allocate([1.0, 2.0, 3.0], 6.0)
+        res = allocate(delta, 6.0, objective=InconsistentSqrt())
+    np.testing.assert_allclose(res.p, 6.0 * np.sqrt(delta) / np.sqrt(delta).sum(), rtol=1e-9)  # budget met
     assert res.status == Status.NOT_OPTIMAL and not res.success
     assert res.kkt_residual > 1e-6
 

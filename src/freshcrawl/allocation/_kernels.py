@@ -873,7 +873,7 @@ HOST_ULPS_STOP = 1e-10
 #: run over the pages listed near a bound (cheap); the hosts still open then go to the per-host loop.
 #: What it buys (Poisson freshness with caps, the only case with a listing): on the first-call benchmark's
 #: instance (2,000 pages, 50 hosts) it finishes every host, so the per-host loop is not even compiled, and
-#: a first call takes 12.9 s instead of 16.5; solves at 10^6-10^7 pages take 3-9% less
+#: a first call takes 13.3 s instead of 16.5; solves at 10^6-10^7 pages take 3-9% less
 #: (docs/allocation-notes.md, 2026-11-27).
 WAIT_PASSES = 8
 #: Outcomes of :func:`capped_newton` (its docstring says what each leaves in its arguments).
@@ -1710,8 +1710,6 @@ def _host_breakpoints(tok, q0, q1, k, w, a, b, lo, hi, e_lo, e_hi):
         on = hi_i > lo_i and _active_t(tok, ki, wi, ai, bi)
         e_lo[q - q0] = _marg_t(tok, ki, lo_i, wi, ai, bi) if on else np.nan
         e_hi[q - q0] = _marg_t(tok, ki, hi_i, wi, ai, bi) if on and hi_i < np.inf else np.nan
-
-
 
 
 @njit(**_PLAIN)

@@ -2774,6 +2774,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
     F_lo, F_hi = -np.inf, np.inf  # the same, never rescaled
     side = 0  # sign of F at the previous pass
     r_pos, r_neg = np.inf, np.inf  # |F| at the last pass with F > 0, F < 0
+    width_1, width_2 = np.inf, np.inf  # width of λ's bracket (in u) one and two passes ago
     u = 1.0 / math.sqrt(lam0)
     for g in range(G):
         ue[g] = 0.0 if fixed[g] else u
@@ -2918,6 +2919,11 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 else:
                     f_hi *= 0.5
             un = gu_lo - f_lo * (gu_hi - gu_lo) / (f_hi - f_lo)
+        # the bracket has not halved in two slow passes: F is a step across it (e.g. every page leaving
+        # p_min at one breakpoint, as under unweighted detection), where the steps below land next to
+        # an end each pass; bisected instead (after them)
+        stuck = creep and gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo > 0.5 * width_2
+        width_2, width_1 = width_1, gu_hi - gu_lo
         side = now
         took = False
         if singular and gu_lo > 0.0 and gu_hi < np.inf and 0 < n_in <= found.shape[0] and \
@@ -2964,6 +2970,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             u_p = 1.0 / math.sqrt(e_kd * (1.0 - 4.0 * eps))
             if u_p > gu_lo and u_p < gu_hi:
                 un = u_p
+        if stuck and not took:
+            un = 0.5 * (gu_lo + gu_hi)
         un = min(max(un, 0.125 * u), 8.0 * u)
         if not (un > gu_lo and un < gu_hi):
             un = math.sqrt(gu_lo * gu_hi) if gu_lo > 0.0 and gu_hi < np.inf else u

@@ -2920,8 +2920,9 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                     f_hi *= 0.5
             un = gu_lo - f_lo * (gu_hi - gu_lo) / (f_hi - f_lo)
         # the bracket has not halved in two slow passes: F is a step across it (e.g. every page leaving
-        # p_min at one breakpoint, as under unweighted detection), where the steps below land next to
-        # an end each pass; bisected instead (after them)
+        # p_min at one breakpoint, as under unweighted detection), where regula falsi and the steps
+        # toward a breakpoint below land next to an end each pass; bisected instead (the probe of a jump
+        # below may still take over)
         stuck = creep and gu_lo > 0.0 and gu_hi < np.inf and gu_hi - gu_lo > 0.5 * width_2
         width_2, width_1 = width_1, gu_hi - gu_lo
         side = now
@@ -2963,6 +2964,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 # per bisection step: free), which also lands on a jump of p_i to within an ulp
                 i_found[0] = i_a
                 un = 1.0 / math.sqrt(_takeout_root_t(tok, i_found[:1], R, D, lam, l_a, l_b, k, w, a, b, lo, hi))
+        if stuck and not took:
+            un = math.sqrt(gu_lo * gu_hi)
         if singular and R < 0.0 and e_kd > 0.0 and lam - e_kd <= 16.0 * eps * lam:
             # λ sits a few ulps above a breakpoint e of a page evaluated at λ, with F < 0: the root may sit on
             # the jump of F at e (the page falls from its tail to p_min within an ulp), which a probe just
@@ -2970,8 +2973,6 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             u_p = 1.0 / math.sqrt(e_kd * (1.0 - 4.0 * eps))
             if u_p > gu_lo and u_p < gu_hi:
                 un = u_p
-        if stuck and not took:
-            un = 0.5 * (gu_lo + gu_hi)
         un = min(max(un, 0.125 * u), 8.0 * u)
         if not (un > gu_lo and un < gu_hi):
             un = math.sqrt(gu_lo * gu_hi) if gu_lo > 0.0 and gu_hi < np.inf else u

@@ -1,4 +1,4 @@
-"""Parsing of rates such as ``"1000/day"`` and of times (unix seconds or ISO 8601).
+"""Parsing of rates such as ``"1000/day"``, durations such as ``"30m"`` and times (unix seconds or ISO 8601).
 
 freshcrawl works in days: rates are in visits (or changes) per day, times in days since the unix epoch
 unless a name says otherwise.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["parse_rate", "parse_time", "SECONDS_PER_DAY", "RATE_UNITS"]
+__all__ = ["parse_rate", "parse_duration", "parse_time", "SECONDS_PER_DAY", "RATE_UNITS"]
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -27,6 +27,9 @@ RATE_UNITS: dict[str, float] = {
     "w": 1.0 / 7.0,
     "week": 1.0 / 7.0,
 }
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|min|h|d)?\s*$")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": SECONDS_PER_DAY}
 
 _RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?:/\s*([A-Za-z]+))?\s*$")
 
@@ -62,6 +65,25 @@ def parse_rate(text: str | float, *, name: str = "rate") -> float:
     if not math.isfinite(rate) or rate < 0:
         raise ValueError(f"{name} must be finite and >= 0 per day; got {text!r}")
     return rate
+
+
+def parse_duration(text: str, *, name: str = "duration") -> float:
+    """Parse ``"90s"``, ``"30m"``, ``"1.5h"``, ``"2d"``, ``"250ms"`` or a bare number of seconds into seconds.
+
+    Raises
+    ------
+    ValueError
+        If the text is not a number >= 0 with an optional unit (ms, s, m or min, h, d).
+
+    Examples
+    --------
+    >>> parse_duration("90s"), parse_duration("30m"), parse_duration("1.5h"), parse_duration("45")
+    (90.0, 1800.0, 5400.0, 45.0)
+    """
+    m = _DURATION.match(str(text))
+    if m is None:
+        raise ValueError(f"{name} must look like 90s, 30m, 1h or 2d; got {text!r}")
+    return float(m.group(1)) * _DURATION_UNITS[m.group(2)]
 
 
 def parse_time(text: str | float, *, name: str = "time") -> float:

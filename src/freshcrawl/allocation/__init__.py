@@ -26,16 +26,7 @@ from freshcrawl.allocation.result import AllocationResult, Status
 from freshcrawl.allocation.solve import allocate
 
 __all__ = [
-    "allocate",
-    "AllocationResult",
-    "Status",
-    "Objective",
-    "OBJECTIVE_NAMES",
-    "get_objective",
-    "FreshnessPoisson",
-    "FreshnessPeriodic",
-    "Harmonic",
-    "Detection",
-    "DetectionDiscrete",
-    "SyncCost",
+    "allocate", "AllocationResult", "Status",
+    "Objective", "FreshnessPoisson", "FreshnessPeriodic", "Harmonic", "Detection", "DetectionDiscrete", "SyncCost",
+    "OBJECTIVE_NAMES", "get_objective",
 ]

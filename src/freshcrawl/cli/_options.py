@@ -1,4 +1,4 @@
-"""Options shared by the subcommands: rates (``--budget``, ``--min-rate``, ...) and ``--objective``."""
+"""Options shared by the subcommands: rates (``--budget``, ``--min-rate``, ...), durations and ``--objective``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import math
 
 import click
 
-from freshcrawl.allocation.objectives import OBJECTIVE_NAMES
-from freshcrawl.units import parse_rate
+from freshcrawl.units import parse_duration, parse_rate
 
-__all__ = ["rate_option", "budget_option", "objective_option", "engine_options"]
+__all__ = ["rate_option", "budget_option", "duration_option", "objective_option", "engine_options"]
 
 
 def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -34,14 +33,32 @@ def rate_option(*names: str, help: str):  # noqa: A002 - click's keyword
     return click.option(*names, callback=_rate, metavar="RATE", help=help)
 
 
-def budget_option():
-    """``--budget RATE``: the crawl budget B, parsed to visits per day and checked > 0."""
-    return click.option("--budget", required=True, callback=_budget, metavar="RATE",
-                        help="Crawl budget B, e.g. 1000/day, 50/hour, 2/s (a bare number is per day).")
+def budget_option(*, required: bool = True,
+                  help: str = "Crawl budget B, e.g. 1000/day, 50/hour, 2/s (a bare number is per day)."):  # noqa: A002
+    """``--budget RATE``: the crawl budget B, parsed to visits per day and checked > 0 (None when not given)."""
+    return click.option("--budget", required=required, callback=_budget, metavar="RATE", help=help)
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """``90s``, ``30m``, ``1h``, ``2d`` or a number of seconds, to seconds."""
+    if value is None:
+        return None
+    try:
+        return parse_duration(value, name=param.opts[0])
+    except ValueError as err:
+        raise click.BadParameter(str(err), ctx=ctx, param=param) from err
+
+
+def duration_option(*names: str, help: str, default: str | None = None):  # noqa: A002 - click's keyword
+    """A duration option, parsed to seconds (None when not given and without a default)."""
+    return click.option(*names, callback=_duration, metavar="DURATION", default=default,
+                        show_default=default is not None, help=help)
 
 
 def objective_option(*, default: str | None, help: str):  # noqa: A002 - click's keyword
     """``--objective``: one of the allocation objectives (:data:`~freshcrawl.allocation.OBJECTIVE_NAMES`)."""
+    from freshcrawl.allocation.objectives import OBJECTIVE_NAMES  # numba: only for the commands that allocate
+
     return click.option("--objective", type=click.Choice(OBJECTIVE_NAMES), default=default,
                         show_default=default is not None, help=help)
 

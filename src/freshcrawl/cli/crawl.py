@@ -8,49 +8,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 import time
 from pathlib import Path
 
 import click
 
-__all__ = ["crawl", "parse_duration"]
+from freshcrawl.cli._options import budget_option, duration_option
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|min|h|d)?\s*$")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str, *, name: str = "duration") -> float:
-    """``"90s"``, ``"30m"``, ``"1h"``, ``"2d"`` or a bare number of seconds -> seconds.
-
-    Raises
-    ------
-    ValueError
-        If the text is not a number with an optional unit (ms, s, m, h, d).
-
-    Examples
-    --------
-    >>> parse_duration("90s"), parse_duration("30m"), parse_duration("1.5h")
-    (90.0, 1800.0, 5400.0)
-    """
-    m = _DURATION.match(str(text))
-    if m is None:
-        raise ValueError(f"{name} must look like 90s, 30m, 1h or 2d; got {text!r}")
-    return float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-
-
-def _duration(param_hint: str):
-    def convert(ctx, param, value):
-        if value is None:
-            return None
-        try:
-            return parse_duration(value, name=param_hint)
-        except ValueError as err:
-            raise click.BadParameter(str(err), param_hint=param_hint) from err
-
-    return convert
-
+__all__ = ["crawl"]
 
 def _open(db: str, *, create: bool = False):
     from sqlalchemy.exc import OperationalError
@@ -118,45 +84,23 @@ def _settings(store, given: dict):
         raise click.UsageError(str(err)) from err
 
 
-def _rate(param_hint: str):
-    def convert(ctx, param, value):
-        if value is None:
-            return None
-        from freshcrawl.units import parse_rate
-
-        try:
-            rate = parse_rate(value, name=param_hint)
-        except ValueError as err:
-            raise click.BadParameter(str(err), param_hint=param_hint) from err
-        if rate <= 0:
-            raise click.BadParameter(f"must be > 0; got {value!r}", param_hint=param_hint)
-        return rate
-
-    return convert
-
-
 @crawl.command("run")
 @click.option("--db", default=None, metavar="FILE|URL",
               help=_DB_HELP + " Required unless --frontier is given.")
-@click.option("--budget", callback=_rate("--budget"), metavar="RATE",
-              help="Visits per day over all pages, e.g. 2000/day or 5/s (kept for later runs).")
+@budget_option(required=False, help="Visits per day over all pages, e.g. 2000/day or 5/s (kept for later runs).")
 @click.option("--policy", default=None, help="learned (default), uniform, nutch, stormcrawler, heritrix, ...")
 @click.option("--objective", default=None, help="Allocation objective of the learned policy.")
 @click.option("--signature", type=click.Choice(["raw", "text"]), default=None,
               help="raw: any byte of the body; text: the page's main text only.")
-@click.option("--for", "duration", callback=_duration("--for"), metavar="DURATION",
-              help="Stop after this long (90s, 30m, 1h); default: until SIGINT/SIGTERM.")
-@click.option("--replan-every", callback=_duration("--replan-every"), metavar="DURATION",
-              help="Time between two plans (default 1h).")
-@click.option("--min-delay", callback=_duration("--min-delay"), metavar="DURATION",
-              help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
+@duration_option("--for", "duration", help="Stop after this long (90s, 30m, 1h); default: until SIGINT/SIGTERM.")
+@duration_option("--replan-every", help="Time between two plans (default 1h).")
+@duration_option("--min-delay", help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
 @click.option("--max-per-host-day", type=float, default=None, help="Most requests per host per day.")
 @click.option("--user-agent", default=None, help="User-Agent header (default freshcrawl/<version> (+URL)).")
 @click.option("--contact-url", default=None, help="Where site owners learn about this crawl (in the User-Agent).")
 @click.option("--max-in-flight", type=click.IntRange(1, 10_000), default=64, show_default=True,
               help="Requests in flight at once (one per host).")
-@click.option("--timeout", "timeout_s", callback=_duration("--timeout"), default="30s", show_default=True,
-              help="Read timeout of a request.")
+@duration_option("--timeout", "timeout_s", default="30s", help="Read timeout of a request.")
 @click.option("--seed", type=int, default=None, help="Seed of the policy's randomness.")
 @click.option("--frontier", "frontier_url", default=None, metavar="URL",
               help="Fetch for a remote frontier (grpc://HOST:PORT, a 'freshcrawl serve' or any freshcrawl "

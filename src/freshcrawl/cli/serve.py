@@ -16,6 +16,8 @@ from pathlib import Path
 
 import click
 
+from freshcrawl.cli._options import budget_option, duration_option
+
 __all__ = ["serve", "parse_address", "is_loopback"]
 
 
@@ -94,34 +96,6 @@ def _read_token(token_file: str | None) -> str | None:
     return token or None
 
 
-def _rate(ctx, param, value):
-    if value is None:
-        return None
-    from freshcrawl.units import parse_rate
-
-    try:
-        rate = parse_rate(value, name="--budget")
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint="--budget") from err
-    if rate <= 0:
-        raise click.BadParameter(f"must be > 0; got {value!r}", param_hint="--budget")
-    return rate
-
-
-def _duration(hint: str):
-    def convert(ctx, param, value):
-        if value is None:
-            return None
-        from freshcrawl.cli.crawl import parse_duration
-
-        try:
-            return parse_duration(value, name=hint)
-        except ValueError as err:
-            raise click.BadParameter(str(err), param_hint=hint) from err
-
-    return convert
-
-
 @click.command("serve")
 @click.option("--db", required=True, metavar="FILE|URL",
               help="Crawl database: a SQLite file or a postgresql+psycopg:// URL (created on first use).")
@@ -133,13 +107,11 @@ def _duration(hint: str):
 @click.option("--token-file", type=click.Path(dir_okay=False), default=None,
               help="File holding the API token every write needs (default: $FRESHCRAWL_TOKEN).")
 @click.option("--private-reads", is_flag=True, help="Reads (status, explain, metrics, ...) need the token too.")
-@click.option("--budget", callback=_rate, metavar="RATE",
-              help="Visits per day over all pages, e.g. 10000/day (kept for later runs; needed the first time).")
+@budget_option(required=False,
+               help="Visits per day over all pages, e.g. 10000/day (kept for later runs; needed the first time).")
 @click.option("--policy", default=None, help="learned (default), uniform, nutch, ...")
-@click.option("--min-delay", callback=_duration("--min-delay"), metavar="DURATION",
-              help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
-@click.option("--replan-every", callback=_duration("--replan-every"), metavar="DURATION",
-              help="Time between two plans (default 1h).")
+@duration_option("--min-delay", help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
+@duration_option("--replan-every", help="Time between two plans (default 1h).")
 def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, budget, policy, min_delay,
           replan_every) -> None:
     """Serve a crawl database's frontier to crawlers: REST (and gRPC) in one process, one per database.

@@ -6,38 +6,14 @@ prints how many requests came and the crawl's exact mean freshness over the run.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
 import click
 
-__all__ = ["parse_duration", "parse_rates", "test_web"]
+from freshcrawl.cli._options import duration_option
 
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_duration(text: str) -> float:
-    """Parse ``"90"``, ``"30s"``, ``"10m"``, ``"1.5h"`` or ``"2d"`` into seconds.
-
-    Raises
-    ------
-    ValueError
-        If the text is not a positive number with an optional unit s, m, min, h or d.
-
-    Examples
-    --------
-    >>> parse_duration("10m"), parse_duration("45")
-    (600.0, 45.0)
-    """
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|m|min|h|d)?\s*", text)
-    if not m:
-        raise ValueError(f"a duration must look like 90, 30s, 10m, 1.5h or 2d; got {text!r}")
-    seconds = float(m.group(1)) * _UNITS[m.group(2) or ""]
-    if not seconds > 0:
-        raise ValueError(f"a duration must be > 0; got {text!r}")
-    return seconds
-
+__all__ = ["parse_rates", "test_web"]
 
 def parse_rates(text: str) -> tuple[float, float]:
     """Parse ``"LO:HI"`` (changes per second) into a pair with ``0 < LO <= HI``.
@@ -64,77 +40,29 @@ def parse_rates(text: str) -> tuple[float, float]:
     return lo, hi
 
 
-def _param(parse, hint):
-    def callback(ctx, param, value):
-        if value is None:
-            return None
-        try:
-            return parse(value)
-        except ValueError as err:
-            raise click.BadParameter(str(err), param_hint=hint) from err
-
-    return callback
+def _rates(ctx, param, value):
+    try:
+        return parse_rates(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err), ctx=ctx, param=param) from err
 
 
 @click.command("test-web")
-@click.option(
-    "--pages",
-    "n_pages",
-    type=click.IntRange(1, 1_000_000),
-    default=300,
-    show_default=True,
-    help="Number of pages.",
-)
-@click.option(
-    "--hosts",
-    "n_hosts",
-    type=click.IntRange(1, 253),
-    default=6,
-    show_default=True,
-    help="Number of hosts (127.0.0.2, 127.0.0.3, ...).",
-)
-@click.option(
-    "--rates",
-    default="0.001:0.1",
-    show_default=True,
-    metavar="LO:HI",
-    callback=_param(parse_rates, "--rates"),
-    help="Change rates in changes per SECOND, log-uniform over [LO, HI].",
-)
-@click.option(
-    "--seed",
-    type=click.IntRange(0),
-    default=0,
-    show_default=True,
-    help="Seed of the rates, change times and texts.",
-)
-@click.option(
-    "--urls-out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the page URLs here, one per line (default: print them).",
-)
-@click.option(
-    "--log",
-    "log_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Append every request to this JSONL file.",
-)
-@click.option(
-    "--for",
-    "duration",
-    default=None,
-    metavar="DURATION",
-    callback=_param(parse_duration, "--for"),
-    help="Stop after this long (90, 30s, 10m, 1h); default: until Ctrl-C.",
-)
-@click.option(
-    "--crawl-delay",
-    type=click.FloatRange(0, min_open=True),
-    default=None,
-    help="Crawl-delay (seconds) every host's robots.txt announces.",
-)
+@click.option("--pages", "n_pages", type=click.IntRange(1, 1_000_000), default=300, show_default=True,
+              help="Number of pages.")
+@click.option("--hosts", "n_hosts", type=click.IntRange(1, 253), default=6, show_default=True,
+              help="Number of hosts (127.0.0.2, 127.0.0.3, ...).")
+@click.option("--rates", default="0.001:0.1", show_default=True, metavar="LO:HI", callback=_rates,
+              help="Change rates in changes per SECOND, log-uniform over [LO, HI].")
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True,
+              help="Seed of the rates, change times and texts.")
+@click.option("--urls-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the page URLs here, one per line (default: print them).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Append every request to this JSONL file.")
+@duration_option("--for", "duration", help="Stop after this long (90, 30s, 10m, 1h); default: until Ctrl-C.")
+@click.option("--crawl-delay", type=click.FloatRange(0, min_open=True), default=None,
+              help="Crawl-delay (seconds) every host's robots.txt announces.")
 def test_web(n_pages, n_hosts, rates, seed, urls_out, log_path, duration, crawl_delay) -> None:
     """Serve a test web on loopback: pages that change at known rates, to rehearse a crawl.
 

@@ -44,35 +44,12 @@ from freshcrawl.learning.sync_costs import (
 from freshcrawl.learning.traa import TRAA, UPDATE_MODES, parse_update_mode
 
 __all__ = [
-    # synchronization bandits (seed 003)
-    "SyncCostProcess",
-    "PolynomialCost",
-    "PoissonBinaryCost",
-    "CustomCost",
-    "policy_cost",
-    "policy_cost_gradient",
-    "SyncCostObjective",
-    "SyncOptimum",
-    "optimal_policy_cost",
-    "SyncProblem",
-    "ArmSchedule",
-    "SyncRunResult",
-    "gradient_sample",
-    "schedule_arm_plays",
-    "mirror_descent_step",
-    "projected_sgd_step",
-    "MirrorSync",
-    "AsyncMirrorSync",
-    "AsyncPSGDSync",
+    # synchronization bandits (seed 003): costs and the optimum, then the algorithms
+    "SyncCostProcess", "PolynomialCost", "PoissonBinaryCost", "CustomCost", "SyncCostObjective", "SyncOptimum",
+    "policy_cost", "policy_cost_gradient", "optimal_policy_cost",
+    "SyncProblem", "ArmSchedule", "SyncRunResult", "MirrorSync", "AsyncMirrorSync", "AsyncPSGDSync",
+    "gradient_sample", "schedule_arm_plays", "mirror_descent_step", "projected_sgd_step",
     # learning automata (seed 004)
-    "TRAA",
-    "UPDATE_MODES",
-    "parse_update_mode",
-    "HTRAA",
-    "n_leaves_for",
-    "uniform_polling",
-    "proportional_polling",
-    "estimator_polling",
-    "optimal_polling",
-    "estimate_update_prob",
+    "TRAA", "UPDATE_MODES", "parse_update_mode", "HTRAA", "n_leaves_for",
+    "uniform_polling", "proportional_polling", "estimator_polling", "optimal_polling", "estimate_update_prob",
 ]

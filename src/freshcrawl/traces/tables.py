@@ -24,14 +24,8 @@ import pandas as pd
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from freshcrawl._io import (
-    decode_dictionary,
-    is_number_type,
-    is_parquet,
-    is_text_type,
-    parquet_files,
-    read_parquet,
-)
+from freshcrawl._io import decode_dictionary, is_number_type, is_parquet, is_text_type
+from freshcrawl._io import parquet_files, read_parquet
 from freshcrawl.units import parse_rate
 
 __all__ = ["read_pages", "read_pages_file", "read_host_caps", "host_index"]

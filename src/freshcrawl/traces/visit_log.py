@@ -23,15 +23,8 @@ import pandas as pd
 import pyarrow as pa
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl._io import (
-    decode_dictionary,
-    is_number_type,
-    is_parquet,
-    is_text_type,
-    parquet_files,
-    read_parquet,
-    write_table_atomic,
-)
+from freshcrawl._io import decode_dictionary, is_number_type, is_parquet, is_text_type
+from freshcrawl._io import parquet_files, read_parquet, write_table_atomic
 from freshcrawl.errors import TraceFormatError
 from freshcrawl.units import SECONDS_PER_DAY
 

@@ -19,7 +19,8 @@ from click.testing import CliRunner
 from multidict import CIMultiDict
 
 from freshcrawl.cli import main
-from freshcrawl.cli.testweb import parse_duration, parse_rates
+from freshcrawl.cli.testweb import parse_rates
+from freshcrawl.units import parse_duration
 from freshcrawl.testing import (
     FAULT_KINDS,
     Fault,

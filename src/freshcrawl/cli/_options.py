@@ -8,7 +8,9 @@ import click
 
 from freshcrawl.units import parse_duration, parse_rate
 
-__all__ = ["rate_option", "budget_option", "duration_option", "objective_option", "engine_options"]
+__all__ = [
+    "rate_option", "budget_option", "duration_option", "objective_option", "table_out_option", "engine_options",
+]
 
 
 def _rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -61,6 +63,12 @@ def objective_option(*, default: str | None, help: str):  # noqa: A002 - click's
 
     return click.option("--objective", type=click.Choice(OBJECTIVE_NAMES), default=default,
                         show_default=default is not None, help=help)
+
+
+def table_out_option(columns: str):
+    """``--out PATH``: where a command writes its table (``columns``): Parquet or CSV by the file name."""
+    return click.option("--out", type=click.Path(path_type=str),
+                        help=f"Write {columns} here: Parquet if the name ends in .parquet, else CSV (.gz compresses).")
 
 
 def engine_options(fn):

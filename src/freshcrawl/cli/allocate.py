@@ -19,7 +19,9 @@ from freshcrawl._io import write_table_atomic
 from freshcrawl.allocation import AllocationResult
 from freshcrawl.allocation import allocate as solve_allocation
 from freshcrawl.cli._notice import compile_notice
-from freshcrawl.cli._options import budget_option, engine_options, make_bulk_engine, objective_option, rate_option
+from freshcrawl.cli._options import (
+    budget_option, engine_options, make_bulk_engine, objective_option, rate_option, table_out_option,
+)
 from freshcrawl.errors import FreshcrawlError
 from freshcrawl.traces.tables import host_index, read_host_caps, read_pages
 
@@ -41,11 +43,7 @@ __all__ = ["allocate_cmd", "allocate"]
     help="CSV or Parquet file with columns host,max_rate: politeness cap of each host (hosts not listed are "
     "uncapped).",
 )
-@click.option(
-    "--out",
-    type=click.Path(path_type=str),
-    help="Write page,rate here: Parquet if the name ends in .parquet, else CSV (.gz compresses).",
-)
+@table_out_option("page,rate")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary of the solve instead of the rates.")
 @engine_options
 def allocate_cmd(

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from freshcrawl._io import write_table_atomic
-from freshcrawl.cli._options import engine_options, make_bulk_engine
+from freshcrawl.cli._options import engine_options, make_bulk_engine, table_out_option
 from freshcrawl.errors import FreshcrawlError
 from freshcrawl.estimators import ESTIMATOR_NAMES, make_batch_estimator
 from freshcrawl.traces.visit_log import VisitLog, read_visit_log
@@ -85,11 +85,7 @@ def estimate_visit_log(log: VisitLog, method: str, **params) -> pd.DataFrame:
     "lln-interval, sa-interval, sam-interval, mle-binned, mm-binned: online forms that stay consistent under "
     "periodic visits.",
 )
-@click.option(
-    "--out",
-    type=click.Path(path_type=str),
-    help="Write page,delta,... here: Parquet if the name ends in .parquet, else CSV (.gz compresses).",
-)
+@table_out_option("page,delta,...")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the table.")
 @click.option("--delta0", type=float, default=1.0, show_default=True, help="Prior, changes/day, for pages with one visit.")
 @engine_options

@@ -345,6 +345,12 @@ def _axes(n: int):
     return plt, fig, axes[0]
 
 
+def _save(plt, fig, out: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def plot_synthetic(df: pd.DataFrame, figure: str, out: Path) -> None:
     """PNG with the 95% band (left) and the RMSE (right) of each estimator against k."""
     plt, fig, (ax1, ax2) = _axes(2)
@@ -359,9 +365,7 @@ def plot_synthetic(df: pd.DataFrame, figure: str, out: Path) -> None:
     ax1.set_ylim(0, 2.5 * delta)
     ax2.set(xscale="log", yscale="log", xlabel="visits k", ylabel="RMSE (changes/day)", title=f"{figure}: RMSE over {int(sub['n_runs'].iloc[0])} runs")
     ax1.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, out)
 
 
 def plot_stepsizes(df: pd.DataFrame, out: Path) -> None:
@@ -373,9 +377,7 @@ def plot_stepsizes(df: pd.DataFrame, out: Path) -> None:
             ax.plot(g["k"], g["rmse"], label=label)
         ax.set(xscale="log", yscale="log", xlabel="visits k", ylabel="RMSE", title=panel)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, out)
 
 
 def plot_real_trace(df: pd.DataFrame, out: Path) -> None:
@@ -391,6 +393,4 @@ def plot_real_trace(df: pd.DataFrame, out: Path) -> None:
         ax.set(xlabel="visits k", ylabel="estimate (changes/day)", title=f"p = {f:g} x mean change rate = {float(sub['p'].iloc[0]):.3g} visits/day")
         ax.set_ylim(0, 2.5 * dbar)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, out)

@@ -132,40 +132,47 @@ def simulate_htraa(
     cp = _checkpoints(n_polls, checkpoints)
     if record_update_prob is None:
         record_update_prob = env.switch_every is not None
+    learner = (htraa.state_, htraa.share, htraa.n_states, htraa.n_leaves, htraa.mode_code, htraa.deadline_)
+    return _run(_htraa_loop, learner, env, n_polls, cp, record_update_prob, htraa.take_seed())
+
+
+def _run(loop, learner: tuple, env: ZipfEnvironment, n_polls: int, cp: NDArray[np.int64], record: bool,
+         seed: int) -> PollingRun:
+    """Run a compiled poll ``loop`` (its learner's state arrays first) on ``env`` and time it."""
     log1m_u, acc_log, acc_time, page_at_rank = _env_arrays(env)
     value = np.empty(cp.size)
     detected = np.empty(cp.size)
-    hist = np.empty((cp.size if record_update_prob else 0, env.n_pages))
+    hist = np.empty((cp.size if record else 0, env.n_pages))
     t0 = time.perf_counter()
-    _htraa_loop(
-        htraa.state_, htraa.share, htraa.n_states, htraa.n_leaves, htraa.mode_code,
-        htraa.deadline_,
-        log1m_u, acc_log, acc_time, page_at_rank, env.rank_cdf_, env.capacity,
-        env.switch_every or 0, int(n_polls), cp, value, detected, hist, htraa.take_seed(),
+    loop(
+        *learner, log1m_u, acc_log, acc_time, page_at_rank, env.rank_cdf_, env.capacity,
+        env.switch_every or 0, int(n_polls), cp, value, detected, hist, int(seed),
     )  # fmt: skip
     seconds = time.perf_counter() - t0
     _finish_env(env, log1m_u, page_at_rank)
-    return PollingRun(cp, value, detected, hist if record_update_prob else None, seconds)
+    return PollingRun(cp, value, detected, hist if record else None, seconds)
 
 
 @numba.njit(cache=True)
 def _checkpoint(ci, val, hits, since, value, detected, hist, log1m_u):  # pragma: no cover - compiled
     """Checkpoint ``ci`` of a poll loop: the policy's value, the share of the polls since the previous
-    checkpoint that found a change, and (when ``hist`` has rows) every page's change probability now."""
+    checkpoint that found a change, and (when ``hist`` has rows) every page's change probability now.
+    Returns ``ci + 1``."""
     value[ci] = val
     detected[ci] = hits / since if since > 0 else np.nan
     if hist.shape[0] > 0:
         for i in range(log1m_u.shape[0]):
             hist[ci, i] = -math.expm1(log1m_u[i])
+    return ci + 1
 
 
 @numba.njit(cache=True)
-def _value_of_leaves(alloc, n_leaves, log1m_u, capacity):  # pragma: no cover - compiled
+def _value(x, log1m_u, capacity):  # pragma: no cover - compiled
+    """Expected changes detected per poll when page i gets ``x[i]`` of the ``capacity`` polls per step."""
     tot = 0.0
     for i in range(log1m_u.shape[0]):
-        x = alloc[n_leaves + i]
-        if x > 0.0:
-            tot += -x * math.expm1(log1m_u[i] / x)
+        if x[i] > 0.0:
+            tot += -x[i] * math.expm1(log1m_u[i] / x[i])
     return tot / capacity
 
 
@@ -185,11 +192,9 @@ def _htraa_loop(
     for k in range(n_polls + 1):
         while ci < cp.shape[0] and cp[ci] == k:
             htraa_leaf_shares(state, share, n_leaves, capacity, alloc)
-            _checkpoint(ci, _value_of_leaves(alloc, n_leaves, log1m_u, capacity), hits, since, value, detected,
-                        hist, log1m_u)
-            hits = 0
-            since = 0
-            ci += 1
+            val = _value(alloc[n_leaves:n_leaves + n_real], log1m_u, capacity)
+            ci = _checkpoint(ci, val, hits, since, value, detected, hist, log1m_u)
+            hits = since = 0
         if k == n_polls:
             break
         t = k / capacity
@@ -222,19 +227,7 @@ def simulate_estimator(env: ZipfEnvironment, n_polls: int, *, checkpoints=None, 
     True
     """
     cp = _checkpoints(n_polls, checkpoints)
-    record = env.switch_every is not None
-    log1m_u, acc_log, acc_time, page_at_rank = _env_arrays(env)
-    value = np.empty(cp.size)
-    detected = np.empty(cp.size)
-    hist = np.empty((cp.size if record else 0, env.n_pages))
-    t0 = time.perf_counter()
-    _estimator_loop(
-        log1m_u, acc_log, acc_time, page_at_rank, env.rank_cdf_, env.capacity,
-        env.switch_every or 0, int(n_polls), cp, value, detected, hist, int(seed),
-    )  # fmt: skip
-    seconds = time.perf_counter() - t0
-    _finish_env(env, log1m_u, page_at_rank)
-    return PollingRun(cp, value, detected, hist if record else None, seconds)
+    return _run(_estimator_loop, (), env, n_polls, cp, env.switch_every is not None, seed)
 
 
 @numba.njit(cache=True)
@@ -252,16 +245,9 @@ def _estimator_loop(
     since = 0
     for k in range(n_polls + 1):
         while ci < cp.shape[0] and cp[ci] == k:
-            uhat = _estimate(changes, polls, period)
-            x = _proportional(uhat, capacity)
-            tot = 0.0
-            for i in range(n):
-                if x[i] > 0.0:
-                    tot += -x[i] * math.expm1(log1m_u[i] / x[i])
-            _checkpoint(ci, tot / capacity, hits, since, value, detected, hist, log1m_u)
-            hits = 0
-            since = 0
-            ci += 1
+            val = _value(_proportional(_estimate(changes, polls, period), capacity), log1m_u, capacity)
+            ci = _checkpoint(ci, val, hits, since, value, detected, hist, log1m_u)
+            hits = since = 0
         if k == n_polls:
             break
         t = k / capacity

@@ -374,12 +374,7 @@ def policy_cost(process: SyncCostProcess, r: ArrayLike) -> float:
 def policy_cost_gradient(process: SyncCostProcess, r: ArrayLike) -> NDArray[np.float64]:
     """∂J/∂r_k = (1/K) [C̄_k(1/r_k) - c̄_k(1/r_k) / r_k] (proof of Lemma 1, seed 003); all entries ≤ 0.
 
-    Parameters
-    ----------
-    process : SyncCostProcess
-        The instance (K arms).
-    r : ndarray of float, shape (K,)
-        Sync-mode play rates, plays per time unit, all > 0.
+    Parameters are those of :func:`policy_cost`.
 
     Returns
     -------

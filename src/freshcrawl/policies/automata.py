@@ -77,8 +77,7 @@ class HTRAAPolicy:
 
     References
     ----------
-    .. [1] Granmo, Oommen, "Learning Automata-based Solutions to the Optimal Web Polling Problem
-       Modelled as a Nonlinear Fractional Knapsack Problem", Sec. 3.2 and 4.2 (seed 004).
+    .. [1] Granmo, Oommen, seed 004, Sec. 3.2 and 4.2 (as :class:`~freshcrawl.learning.HTRAA`).
 
     Examples
     --------

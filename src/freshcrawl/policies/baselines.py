@@ -15,13 +15,7 @@ from numpy.typing import NDArray
 
 from freshcrawl._validation import check_positive
 from freshcrawl.errors import UnknownNameError
-from freshcrawl.policies.base import (
-    Observations,
-    PolicyContext,
-    PolicyOptions,
-    RatePlan,
-    check_same_pages,
-)
+from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan, check_same_pages
 
 __all__ = [
     "HERITRIX",

@@ -38,13 +38,7 @@ from numpy.typing import NDArray
 
 from freshcrawl._validation import check_interval, check_positive
 from freshcrawl.errors import ConvergenceWarning, UnknownNameError
-from freshcrawl.policies.base import (
-    Observations,
-    PolicyContext,
-    PolicyOptions,
-    RatePlan,
-    check_same_pages,
-)
+from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan, check_same_pages
 
 __all__ = [
     "DEFAULT_ESTIMATOR",

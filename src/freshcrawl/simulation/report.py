@@ -135,13 +135,7 @@ def plot_delta(results: Sequence[SimulationResult], path: Path, *, title: str = 
 
     Pages with Δ = 0, Δ̂ = 0 or no estimate (NaN) cannot be drawn on log axes and are left out.
 
-    Parameters
-    ----------
-    results : sequence of SimulationResult
-    path : Path
-        PNG file to write.
-    title : str, optional
-        Plot title.
+    Parameters are those of :func:`plot_freshness`.
 
     Returns
     -------

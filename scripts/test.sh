@@ -6,7 +6,11 @@
 #     from Debian's packages if missing.
 #   - Debian's chromium and chromium-driver when /usr/bin/chromium is missing (the dashboard test drives
 #     it headless through Playwright's Python package; no browser is downloaded by Playwright).
-# Arguments are passed to pytest.
+# Without arguments it runs the default suite in two phases: every test but the `realtime` ones on two
+# worker processes (pytest-xdist, a test file to a worker: the machine has two cores, and most of this
+# phase compiles the numba kernels), then the `realtime` ones alone (end-to-end crawls graded on the
+# wall clock, which need the whole machine). `-p no:benchmark`: where pytest-benchmark is installed it
+# warns under xdist, and the suite turns warnings into errors. With arguments: `python -m pytest ARGS`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,4 +36,12 @@ if [ ! -x /usr/bin/chromium ]; then
   apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver
 fi
 
-python -m pytest "$@"
+if [ "$#" -gt 0 ]; then
+  exec python -m pytest "$@"
+fi
+start=$(date +%s)
+status=0  # both phases run; the command fails if either does
+python -m pytest -n 2 --dist loadfile -p no:benchmark -m "not slow and not realtime" || status=$?
+python -m pytest -p no:xdist -m "realtime and not slow" || status=$?
+echo "test run: $(( $(date +%s) - start )) s (both phases)"
+exit "$status"

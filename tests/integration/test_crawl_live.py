@@ -14,6 +14,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from freshcrawl.allocation import allocate
 from freshcrawl.crawler.fetcher import Fetcher
@@ -23,6 +24,8 @@ from freshcrawl.frontier.report import crawl_status, expected_freshness
 from freshcrawl.store import open_store
 from freshcrawl.testing import FAULT_KINDS, Fault, HostSpec, PageSpec, TestWeb, make_pages
 from freshcrawl.units import SECONDS_PER_DAY
+
+pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
 
 # --------------------------------------------------------------------------- learned vs uniform
 N_PAGES, N_HOSTS = 300, 6

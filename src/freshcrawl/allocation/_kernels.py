@@ -88,7 +88,8 @@ def _gather(out, table, hv):
 # ---------------------------------------------------------------------------------------------------
 # Scalar helpers
 # ---------------------------------------------------------------------------------------------------
-@njit(cache=True, error_model="numpy")
+# _h and hinv are plain Python until the Lambert-W tables below are built with them (then compiled):
+# compiling the table builders at import cost every first call about 0.7 s, for 1,284 values.
 def _h(x):
     """x - log(1 + x), accurate for small x."""
     if x < 0.05:
@@ -103,7 +104,6 @@ def _h(x):
     return x - math.log1p(x)
 
 
-@njit(cache=True, error_model="numpy")
 def hinv(t):
     """The x > 0 with x - log(1 + x) = t (t >= 0), that is x = -1 - W_{-1}(-exp(-1 - t)).
 
@@ -260,9 +260,8 @@ _Y_TAB = 0.99  # below: table in sqrt(y) + one Halley step on φ(x) = y; above: 
 _M_TAB = 1024
 
 
-@njit(cache=True, error_model="numpy")
 def _build_table(m):
-    """x(s) and dx/ds on a uniform grid of s = sqrt(y) in [0, sqrt(_Y_TAB)], where φ(x) = y."""
+    """x(s) and dx/ds on a uniform grid of s = sqrt(y) in [0, sqrt(_Y_TAB)], where φ(x) = y (at import)."""
     s_max = math.sqrt(_Y_TAB)
     xs = np.empty(m + 2)
     dxs = np.empty(m + 2)
@@ -315,9 +314,9 @@ _T_HI = 37.5
 _M_TAIL = 256
 
 
-@njit(cache=True, error_model="numpy")
 def _build_tail_table(m):
-    """x(t) and dx/dt = (1 + x)/x on a uniform grid of t in [_T_LO, _T_HI], where x - log(1 + x) = t."""
+    """x(t) and dx/dt = (1 + x)/x on a uniform grid of t in [_T_LO, _T_HI], where x - log(1 + x) = t
+    (at import)."""
     h = (_T_HI - _T_LO) / m
     xs = np.empty(m + 2)
     dxs = np.empty(m + 2)
@@ -329,6 +328,8 @@ def _build_tail_table(m):
 
 
 _XT, _DXT, _H_TAIL = _build_tail_table(_M_TAIL)
+_h = njit(cache=True, error_model="numpy")(_h)
+hinv = njit(cache=True, error_model="numpy")(hinv)
 
 
 @njit(cache=True, error_model="numpy")

@@ -1455,18 +1455,6 @@ def responses_array(tok, lam, a, b):
 # Host multipliers: all binding hosts in one compiled loop over a host-grouped page layout
 # ---------------------------------------------------------------------------------------------------
 @njit(**_PLAIN)
-def index_range(idx):
-    """(min, max) of an integer array of shape (n,), n >= 1, in one pass."""
-    lo = idx[0]
-    hi = idx[0]
-    for i in range(idx.shape[0]):
-        v = idx[i]
-        lo = min(lo, v)
-        hi = max(hi, v)
-    return lo, hi
-
-
-@njit(**_PLAIN)
 def capped_multi_page_hosts(hosts, caps):
     """The number of capped hosts (finite cap) with more than one page.
 

@@ -1288,8 +1288,9 @@ def allocate(
     prob, n = _make_problem(delta, weights=weights, objective=objective, p_min=p_min, p_max=p_max,
                             observed_completely=observed_completely)
     hosts_arr, caps = _check_hosts(hosts, host_caps, n)
-    if caps.shape[0] == 0:  # no host index in use: nothing to cap
-        hosts_arr = _EMPTY_HOSTS
+    n_hosts = caps.shape[0]
+    if not np.isfinite(caps).any():  # no host, or no finite cap: nothing to cap, every λ_h = λ
+        hosts_arr, caps = _EMPTY_HOSTS, np.zeros(0)  # (and no per-host kernels to compile on a first call)
     start = _warm_start(warm_start, caps.shape[0] if hosts_arr.shape[0] else 0)
 
     if start[0] is not None and hosts_arr.shape[0] and isinstance(prob, _KernelProblem) and \
@@ -1340,7 +1341,7 @@ def allocate(
     return AllocationResult(
         p=p,
         lam=lam,
-        host_lam=None if hosts is None else host_lam,
+        host_lam=None if hosts is None else host_lam if caps.shape[0] else np.full(n_hosts, lam),
         objective=float(value),
         status=status,
         message=message,
@@ -1394,7 +1395,7 @@ def _check_hosts(hosts, host_caps, n):
         else:
             raise ValueError(f"hosts must be integer host indices (-1 for none); got dtype {h.dtype}")
     h = _writable(h, np.intp)
-    h_min, h_max = K.index_range(h) if n else (0, -1)  # one compiled pass; numpy masks below only on error
+    h_min, h_max = (int(h.min()), int(h.max())) if n else (0, -1)  # numpy masks below only on error
     if host_caps is None:
         n_hosts = int(h_max) + 1
         caps = np.full(max(n_hosts, 0), np.inf)

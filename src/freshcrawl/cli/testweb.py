@@ -15,6 +15,7 @@ from freshcrawl.cli._options import duration_option
 
 __all__ = ["parse_rates", "test_web"]
 
+
 def parse_rates(text: str) -> tuple[float, float]:
     """Parse ``"LO:HI"`` (changes per second) into a pair with ``0 < LO <= HI``.
 

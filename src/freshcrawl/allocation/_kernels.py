@@ -89,7 +89,7 @@ def _gather(out, table, hv):
 # Scalar helpers
 # ---------------------------------------------------------------------------------------------------
 # _h and hinv are plain Python until the Lambert-W tables below are built with them (then compiled):
-# compiling the table builders at import cost every first call about 0.7 s, for 1,284 values.
+# compiling the table builders at import cost every first call about 1 s, for 1,284 values.
 def _h(x):
     """x - log(1 + x), accurate for small x."""
     if x < 0.05:

@@ -1338,10 +1338,14 @@ def allocate(
         message = (f"stopped at max_iter={max_iter} before reaching tol={tol:g}: {used:.12g} of "
                    f"{budget:.12g} visits/day used, KKT residual {kkt:.2e}")
         warnings.warn(message, ConvergenceWarning, stacklevel=2)
+    if hosts is None:
+        host_lam = None
+    elif not caps.shape[0]:  # solved without hosts (no finite cap): every host's multiplier is λ
+        host_lam = np.full(n_hosts, lam)
     return AllocationResult(
         p=p,
         lam=lam,
-        host_lam=None if hosts is None else host_lam if caps.shape[0] else np.full(n_hosts, lam),
+        host_lam=host_lam,
         objective=float(value),
         status=status,
         message=message,

@@ -33,11 +33,7 @@ def _open(db: str, *, create: bool = False):
 
 _DB_HELP = ("Crawl database: a SQLite file (created on first use) or a URL such as "
             "postgresql+psycopg://user@host/dbname.")
-_db_option = click.option(
-    "--db", required=True, metavar="FILE|URL",
-    help="Crawl database: a SQLite file (created on first use) or a URL such as "
-    "postgresql+psycopg://user@host/dbname.",
-)
+_db_option = click.option("--db", required=True, metavar="FILE|URL", help=_DB_HELP)
 
 
 @click.group("crawl")

@@ -167,8 +167,9 @@ def _checkpoint(ci, val, hits, since, value, detected, hist, log1m_u):  # pragma
 
 
 @numba.njit(cache=True)
-def _value(x, log1m_u, capacity):  # pragma: no cover - compiled
-    """Expected changes detected per poll when page i gets ``x[i]`` of the ``capacity`` polls per step."""
+def _detections_per_poll(x, log1m_u, capacity):  # pragma: no cover - compiled
+    """:func:`~freshcrawl.environments.zipf.expected_detections_per_poll` inside the compiled poll loops,
+    from log(1 - u) and without its checks: page i gets ``x[i]`` of the ``capacity`` polls per step."""
     tot = 0.0
     for i in range(log1m_u.shape[0]):
         if x[i] > 0.0:
@@ -192,7 +193,7 @@ def _htraa_loop(
     for k in range(n_polls + 1):
         while ci < cp.shape[0] and cp[ci] == k:
             htraa_leaf_shares(state, share, n_leaves, capacity, alloc)
-            val = _value(alloc[n_leaves:n_leaves + n_real], log1m_u, capacity)
+            val = _detections_per_poll(alloc[n_leaves:n_leaves + n_real], log1m_u, capacity)
             ci = _checkpoint(ci, val, hits, since, value, detected, hist, log1m_u)
             hits = since = 0
         if k == n_polls:
@@ -245,7 +246,8 @@ def _estimator_loop(
     since = 0
     for k in range(n_polls + 1):
         while ci < cp.shape[0] and cp[ci] == k:
-            val = _value(_proportional(_estimate(changes, polls, period), capacity), log1m_u, capacity)
+            x = _proportional(_estimate(changes, polls, period), capacity)
+            val = _detections_per_poll(x, log1m_u, capacity)
             ci = _checkpoint(ci, val, hits, since, value, detected, hist, log1m_u)
             hits = since = 0
         if k == n_polls:

@@ -29,13 +29,15 @@ pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (script
 
 # --------------------------------------------------------------------------- learned vs uniform
 N_PAGES, N_HOSTS = 300, 6
-RATES = (0.01, 1.0)  # changes per second, log-uniform: two orders of magnitude
-BUDGET = 150.0  # visits per second over all pages: uniform visits each page every 2 s (Δτ 0.02 to 2)
+#: changes per second, log-uniform over three orders of magnitude. The oracle's gain over uniform is
+#: 0.045 here; over two orders (0.01 to 1) it was 0.028, and the paired difference learned - uniform
+#: was 4 to 6 standard errors, once 2.8 (a CI run): too close to the bar of 3. Over three orders it
+#: was 6.3 to 7.2 in four runs (this test and the served one, twice each).
+RATES = (0.002, 2.0)
+BUDGET = 150.0  # visits per second over all pages: uniform visits each page every 2 s (Δτ 0.004 to 4)
 RUN_S = 70.0
 #: freshness is measured over the second half of the run, after the learned policy has seen about
-#: fifteen visits per page. (With a visit every 10 s and three to seven visits per page by then, the
-#: estimates are too rough to move the plan: the simulation engine on the same pages gives learned
-#: 0.449 against uniform 0.455 there; here it gives 0.870 against 0.843, the oracle 0.872.)
+#: fifteen visits per page (with three to seven, the estimates are too rough to move the plan)
 WINDOW = (35.0, 68.0)
 MIN_DELAY_S = 0.01  # host caps of 100 visits/s: not binding at 25 visits/s per host on average
 
@@ -115,7 +117,7 @@ def test_learned_keeps_pages_fresher_than_uniform_and_close_to_the_oracle(tmp_pa
     # its estimates of Δ come from about fifteen visits per page, and the objective is flat near its
     # optimum, so rough estimates lose little of the gain; half is a floor, not a tuned value
     gain = f_oracle - f_uniform_pred
-    assert gain > 0.02  # rates over two orders of magnitude: the optimum gains about 0.03
+    assert gain > 0.03  # rates over three orders of magnitude: the optimum gains about 0.045
     assert f_l.mean() > f_oracle - 0.5 * gain - 3 * se_l, (f_l.mean(), f_oracle, gain)
     assert f_plan > f_oracle - 0.5 * gain
 

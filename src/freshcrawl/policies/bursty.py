@@ -81,7 +81,7 @@ BURSTY_DEFAULTS: dict[str, float] = {
     "explore": 0.05,
     "follow_share": 0.5,
     "follow_days": 0.25,
-    "cochange_z": 2.0,
+    "cochange_z": 4.0,
     "newborn": 1.0,
     "gamma_prior": 1.0,
     "subdivide": 4.0,

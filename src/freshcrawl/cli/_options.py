@@ -41,19 +41,26 @@ def budget_option(*, required: bool = True,
     return click.option("--budget", required=required, callback=_budget, metavar="RATE", help=help)
 
 
-def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
-    """``90s``, ``30m``, ``1h``, ``2d`` or a number of seconds, to seconds."""
-    if value is None:
-        return None
-    try:
-        return parse_duration(value, name=param.opts[0])
-    except ValueError as err:
-        raise click.BadParameter(str(err), ctx=ctx, param=param) from err
+def _duration(zero: bool):
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+        """``90s``, ``30m``, ``1h``, ``2d`` or a number of seconds, to seconds; > 0 unless ``zero``."""
+        if value is None:
+            return None
+        try:
+            seconds = parse_duration(value, name=param.opts[0])
+        except ValueError as err:
+            raise click.BadParameter(str(err), ctx=ctx, param=param) from err
+        if seconds == 0 and not zero:
+            raise click.BadParameter(f"must be > 0; got {value!r}", ctx=ctx, param=param)
+        return seconds
+
+    return callback
 
 
-def duration_option(*names: str, help: str, default: str | None = None):  # noqa: A002 - click's keyword
-    """A duration option, parsed to seconds (None when not given and without a default)."""
-    return click.option(*names, callback=_duration, metavar="DURATION", default=default,
+def duration_option(*names: str, help: str, default: str | None = None, zero: bool = False):  # noqa: A002
+    """A duration option, parsed to seconds (None when not given and without a default); > 0 unless
+    ``zero`` allows 0."""
+    return click.option(*names, callback=_duration(zero), metavar="DURATION", default=default,
                         show_default=default is not None, help=help)
 
 

@@ -18,6 +18,7 @@ from freshcrawl.cli._options import budget_option, duration_option
 
 __all__ = ["crawl"]
 
+
 def _open(db: str, *, create: bool = False):
     from sqlalchemy.exc import OperationalError
 
@@ -90,7 +91,8 @@ def _settings(store, given: dict):
               help="raw: any byte of the body; text: the page's main text only.")
 @duration_option("--for", "duration", help="Stop after this long (90s, 30m, 1h); default: until SIGINT/SIGTERM.")
 @duration_option("--replan-every", help="Time between two plans (default 1h).")
-@duration_option("--min-delay", help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
+@duration_option("--min-delay", zero=True,
+                 help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
 @click.option("--max-per-host-day", type=float, default=None, help="Most requests per host per day.")
 @click.option("--user-agent", default=None, help="User-Agent header (default freshcrawl/<version> (+URL)).")
 @click.option("--contact-url", default=None, help="Where site owners learn about this crawl (in the User-Agent).")

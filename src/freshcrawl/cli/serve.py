@@ -110,7 +110,8 @@ def _read_token(token_file: str | None) -> str | None:
 @budget_option(required=False,
                help="Visits per day over all pages, e.g. 10000/day (kept for later runs; needed the first time).")
 @click.option("--policy", default=None, help="learned (default), uniform, nutch, ...")
-@duration_option("--min-delay", help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
+@duration_option("--min-delay", zero=True,
+                 help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
 @duration_option("--replan-every", help="Time between two plans (default 1h).")
 def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, budget, policy, min_delay,
           replan_every) -> None:

@@ -764,6 +764,8 @@ def test_cli_test_web(tmp_path):
     assert "http://127.0.0.2:" in result.output and "mean freshness" in result.output
     bad = CliRunner().invoke(main, ["test-web", "--rates", "1:0.1", "--for", "1s"])
     assert bad.exit_code != 0 and "--rates" in bad.output
+    zero = CliRunner().invoke(main, ["test-web", "--for", "0s"])  # a run of no time is a typo, not a run
+    assert zero.exit_code == 2 and "'--for': must be > 0" in zero.output
 
 
 def test_cli_parsers():

@@ -46,13 +46,6 @@ def _pair(p: ArrayLike, delta: ArrayLike) -> tuple[NDArray[np.float64], NDArray[
     return np.ascontiguousarray(p_arr.ravel()), np.ascontiguousarray(d_arr.ravel()), p_arr.shape
 
 
-def _kernel_params(a, b, n):
-    """a of shape (n,) and b of shape (1,) or (n,), contiguous float64: the form the kernels take."""
-    a = np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), (n,)))
-    b = np.ascontiguousarray(np.atleast_1d(np.asarray(b, dtype=np.float64)))
-    return a, (b if b.shape[0] in (1, n) else np.ascontiguousarray(np.broadcast_to(b, (n,))))
-
-
 class Objective:
     """A concave per-page objective f(p; Δ), nondecreasing in the visit rate p.
 
@@ -92,7 +85,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define value(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return (K.values(K.TOKENS[self._kind], p_arr, *_kernel_params(a, b, p_arr.size)) + self._offset).reshape(shape)
+        return (K.values_array(K.TOKENS[self._kind], p_arr, a, b) + self._offset).reshape(shape)
 
     def derivative(self, p: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """f'(p; Δ) = ∂f/∂p per page, in value per (visit per day); shape of the broadcast."""
@@ -100,7 +93,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define derivative(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return K.marginals(K.TOKENS[self._kind], self._kinds(), p_arr, *_kernel_params(a, b, p_arr.size)).reshape(shape)
+        return K.marginals_array(K.TOKENS[self._kind], p_arr, a, b).reshape(shape)
 
     def inverse_marginal(self, lam_over_w: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """The rate p >= 0 with f'(p; Δ) = λ/w (0 when f'(0) <= λ/w), visits per day.
@@ -111,12 +104,9 @@ class Objective:
             raise NotImplementedError
         lam_arr, d_arr, shape = _pair(lam_over_w, delta)
         a, b = self._params(d_arr)
-        return K.responses(K.TOKENS[self._kind], lam_arr, *_kernel_params(a, b, lam_arr.size)).reshape(shape)
+        return K.responses_array(K.TOKENS[self._kind], lam_arr, a, b).reshape(shape)
 
     # -- solver hooks ------------------------------------------------------------------------------
-    def _kinds(self) -> NDArray[np.int8]:
-        return np.array([self._kind], dtype=np.int8)
-
     def _params(self, delta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64] | float]:
         """Kernel parameters: a of shape (n,), b of shape (n,) or a float."""
         return delta, _ONE

@@ -154,10 +154,9 @@ def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
         caps = np.array([spec["caps"].get(h, np.inf) if h else np.inf for h in names], dtype=np.float64)
         hosts = np.ascontiguousarray(codes)
     n_hosts = caps.shape[0]
-    prob.hosts, prob.G = hosts, n_hosts
     low = s0 = up = None
     if spec.get("bounds", True):
-        low, s0, up = prob.bounds()
+        low, s0, up = (np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in prob.host_bounds(n_hosts, hosts))
         bad = np.isfinite(caps) & (low[:n_hosts] > caps)
         if bad.any():
             h = int(np.flatnonzero(bad)[0])

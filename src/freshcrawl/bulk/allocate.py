@@ -6,7 +6,7 @@ The budget equation of :func:`freshcrawl.allocation.allocate`, ``Σ_h min(c_h, S
 is a sum over partitions when every host's pages lie in one partition: each partition k returns its
 ``S_k(λ)`` and ``dS_k/dλ`` in one compiled pass (its hosts capped where they exceed their caps), and the
 driver adds them up. λ is found by the same safeguarded Newton iteration as in memory
-(the same root-finder, from the λ of a strided sample of the pages), so a solve
+(:func:`freshcrawl.allocation.solve._newton`, from the λ of a strided sample of the pages), so a solve
 takes one pass to read and check the partitions, a pass per iteration (4 to 7 in the benchmark), and one pass that
 solves each binding host's λ_h where its pages are and writes the rates, with the same first-order
 correction that makes the budget exact. Where the root sits on a jump of Σp (flat marginal values), one
@@ -25,9 +25,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from freshcrawl._validation import check_int, check_positive
+from freshcrawl.allocation import _kernels as K
 from freshcrawl.allocation.objectives import get_objective
 from freshcrawl.allocation.result import Status
-from freshcrawl.allocation.solve import _KKT_ALARM, _Roots, _solve, allocate, capped_total
+from freshcrawl.allocation.solve import _KKT_ALARM, _binding, _newton, _rates_at, allocate
 from freshcrawl.bulk._partitions import PagePartition, bulk_run, list_partitions, read_partition, row_count
 from freshcrawl.errors import ConvergenceWarning, InfeasibleAllocation
 
@@ -112,7 +113,11 @@ def _sums(part: PagePartition, lam: float) -> tuple[float, float]:
     """S_k(λ) and dS_k/dλ of a partition: Σ_h min(c_h, S_h(λ)) + S_free(λ) over its pages."""
     if part.n == 0:
         return 0.0, 0.0
-    return capped_total(part.prob.sweep(np.full(part.caps.shape[0] + 1, lam)), part.caps)
+    if part.caps.shape[0] == 0:
+        return part.prob.global_sum(lam)
+    n_hosts = part.caps.shape[0]
+    s_h, ds_h = np.empty(n_hosts + 1), np.empty(n_hosts + 1)
+    return part.prob.capped_sum(lam, part.hosts, part.caps, s_h, ds_h)
 
 
 def _sums_at_ends(part: PagePartition, lam_a: float, lam_b: float) -> tuple[float, float]:
@@ -127,17 +132,27 @@ def _finish(part: PagePartition, lam, dlam, lam2, theta, shares, tol, max_iter, 
         kkt = over = value = 0.0
         n_iter, converged = 0, True
     else:
-        caps = part.caps
-        share = np.nan if shares[part.index] is None else shares[part.index]
-        sol = _solve(part.prob, share, caps, tol, max_iter, at_lam=(lam, dlam, lam2, theta))
-        p, kkt, value, n_iter, converged = sol.p, sol.kkt, sol.value, sol.n_iter, sol.converged
+        prob, hosts, caps = part.prob, part.hosts, part.caps
+        n_hosts = caps.shape[0]
+        low_h = part.low[:n_hosts]
+        lamhat = np.zeros(n_hosts)
+        lamhat[np.isfinite(caps) & (caps <= low_h)] = np.inf  # pinned at the lower bounds
+        bind, at_lam = _binding(prob, lam, lam2, theta, hosts, caps, low_h)
+        p, lam_out, lamhat_out, _, n_iter, converged, *checked = _rates_at(
+            prob, shares[part.index], hosts, caps, lam, dlam, lam2, theta, lamhat, bind, at_lam, tol, max_iter)
+        if checked:  # measured in the pass that wrote the rates (exact for the capped hosts)
+            kkt, sums = checked[0]
+        else:
+            kkt = prob.kkt(p, lam_out, hosts, lamhat_out)
+            sums = K.sum_by_host(p, hosts, n_hosts) if n_hosts else None
         over = 0.0
-        if caps.shape[0]:
+        if n_hosts:
             fin = np.isfinite(caps)
-            excess = (sol.sums[:-1][fin] - caps[fin]) / np.maximum(caps[fin], np.finfo(float).tiny)
+            excess = (sums[:n_hosts][fin] - caps[fin]) / np.maximum(caps[fin], np.finfo(float).tiny)
             over = float(np.max(excess, initial=0.0))
-    result = {"used": float(np.sum(p)), "kkt": float(kkt), "value": float(value), "over": over,
-              "n_iter": int(n_iter), "converged": bool(converged), "p": None}
+        value = float(prob.objective(p))
+    result = {"used": float(np.sum(p)), "kkt": float(kkt), "value": value, "over": over, "n_iter": int(n_iter),
+              "converged": bool(converged), "p": None}
     if output is not None:
         output.write(part.index, {"page": part.page, "rate": p})
     else:
@@ -248,9 +263,9 @@ def allocate_partitioned(
         say(f"read {len(files)} partitions, {n_total} pages")
         lam0 = _start(summaries, budget, n_total, obj, p_min, p_max)
 
-        roots = _Roots(np.array([budget]), [lam0], tol)
-        while passes - 1 < max_iter and not roots.done[0]:
-            lam = float(roots.x[0])
+        def evaluate(lam_v, act):
+            nonlocal passes
+            lam = float(lam_v[0])
             tick = time.perf_counter()
             parts = engine.map(_sums, handles, lam, **_SUMS_ONLY)
             passes += 1
@@ -258,13 +273,13 @@ def allocate_partitioned(
             s = float(sum(x[0] for x in parts))
             ds = float(sum(x[1] for x in parts))
             say(f"pass {passes}: λ = {lam:.17g}, Σp = {s:.17g} visits/day ({(s - budget) / budget:+.2e} of B)")
-            roots.observe([0], lam, np.array([s]), np.array([ds]))
-        converged = bool(roots.done[0])
-        if not converged:
-            roots.dx[0] = (budget - roots.last_s[0]) / roots.last_ds[0] if roots.last_ds[0] < 0 else 0.0
-        lam, dlam = float(roots.x[0]), float(roots.dx[0])
-        lam2, theta = float(roots.x2[0]), float(roots.theta[0])
-        if roots.gap[0] > 0:
+            return np.array([s]), np.array([ds])
+
+        roots = _newton(evaluate, np.array([budget]), np.array([lam0]), tol, max_iter, None, ulps_stop=K.ULPS_STOP)
+        converged = bool(roots.converged.all())
+        lam, dlam = float(roots.lam[0]), float(roots.dlam[0])
+        lam2, theta = float(roots.lam2[0]), float(roots.theta[0])
+        if roots.inf_jump[0]:
             raise ValueError("the root lies on a jump to an infinite Σp (pages of no value without p_max); "
                              "use the in-memory solver (freshcrawl.allocation.allocate)")
         shares = [None] * len(files)

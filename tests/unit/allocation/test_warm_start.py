@@ -81,7 +81,12 @@ def test_the_solution_itself_as_start_saves_passes(objective, capped):
     cold = allocate(delta, budget, **kw)
     warm = allocate(delta, budget, warm_start=cold, **kw)
     assert warm.success and warm.kkt_residual <= 1e-9
-    assert warm.n_iter < cold.n_iter
+    if capped and objective not in FLAT:
+        # not used with caps where Σp is smooth (the first pass places the hosts): the cold solve, exactly
+        np.testing.assert_array_equal(warm.p, cold.p)
+        assert warm.n_iter == cold.n_iter
+    else:
+        assert warm.n_iter < cold.n_iter
     np.testing.assert_allclose(warm.p, cold.p, rtol=1e-9, atol=1e-9 * budget / delta.size)
 
 

@@ -33,10 +33,18 @@ Follow-up visits
     without a copy yet: q = 1) gets a follow-up rate ``q / follow_days`` on top of its allocation,
     at most ``follow_share`` of the budget in all (scaled down beyond), until it is visited.
 
-Rates are a :class:`~freshcrawl.policies.base.RatePlan` summing to at most B over the alive pages (the
-follow-up rates included), so the engine's budget guarantee holds unchanged; with
-``context.hosts``/``context.host_caps`` the follow-up rates take at most half of each host's cap and the
-allocation the rest (the allocation with host caps, as in ``learned``).
+Dispatch that spends the budget
+    The rates (follow-ups included) sum to at most B over the alive pages; with
+    ``context.hosts``/``context.host_caps`` the follow-up rates take at most half of each host's cap
+    and the allocation the rest (the allocation with host caps, as in ``learned``). Each plan is a
+    :class:`~freshcrawl.policies.base.VisitPlan`: the periodic visits of those rates (a visit when a
+    page's rate integral since its last visit reaches 1, as the engine dispatches a rate plan), and
+    early visits for the budget they leave unspent beyond ``reserve_days`` days of budget (each to the
+    page whose next periodic visit is nearest). Periodic visits alone spend the rates' total only on
+    average: after a sweep visited most pages at once their integrals restart together, and at a low
+    budget little falls due for weeks. With ``reserve_days = inf`` the plan is the
+    :class:`~freshcrawl.policies.base.RatePlan` itself. The engine's token bucket still bounds every
+    window (B W + n_pages visits; the tests check that no visit is dropped).
 """
 
 from __future__ import annotations
@@ -64,8 +72,10 @@ from freshcrawl.policies.base import (
     PolicyContext,
     PolicyOptions,
     RatePlan,
+    VisitPlan,
     check_same_pages,
 )
+from freshcrawl.simulation.dispatch import periodic_visits
 from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, _clip_to_caps, split_rounds
 
 __all__ = ["BURSTY_DEFAULTS", "BurstyPolicy", "make_bursty", "prefix_groups"]
@@ -86,6 +96,7 @@ BURSTY_DEFAULTS: dict[str, float] = {
     "gamma_prior": 1.0,
     "subdivide": 4.0,
     "age_prior": 1.0,
+    "reserve_days": 2.0,
 }
 
 
@@ -119,6 +130,9 @@ class BurstyPolicy:
     age_prior : bool
         Where birth times are known, take the prior of a page from its group's rate at its age
         (:class:`~freshcrawl.estimators.bursty.AgeProfile`) rather than the group's mean.
+    reserve_days : float
+        Days of budget (> 0) that periodic visits may leave unspent before the rest is spent on early
+        visits; ``inf``: plain periodic dispatch of the rates (see the module docstring).
     gamma_prior : bool
         Weigh the group prior by the empirical-Bayes gamma prior's weight β_g (days of observation,
         :func:`~freshcrawl.estimators.bursty.gamma_prior`): b = w Δ̂ + (1 - w) m_g with
@@ -174,6 +188,7 @@ class BurstyPolicy:
         newborn: float = BURSTY_DEFAULTS["newborn"],
         gamma_prior: float = BURSTY_DEFAULTS["gamma_prior"],
         age_prior: float = BURSTY_DEFAULTS["age_prior"],
+        reserve_days: float = BURSTY_DEFAULTS["reserve_days"],
         replan_every: float = 1.0 / BURSTY_DEFAULTS["subdivide"],
         refresh_every: float = 1.0,
         objective: str = "freshness-periodic",
@@ -205,6 +220,9 @@ class BurstyPolicy:
         self.newborn = check_interval("newborn", newborn, low=0.0, high=1.0)
         self.gamma_prior = bool(gamma_prior)
         self.age_prior = bool(age_prior)
+        if not reserve_days > 0:
+            raise ValueError(f"reserve_days must be > 0 (days of budget kept for bursts; inf: none); got {reserve_days!r}")
+        self.reserve_days = float(reserve_days)
         self.replan_every = check_positive("replan_every", replan_every, unit="days")
         self.refresh_every = check_positive("refresh_every", refresh_every, unit="days")
         self.objective = objective
@@ -238,6 +256,10 @@ class BurstyPolicy:
             else np.asarray(context.born, dtype=np.float64)
         )
         self._follow_mass = np.zeros(n)
+        rng = context.rng if context.rng is not None else np.random.default_rng(0)
+        self._phase = rng.random(n)  # rate integral since each page's last dispatched visit
+        self._level = 0.0  # visits of the budget left unspent, up to the reserve
+        self._last_plan = None  # (time, rates, pages, times) of the last plan's visits
         self.changes_ = np.zeros(n)
         self.exposure_ = np.zeros(n)
         self.base_ = np.zeros(n)
@@ -326,15 +348,16 @@ class BurstyPolicy:
         return mmpp_mean_rate(pi_now, params, self.horizon)
 
     # ------------------------------------------------------------------------------------------ plan
-    def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
-        """Follow-up rates for pages likely stale, the rest allocated on the expected rates (visits/day)."""
+    def plan(self, now: float, alive: NDArray[np.bool_]) -> VisitPlan | RatePlan:
+        """Follow-up rates for pages likely stale, the rest allocated on the expected rates (visits/day),
+        dispatched as visits (see :meth:`_dispatch`)."""
         ctx = self.context_
         n = alive.shape[0]
         rates = np.zeros(n)
         idx = np.flatnonzero(alive)
         if idx.size == 0:
             self.rates_ = rates
-            return RatePlan(rates)
+            return self._dispatch(now, rates)
         budget = float(ctx.budget)
         observed = np.asarray(self.estimator_.n_visits_) > 0
         hosts = caps = None
@@ -344,7 +367,7 @@ class BurstyPolicy:
         if not observed.any() and hosts is None:  # nothing learned yet: uniform
             rates[idx] = budget / idx.size
             self.rates_ = rates
-            return RatePlan(rates)
+            return self._dispatch(now, rates)
         # follow-up visits for pages likely stale
         q = np.maximum(self.pending_[idx], self.newborn * self.waiting_[idx])
         follow = q / self.follow_days
@@ -405,7 +428,54 @@ class BurstyPolicy:
         else:
             rates[idx] = follow
         self.rates_ = rates
-        return RatePlan(rates)
+        return self._dispatch(now, rates)
+
+    def _dispatch(self, now: float, rates: NDArray[np.float64]) -> VisitPlan:
+        """The visits of the next ``replan_every`` days: periodic ones, and early ones for a budget left unspent.
+
+        Periodic dispatch (a visit when a page's rate integral since its last visit reaches 1, as the
+        engine does with a rate plan) spends the rates' total only on average: after a sweep visited
+        most pages at once, their integrals restart together and for about a period of the slowest
+        pages little is visited. Here the budget that periodic visits leave unspent accumulates up to
+        ``reserve_days`` days of budget (kept for bursts of follow-ups); beyond it, it is spent at once
+        on early visits, each to the page whose next periodic visit is nearest (its integral then owes
+        1, which delays that visit by one period). So from the start, at every plan, the visits planned
+        so far are at least ``B t - reserve_days B - 1``.
+
+        The state (integrals, unspent budget) is carried from the previous plan to ``now`` with the
+        visits it planned before ``now``, so plans closer together than ``replan_every`` (a live
+        frontier re-plans when pages join) count only the time that passed (at most one period).
+        """
+        if not np.isfinite(self.reserve_days):
+            return RatePlan(rates)
+        n = rates.shape[0]
+        period = self.replan_every
+        budget = float(self.context_.budget)
+        last = self._last_plan
+        if last is not None:  # carry the previous plan's state to now
+            t_prev, r_prev, pages_prev, times_prev = last
+            elapsed = min(max(now - t_prev, 0.0), period)
+            done = pages_prev[times_prev < now]
+            self._phase += r_prev * np.clip(t_prev + elapsed - np.maximum(self._born, t_prev), 0.0, None)
+            np.subtract.at(self._phase, done, 1.0)
+            self._level = min(self._level + budget * elapsed - done.shape[0], self.reserve_days * budget)
+        phase = self._phase.copy()
+        lo = np.clip(self._born, now, now + period)  # a page born within the period: from its birth
+        gp, gt = periodic_visits(rates, phase, lo, np.full(n, now + period))
+        gt = np.maximum(gt, now)  # (an integral carried to 1 + an ulp would place a visit an ulp early)
+        level = self._level + budget * period - gp.shape[0]
+        on = (rates > 0) & (self._born <= now)
+        extra = int(min(max(np.floor(level - self.reserve_days * budget), 0.0), on.sum()))
+        if extra:
+            due = np.where(on, (1.0 - phase) / np.where(on, rates, 1.0), np.inf)
+            early = np.argpartition(due, extra - 1)[:extra] if extra < n else np.arange(n)
+            early = early[np.argsort(due[early], kind="stable")]
+            gp = np.concatenate([gp, early.astype(np.intp)])
+            gt = np.concatenate([gt, now + (np.arange(extra) + 0.5) * (period / extra)])
+        order = np.argsort(gt, kind="stable")
+        pages, times = gp[order].astype(np.intp), gt[order]
+        self._last_plan = (now, rates.copy(), pages, times)
+        return VisitPlan(pages, times)
 
     # --------------------------------------------------------------------------------------- observe
     def observe(self, obs: Observations) -> None:

@@ -49,7 +49,8 @@ def test_update_context_keeps_what_was_learned_and_checks_the_pages():
     pol.update_context(_ctx(budget=12.0))
     np.testing.assert_array_equal(pol.estimated_delta(), before)
     np.testing.assert_array_equal(pol.pi_active_, pi)
-    rates = pol.plan(1.0, np.ones(6, bool)).rates
+    pol.plan(1.0, np.ones(6, bool))
+    rates = pol.rates_
     assert rates.sum() == pytest.approx(12.0)
     assert rates[0] > rates[2]  # changed pages are planned higher
     with pytest.raises(ValueError, match="n_pages must stay 6"):
@@ -62,12 +63,14 @@ def test_host_caps_hold():
     caps = np.array([1.0, 2.0, np.inf, 50.0])
     pol = make_policy("learned-bursty")
     pol.reset(_ctx(n=n, budget=30.0, hosts=hosts, host_caps=caps))
-    first = pol.plan(0.0, np.ones(n, bool)).rates  # nothing observed yet
+    pol.plan(0.0, np.ones(n, bool))
+    first = pol.rates_  # nothing observed yet
     assert np.all(np.bincount(hosts, weights=first) <= caps * (1 + 1e-9) + 1e-12)
     assert first.sum() == pytest.approx(30.0)  # hosts 2 and 3 take what 0 and 1 cannot
     rng = np.random.default_rng(1)
     pol.observe(_obs(np.arange(n), rng.random(n) < 0.5))
-    rates = pol.plan(1.0, np.ones(n, bool)).rates
+    pol.plan(1.0, np.ones(n, bool))
+    rates = pol.rates_
     per_host = np.bincount(hosts, weights=rates)
     assert np.all(per_host <= caps * (1 + 1e-9) + 1e-12)
     assert rates.sum() <= 30.0 * (1 + 1e-9)
@@ -94,6 +97,45 @@ def test_budget_guarantee_holds_with_follow_up_visits(seed):
     res = simulate(make_policy("learned-bursty"), env, 8.0, rng=seed)
     assert res.dropped == 0
     assert _max_window_excess(np.concatenate(seen), 8.0) <= env.n_pages + 1e-9
+
+
+@pytest.mark.parametrize("reserve", [0.5, 2.0])
+def test_the_budget_is_spent_after_a_sweep_resets_every_page_at_once(reserve):
+    # 80 slow pages (0.02 changes a day) all change at day 10: the follow-ups visit them within hours,
+    # which restarts every page's rate integral together. Periodic dispatch alone would then leave most
+    # of the budget unspent for weeks; here the visits planned up to any plan are at least
+    # B t - reserve_days B - 1 (the budget left unspent is spent early beyond the reserve)
+    n, days, budget = 80, 60.0, 4.0
+    rng = np.random.default_rng(5)
+    per_page = [np.sort(np.append(rng.uniform(0, days, rng.poisson(0.02 * days)), 10.0)) for _ in range(n)]
+    hist = ChangeHistory(
+        pages=np.array([f"site/g{i % 4}/p{i}" for i in range(n)], dtype=object),
+        born=np.full(n, -1.0),
+        died=np.full(n, np.inf),
+        offsets=np.cumsum([0] + [len(t) for t in per_page]).astype(np.intp),
+        times=np.concatenate(per_page),
+        first=-1.0,
+        last=days,
+    )
+    env = ReplayEnvironment(hist, 0.0, days)
+    seen = []
+    orig = env.visit
+
+    def spy(pages, times, **kw):
+        seen.append(np.asarray(times))
+        return orig(pages, times, **kw)
+
+    env.visit = spy
+    pol = make_policy("learned-bursty", PolicyOptions(extra={"reserve_days": reserve}))
+    res = simulate(pol, env, budget, rng=1)
+    times = np.sort(np.concatenate(seen))
+    assert res.dropped == 0
+    plans = np.arange(0.0, days, pol.replan_every)
+    planned = np.searchsorted(times, plans + pol.replan_every)  # visits before each plan's end
+    assert np.all(planned >= budget * (plans + pol.replan_every) - reserve * budget - 1), (
+        (budget * (plans + pol.replan_every) - planned).max()
+    )
+    assert _max_window_excess(times, budget) <= n + 1e-9
 
 
 def test_poisson_pages_no_worse_than_learned_within_one_percent_of_the_oracle():
@@ -188,7 +230,8 @@ def test_a_cochange_raises_the_pages_of_its_group_not_visited_since():
     pol.observe(_obs(np.arange(10), np.ones(10, bool), t=20.0, tau=10.0))
     assert pol.n_cochanges_ == 1
     assert np.all(pol.pending_[10:20] > 0.5) and np.all(pol.pending_[20:] == 0)
-    rates = pol.plan(20.0, np.ones(n, bool)).rates
+    pol.plan(20.0, np.ones(n, bool))
+    rates = pol.rates_
     assert rates[10:20].min() > rates[20:].max()  # follow-up visits for the rest of group 0
 
 

@@ -262,6 +262,8 @@ def test_the_live_frontier_plans_with_it(tmp_path):
         assert f.rate[3:].sum() == 0
         f.replan(t0 + 3600.0)
         assert 0 < f.rate[:3].sum() <= 2400.0 * (1 + 1e-12)
+        # its plans are visits for a quarter of the frontier's period: the next plan comes when they run out
+        assert f.next_replan == pytest.approx(t0 + 3600.0 + 900.0)
     finally:
         store.close()
 

@@ -75,8 +75,8 @@ from freshcrawl.policies.base import (
     VisitPlan,
     check_same_pages,
 )
-from freshcrawl.simulation.dispatch import periodic_visits
 from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, _clip_to_caps, split_rounds
+from freshcrawl.simulation.dispatch import periodic_visits
 
 __all__ = ["BURSTY_DEFAULTS", "BurstyPolicy", "make_bursty", "prefix_groups"]
 
@@ -130,13 +130,13 @@ class BurstyPolicy:
     age_prior : bool
         Where birth times are known, take the prior of a page from its group's rate at its age
         (:class:`~freshcrawl.estimators.bursty.AgeProfile`) rather than the group's mean.
-    reserve_days : float
-        Days of budget (> 0) that periodic visits may leave unspent before the rest is spent on early
-        visits; ``inf``: plain periodic dispatch of the rates (see the module docstring).
     gamma_prior : bool
         Weigh the group prior by the empirical-Bayes gamma prior's weight β_g (days of observation,
         :func:`~freshcrawl.estimators.bursty.gamma_prior`): b = w Δ̂ + (1 - w) m_g with
         w = T/(T + β_g), T the page's days of observation; else by ``prior_visits`` pseudo-visits.
+    reserve_days : float
+        Days of budget (> 0) that periodic visits may leave unspent before the rest is spent on early
+        visits; ``inf``: plain periodic dispatch of the rates (see the module docstring).
     replan_every : float
         Days between plans (> 0).
     refresh_every : float
@@ -221,7 +221,9 @@ class BurstyPolicy:
         self.gamma_prior = bool(gamma_prior)
         self.age_prior = bool(age_prior)
         if not reserve_days > 0:
-            raise ValueError(f"reserve_days must be > 0 (days of budget kept for bursts; inf: none); got {reserve_days!r}")
+            raise ValueError(
+                f"reserve_days must be > 0 (days of budget kept for bursts; inf: none); got {reserve_days!r}"
+            )
         self.reserve_days = float(reserve_days)
         self.replan_every = check_positive("replan_every", replan_every, unit="days")
         self.refresh_every = check_positive("refresh_every", refresh_every, unit="days")
@@ -440,7 +442,7 @@ class BurstyPolicy:
         ``reserve_days`` days of budget (kept for bursts of follow-ups); beyond it, it is spent at once
         on early visits, each to the page whose next periodic visit is nearest (its integral then owes
         1, which delays that visit by one period). So from the start, at every plan, the visits planned
-        so far are at least ``B t - reserve_days B - 1``.
+        so far are at least ``B t - reserve_days B - 1`` (while there are pages alive to visit).
 
         The state (integrals, unspent budget) is carried from the previous plan to ``now`` with the
         visits it planned before ``now``, so plans closer together than ``replan_every`` (a live

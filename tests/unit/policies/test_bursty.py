@@ -76,6 +76,19 @@ def test_host_caps_hold():
     assert rates.sum() <= 30.0 * (1 + 1e-9)
 
 
+def _record_visit_times(env):
+    """A list that collects the times of every batch of visits the engine makes to ``env``."""
+    seen = []
+    visit = env.visit
+
+    def spy(pages, times, **kw):
+        seen.append(np.asarray(times))
+        return visit(pages, times, **kw)
+
+    env.visit = spy
+    return seen
+
+
 def _max_window_excess(times, budget):
     t = np.sort(times)
     j = np.arange(t.size)
@@ -86,14 +99,7 @@ def _max_window_excess(times, budget):
 def test_budget_guarantee_holds_with_follow_up_visits(seed):
     hist = _history(60, 60.0, seed, births=0.3, sweeps=0.5)
     env = ReplayEnvironment(hist, 0.0, 60.0)
-    seen = []
-    orig = env.visit
-
-    def spy(pages, times, **kw):
-        seen.append(np.asarray(times))
-        return orig(pages, times, **kw)
-
-    env.visit = spy
+    seen = _record_visit_times(env)
     res = simulate(make_policy("learned-bursty"), env, 8.0, rng=seed)
     assert res.dropped == 0
     assert _max_window_excess(np.concatenate(seen), 8.0) <= env.n_pages + 1e-9
@@ -118,14 +124,7 @@ def test_the_budget_is_spent_after_a_sweep_resets_every_page_at_once(reserve):
         last=days,
     )
     env = ReplayEnvironment(hist, 0.0, days)
-    seen = []
-    orig = env.visit
-
-    def spy(pages, times, **kw):
-        seen.append(np.asarray(times))
-        return orig(pages, times, **kw)
-
-    env.visit = spy
+    seen = _record_visit_times(env)
     pol = make_policy("learned-bursty", PolicyOptions(extra={"reserve_days": reserve}))
     res = simulate(pol, env, budget, rng=1)
     times = np.sort(np.concatenate(seen))

@@ -276,7 +276,6 @@ class Frontier:
         self._load_pages()
         self._pending: list[tuple[int, float, bool, float, float]] = []
         self._new_pages_at: float | None = None
-        self._visit_plans = False  # the last plan was explicit visits (see next_replan)
         #: page index -> a due time set from outside (a client's date, an error floor): plans keep it
         #: until it has passed or the page reports a visit (in memory: a restart plans such pages anew)
         self.held: dict[int, float] = {}
@@ -429,13 +428,10 @@ class Frontier:
     def next_replan(self) -> float:
         """Seconds since the epoch of the next plan: every ``replan_every_s``, and soon after pages join.
 
-        A policy that plans explicit visits (a ``VisitPlan``) plans them for its own ``replan_every``
-        only; where that is shorter (``learned-bursty`` plans a quarter of the period), the next plan
-        comes when its visits run out.
+        A policy plans for its own ``replan_every`` (the Policy protocol); where that is shorter
+        (``learned-bursty`` plans a quarter of the period), the next plan comes when it runs out.
         """
-        period = self.settings.replan_every_s
-        if self._visit_plans:
-            period = min(period, self.policy.replan_every * SECONDS_PER_DAY)
+        period = min(self.settings.replan_every_s, self.policy.replan_every * SECONDS_PER_DAY)
         due = self.planned_at + period
         if self._new_pages_at is not None:
             due = min(due, self._new_pages_at + self.NEW_PAGES_PLAN_S)
@@ -455,7 +451,6 @@ class Frontier:
         self.policy.update_context(self._context(now))
         alive = self.status == ACTIVE
         plan = self.policy.plan(now / SECONDS_PER_DAY, alive)
-        self._visit_plans = not isinstance(plan, RatePlan)
         if isinstance(plan, RatePlan):
             rates = np.where(alive, np.asarray(plan.rates, dtype=np.float64), 0.0)
             first = None

@@ -441,8 +441,10 @@ class BurstyPolicy:
         pages little is visited. Here the budget that periodic visits leave unspent accumulates up to
         ``reserve_days`` days of budget (kept for bursts of follow-ups); beyond it, it is spent at once
         on early visits, each to the page whose next periodic visit is nearest (its integral then owes
-        1, which delays that visit by one period). So from the start, at every plan, the visits planned
-        so far are at least ``B t - reserve_days B - 1`` (while there are pages alive to visit).
+        1, which delays that visit by one period). The unspent budget is carried in whole visits: at each
+        plan it is capped at the reserve, so a plan that made early visits drops the fraction of a visit
+        left above it. The visits planned up to a plan thus fall short of ``B t`` by at most
+        ``reserve_days B`` plus those dropped fractions (while there are pages alive to visit).
 
         The state (integrals, unspent budget) is carried from the previous plan to ``now`` with the
         visits it planned before ``now``, so plans closer together than ``replan_every`` (a live

@@ -109,8 +109,8 @@ def test_budget_guarantee_holds_with_follow_up_visits(seed):
 def test_the_budget_is_spent_after_a_sweep_resets_every_page_at_once(reserve):
     # 80 slow pages (0.02 changes a day) all change at day 10: the follow-ups visit them within hours,
     # which restarts every page's rate integral together. Periodic dispatch alone fell 18 visits (4.5
-    # days of budget) behind on these pages; here the visits planned up to any plan are at least
-    # B t - reserve_days B - 1 (the budget left unspent is spent early beyond the reserve)
+    # days of budget) behind on these pages; here the visits made up to the end of any plan stay within
+    # reserve_days B + 1 of B t (the budget left unspent is spent early beyond the reserve)
     n, days, budget = 80, 60.0, 4.0
     rng = np.random.default_rng(5)
     per_page = [np.sort(np.append(rng.uniform(0, days, rng.poisson(0.02 * days)), 10.0)) for _ in range(n)]

@@ -68,34 +68,33 @@ def _writable(x, dtype=np.float64):
     return x if x.flags.writeable else x.copy()
 
 
-def _scalar_or_array(x):
-    """A float when x holds one value for every page, else a contiguous, writable float64 array."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 0 or x.shape[0] == 1:
-        return float(x.reshape(-1)[0])
-    return _writable(x)
+def _per_page(x, dtype=np.float64):
+    """x as a contiguous, writable one-dimensional array: shape (1,) when one value is shared by every
+    page, else (n,).
+
+    Every per-page input of the kernels has this one type, so numba compiles one variant of each kernel
+    per objective kind, whichever inputs are shared; the kernels read a shared one as ``x[0]``
+    (``_kernels._get``).
+    """
+    return _writable(np.asarray(x, dtype=dtype).reshape(-1), dtype)
 
 
 class _KernelProblem:
-    """Per-page data of a built-in objective; every method is one compiled pass over the pages."""
+    """Per-page data of a built-in objective; every method is one compiled pass over the pages.
+
+    ``k`` (int8), ``w``, ``b``, ``lo``, ``hi`` have shape (1,) when shared by every page, else (n,);
+    ``a`` has shape (n,).
+    """
 
     def __init__(self, n, kinds, w, a, b, lo, hi, offset=0.0):
         self.n = n
-        if np.ndim(kinds) == 0 or np.asarray(kinds).shape[0] == 1:
-            self.k = int(np.asarray(kinds).reshape(-1)[0])
-            self.tok = K.TOKENS[self.k]
-        else:
-            self.k = _writable(kinds, np.int8)
-            self.tok = K.ANY_TOKEN
-        self.w = _scalar_or_array(w)
+        self.k = _per_page(kinds, np.int8)
+        self.tok = K.TOKENS[int(self.k[0])] if self.k.shape[0] == 1 else K.ANY_TOKEN
+        self.w = _per_page(w)
         a = np.asarray(a, dtype=np.float64)
         self.a = np.full(n, a.reshape(-1)[0]) if a.size == 1 else _writable(a)
-        self.b = _scalar_or_array(b)
-        lo, hi = _scalar_or_array(lo), _scalar_or_array(hi)
-        if isinstance(lo, float) != isinstance(hi, float):  # both scalars or both arrays
-            lo = np.full(n, lo) if isinstance(lo, float) else lo
-            hi = np.full(n, hi) if isinstance(hi, float) else hi
-        self.lo, self.hi = lo, hi
+        self.b = _per_page(b)
+        self.lo, self.hi = _per_page(lo), _per_page(hi)
         self.offset = offset
         self.lam0 = None  # a starting λ (``allocate(warm_start=...)``), else from a sample
         self.host_lam0 = None  # starting multipliers of this problem's hosts, shape (n_hosts,), or None
@@ -106,10 +105,7 @@ class _KernelProblem:
     def has_flat_marginals(self):
         """Whether Σp may be singular or jump where a page leaves p_min: some page's marginal value is
         flat there (periodic freshness, detection) or constant (completely observed, freshness)."""
-        flat = (K.PERIODIC, K.DETECTION, K.LINEAR)
-        if isinstance(self.k, int):
-            return self.k in flat
-        return bool(np.isin(self.k, flat).any())
+        return bool(np.isin(self.k, (K.PERIODIC, K.DETECTION, K.LINEAR)).any())
 
     def global_sum(self, lam):
         return K.global_sum(self.tok, self.n, lam, *self._args())
@@ -166,12 +162,12 @@ class _KernelProblem:
         return out
 
     def take(self, idx):
-        pick = lambda x: x if isinstance(x, float) else np.ascontiguousarray(x[idx])  # noqa: E731
+        pick = lambda x: x if x.shape[0] == 1 else np.ascontiguousarray(x[idx])  # noqa: E731
         return pick(self.lo), pick(self.hi)
 
     def subset(self, idx):
         """The problem of the pages idx alone (same objective and bounds; no start)."""
-        pick = lambda x: x if isinstance(x, (int, float)) else np.ascontiguousarray(x[idx])  # noqa: E731
+        pick = lambda x: x if x.shape[0] == 1 else np.ascontiguousarray(x[idx])  # noqa: E731
         return _KernelProblem(idx.size, pick(self.k), pick(self.w), self.a[idx], pick(self.b), pick(self.lo),
                               pick(self.hi))
 
@@ -928,7 +924,7 @@ def _solve_hosts(prob, idx, lam, hosts, caps, tol, max_iter, at_lam=None, last=N
     lam_h, dlam_h, lam2_h, theta_h = np.zeros(g), np.zeros(g), np.zeros(g), np.zeros(g)
     iters = np.zeros(g, dtype=np.int64)
     # Newton in S against λ^(-1/2) where rates go as λ^(-1/2) (minus Δ for Poisson freshness), else log-log
-    sqrt_step = isinstance(prob.k, int) and prob.k in (K.POISSON, K.PERIODIC, K.DETECTION)
+    sqrt_step = prob.k.shape[0] == 1 and int(prob.k[0]) in (K.POISSON, K.PERIODIC, K.DETECTION)
     pt = (_NONE, _NONE, _NONE) if last is None else (last[0][idx], last[1][idx], last[2][idx])
     K.host_newton(prob.tok, perm, start, caps[idx], lam_b, s_h[idx], ds_h[idx], *prob._args(), tol,
                   min(max_iter, _HOST_ITER), sqrt_step, lam_h, dlam_h, lam2_h, theta_h, iters, *pt)

@@ -57,9 +57,10 @@ def _mask(x):
 def _get(x, i):
     """Page i's entry of a per-page input: ``x[i]``, or ``x[0]`` when x (shape (1,)) is shared by every page.
 
-    The test is the same for every page of a pass, and in the closed forms' loops it costs nothing
-    measurable (a Poisson pass over 10^6 pages as fast as with the value passed as a float); the packing
-    loop of the Lambert-W passes reads through :func:`_mask` instead.
+    The test is the same for every page of a pass, and in a pass that only sums it costs nothing
+    measurable (a Poisson pass over 10^6 pages as fast as with the value passed as a float). A pass that
+    stores page by page is not vectorised through it: see :func:`_unswitched`; the packing loop of the
+    Lambert-W passes reads through :func:`_mask` instead.
     """
     return x[0] if x.shape[0] == 1 else x[i]
 
@@ -85,16 +86,11 @@ def _at_ol(x, i):
     return lambda x, i: _get(x, i)
 
 
-def _views(start, stop, k, w, a, b, lo, hi):  # pragma: no cover - compiled through the overload
-    return k, w, a, b, lo, hi
-
-
-@overload(_views)
-def _views_ol(start, stop, k, w, a, b, lo, hi):
-    def impl(start, stop, k, w, a, b, lo, hi):
-        return (_view(k, start, stop), _view(w, start, stop), _view(a, start, stop), _view(b, start, stop),
-                _view(lo, start, stop), _view(hi, start, stop))
-    return impl
+@njit(**_INL)
+def _views(start, stop, k, w, a, b, lo, hi):
+    """:func:`_view` of each per-page input."""
+    return (_view(k, start, stop), _view(w, start, stop), _view(a, start, stop), _view(b, start, stop),
+            _view(lo, start, stop), _view(hi, start, stop))
 
 
 @njit(cache=True, error_model="numpy")
@@ -1239,8 +1235,8 @@ def _unswitched(loop):
     :func:`final_rates` (closed forms) and :func:`kkt_residual` therefore run their loop in three
     versions: all shared, shared bounds, none. The Lambert-W kinds and mixed kinds (``ANY_TOKEN``, whose
     response includes the Lambert-W one) get the one general version, so as not to compile their large
-    response three times: the three versions for every kind cost the allocation tests 57 s of compile
-    (326 s of CPU against 269). The result is what ``loop`` returns.
+    response three times (three versions for every kind took the allocation tests 326 s of CPU, against
+    312 s this way and 269 s with one version, measured minutes apart). The result is what ``loop`` returns.
     """
     def run(tok, x, lam, dlam, k, w, a, b, lo, hi):  # pragma: no cover - compiled through the overload
         raise NotImplementedError
@@ -1261,7 +1257,7 @@ def _unswitched(loop):
 
 
 @njit(**_LOOP)
-def _final_closed(tok, out, lam, dlam, k, w, a, b, lo, hi):
+def _final_loop(tok, out, lam, dlam, k, w, a, b, lo, hi):
     """The closed-form branch of :func:`final_rates`; ``w``, ``lo``, ``hi`` arrays or shared floats."""
     for i in range(out.shape[0]):
         lo_i, hi_i = _at(lo, i), _at(hi, i)
@@ -1269,7 +1265,7 @@ def _final_closed(tok, out, lam, dlam, k, w, a, b, lo, hi):
         out[i] = min(max(p + dp * dlam, lo_i), hi_i)
 
 
-_final_unswitched = _unswitched(_final_closed)
+_final_unswitched = _unswitched(_final_loop)
 
 
 @njit(**_LOOP)

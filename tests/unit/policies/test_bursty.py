@@ -12,6 +12,7 @@ from freshcrawl.policies.base import Observations
 from freshcrawl.policies.bursty import BurstyPolicy, prefix_groups
 from freshcrawl.simulation import simulate
 from freshcrawl.traces.history import ChangeHistory
+from tests.visit_log import max_window_excess, record_visit_times
 
 
 def _ctx(n=6, budget=6.0, **kw):
@@ -76,33 +77,14 @@ def test_host_caps_hold():
     assert rates.sum() <= 30.0 * (1 + 1e-9)
 
 
-def _record_visit_times(env):
-    """A list that collects the times of every batch of visits the engine makes to ``env``."""
-    seen = []
-    visit = env.visit
-
-    def spy(pages, times, **kw):
-        seen.append(np.asarray(times))
-        return visit(pages, times, **kw)
-
-    env.visit = spy
-    return seen
-
-
-def _max_window_excess(times, budget):
-    t = np.sort(times)
-    j = np.arange(t.size)
-    return float(np.max((j + 1 - budget * t) - np.minimum.accumulate(j - budget * t)))
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 def test_budget_guarantee_holds_with_follow_up_visits(seed):
     hist = _history(60, 60.0, seed, births=0.3, sweeps=0.5)
     env = ReplayEnvironment(hist, 0.0, 60.0)
-    seen = _record_visit_times(env)
+    seen = record_visit_times(env)
     res = simulate(make_policy("learned-bursty"), env, 8.0, rng=seed)
     assert res.dropped == 0
-    assert _max_window_excess(np.concatenate(seen), 8.0) <= env.n_pages + 1e-9
+    assert max_window_excess(np.concatenate(seen), 8.0) <= env.n_pages + 1e-9
 
 
 @pytest.mark.parametrize("reserve", [0.5, 2.0])
@@ -124,7 +106,7 @@ def test_the_budget_is_spent_after_a_sweep_resets_every_page_at_once(reserve):
         last=days,
     )
     env = ReplayEnvironment(hist, 0.0, days)
-    seen = _record_visit_times(env)
+    seen = record_visit_times(env)
     pol = make_policy("learned-bursty", PolicyOptions(extra={"reserve_days": reserve}))
     res = simulate(pol, env, budget, rng=1)
     times = np.sort(np.concatenate(seen))
@@ -134,7 +116,7 @@ def test_the_budget_is_spent_after_a_sweep_resets_every_page_at_once(reserve):
     assert np.all(planned >= budget * (plans + pol.replan_every) - reserve * budget - 1), (
         (budget * (plans + pol.replan_every) - planned).max()
     )
-    assert _max_window_excess(times, budget) <= n + 1e-9
+    assert max_window_excess(times, budget) <= n + 1e-9
 
 
 def test_poisson_pages_no_worse_than_learned_within_one_percent_of_the_oracle():

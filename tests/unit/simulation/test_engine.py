@@ -12,6 +12,7 @@ from freshcrawl.policies.base import Observations, PolicyContext, RatePlan, Visi
 from freshcrawl.policies.baselines import make_heritrix, make_uniform
 from freshcrawl.simulation import TokenBucket, periodic_visits, simulate
 from freshcrawl.traces.history import ChangeHistory
+from tests.visit_log import max_window_excess, record_visit_times
 
 
 class Recorder:
@@ -41,28 +42,9 @@ class Recorder:
         return None
 
 
-def max_window_excess(times: np.ndarray, budget: float) -> float:
-    """max over closed windows [t_i, t_j] of (visits in it) - B (t_j - t_i)."""
-    if times.size == 0:
-        return 0.0
-    t = np.sort(times)
-    j = np.arange(t.size)
-    a = (j + 1) - budget * t  # visits up to j
-    b = j - budget * t  # visits before i
-    return float(np.max(a - np.minimum.accumulate(b)))
-
-
 def visit_times(policy_rates, n, budget, days, visits, seed, replan=1.0):
     env = PoissonEnvironment(np.ones(n), start=0.0, end=days)
-    seen = []
-
-    orig = env.visit
-
-    def spy(pages, times, **kw):
-        seen.append(np.asarray(times))
-        return orig(pages, times, **kw)
-
-    env.visit = spy
+    seen = record_visit_times(env)
     simulate(Recorder(policy_rates, replan_every=replan), env, budget, visits=visits, rng=seed)
     return np.concatenate(seen)
 

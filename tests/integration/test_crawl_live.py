@@ -35,10 +35,12 @@ N_PAGES, N_HOSTS = 300, 6
 #: was 6.3 to 7.2 in four runs (this test and the served one, twice each).
 RATES = (0.002, 2.0)
 BUDGET = 150.0  # visits per second over all pages: uniform visits each page every 2 s (Δτ 0.004 to 4)
-RUN_S = 70.0
-#: freshness is measured over the second half of the run, after the learned policy has seen about
-#: fifteen visits per page (with three to seven, the estimates are too rough to move the plan)
-WINDOW = (35.0, 68.0)
+RUN_S = 48.0
+#: freshness is measured from 15 s on, when the learned policy has seen about seven visits per page.
+#: Measured over several windows of two 70 s runs, the paired difference learned - uniform was 6.3 to
+#: 7.1 standard errors whether the window opened at 10, 15, 25 or 35 s: its spread is the pages'
+#: spread, not the window's length, and the plan moves with the first estimates
+WINDOW = (15.0, 46.0)
 MIN_DELAY_S = 0.01  # host caps of 100 visits/s: not binding at 25 visits/s per host on average
 
 
@@ -114,7 +116,7 @@ def test_learned_keeps_pages_fresher_than_uniform_and_close_to_the_oracle(tmp_pa
     # no policy beats the optimum beyond the sampling error of the window
     assert f_l.mean() < f_oracle + 3 * se_l
     # learned captures at least half of the oracle's gain over uniform (up to the sampling error):
-    # its estimates of Δ come from about fifteen visits per page, and the objective is flat near its
+    # its estimates of Δ come from seven to twenty visits per page, and the objective is flat near its
     # optimum, so rough estimates lose little of the gain; half is a floor, not a tuned value
     gain = f_oracle - f_uniform_pred
     assert gain > 0.03  # rates over three orders of magnitude: the optimum gains about 0.045

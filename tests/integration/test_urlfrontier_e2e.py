@@ -45,7 +45,7 @@ RUN_S = 16.0
 WINDOW = (7.0, 15.0)  # seconds after the first request: freshness measured there
 
 #: the live recrawler's freshness test (test_crawl_live.py: 300 pages, rates over three orders of
-#: magnitude, each page visited every 2 s by uniform, about 17 visits per page when the window opens),
+#: magnitude, each page visited every 2 s by uniform, about 7 visits per page when the window opens),
 #: on a clock 1.5 times slower (every rate / 1.5, every duration * 1.5: the same Δτ, so the same
 #: freshness) and over 30 hosts instead of 6: a served visit waits for a GetURLs and a PutURLs round
 #: trip before its host is free again, and two fetchers, the server and a uniform crawl beside them
@@ -53,7 +53,7 @@ WINDOW = (7.0, 15.0)  # seconds after the first request: freshness measured ther
 #: another process loading one core)
 SLOW = 1.5
 LIVE = dict(n_pages=300, hosts=[HostSpec()] * 30, rates=(0.002 / SLOW, 2.0 / SLOW), budget=150.0 / SLOW,
-            min_delay_s=0.01, run_s=70.0 * SLOW, window=(35.0 * SLOW, 68.0 * SLOW))
+            min_delay_s=0.01, run_s=48.0 * SLOW, window=(15.0 * SLOW, 46.0 * SLOW))
 
 SERVER = r"""
 import json, signal, sys, threading, time

@@ -59,7 +59,7 @@ def _get(x, i):
 
     The test is the same for every page of a pass, and in a pass that only sums it costs nothing
     measurable (a Poisson pass over 10^6 pages as fast as with the value passed as a float). A pass that
-    stores page by page is not vectorised through it: see :func:`_unswitched`; the packing loop of the
+    stores page by page is not vectorised through it: see :func:`_final_loop`; the packing loop of the
     Lambert-W passes reads through :func:`_mask` instead.
     """
     return x[0] if x.shape[0] == 1 else x[i]
@@ -80,7 +80,7 @@ def _at(x, i):  # pragma: no cover - compiled through the overload
 
 @overload(_at)
 def _at_ol(x, i):
-    """:func:`_get` that also takes a float (a shared input taken out of a loop by :func:`_unswitched`)."""
+    """:func:`_get` that also takes a float (a shared input passed as one: :func:`_final_loop`)."""
     if isinstance(x, types.Float):
         return lambda x, i: x
     return lambda x, i: _get(x, i)
@@ -1221,51 +1221,25 @@ def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
             for j in range(stop - start):
                 ov[j] = min(max(pb[j] + db[j] * dlam, _get(lov, j)), _get(hiv, j))
     else:
-        _final_unswitched(tok, out, lam, dlam, k, w, a, b, lo, hi)
-
-
-def _unswitched(loop):
-    """``loop(tok, x, lam, dlam, k, w, a, b, lo, hi)``, a compiled loop over the pages, as a function of the
-    same arguments that passes shared weights and bounds to it as floats (``loop`` reads them through
-    :func:`_at`).
-
-    A pass that stores page by page is not unswitched by the compiler on whether an input is shared, and
-    reading one through :func:`_get`'s select kept the loop from vectorising: Poisson freshness at 10^6
-    pages, final rates 5.3-5.9 ms instead of 1.3 without weights, 2.0-2.2 ms instead of 1.3 with them.
-    :func:`final_rates` (closed forms) and :func:`kkt_residual` therefore run their loop in three
-    versions: all shared, shared bounds, none. The Lambert-W kinds and mixed kinds (``ANY_TOKEN``, whose
-    response includes the Lambert-W one) get the one general version, so as not to compile their large
-    response three times (three versions for every kind took the allocation tests 326 s of CPU, against
-    312 s this way and 269 s with one version, measured minutes apart). The result is what ``loop`` returns.
-    """
-    def run(tok, x, lam, dlam, k, w, a, b, lo, hi):  # pragma: no cover - compiled through the overload
-        raise NotImplementedError
-
-    @overload(run)
-    def run_ol(tok, x, lam, dlam, k, w, a, b, lo, hi):
-        if _BY_DTYPE[str(tok.dtype)] in (PERIODIC, DETECTION, None):
-            return lambda tok, x, lam, dlam, k, w, a, b, lo, hi: loop(tok, x, lam, dlam, k, w, a, b, lo, hi)
-
-        def impl(tok, x, lam, dlam, k, w, a, b, lo, hi):
-            if _scalar_bounds(lo, hi) and w.shape[0] == 1:
-                return loop(tok, x, lam, dlam, k, w[0], a, b, lo[0], hi[0])
-            if _scalar_bounds(lo, hi):
-                return loop(tok, x, lam, dlam, k, w, a, b, lo[0], hi[0])
-            return loop(tok, x, lam, dlam, k, w, a, b, lo, hi)
-        return impl
-    return run
+        _final_loop(tok, out, lam, dlam, k, w, a, b, lo, hi)
 
 
 @njit(**_LOOP)
 def _final_loop(tok, out, lam, dlam, k, w, a, b, lo, hi):
-    """The closed-form branch of :func:`final_rates`; ``w``, ``lo``, ``hi`` arrays or shared floats."""
+    """The closed-form branch of :func:`final_rates`: rates p(λ) + p'(λ) dλ clipped to the bounds, into
+    ``out``; ``w``, ``lo``, ``hi`` arrays or shared floats.
+
+    Unswitched: a pass that stores page by page is not unswitched by the compiler on whether an input is
+    shared, and reading one through :func:`_get`'s select kept the loop from vectorising (Poisson freshness
+    at 10^6 pages: 5.3-5.9 ms instead of 1.3 without weights, 2.0-2.2 ms instead of 1.3 with them). The
+    solver (``solve._KernelProblem.final``) therefore calls this loop itself for the closed-form kinds,
+    with the shared weights and bounds as floats; numba compiles the one version a problem needs.
+    """
     for i in range(out.shape[0]):
         lo_i, hi_i = _at(lo, i), _at(hi, i)
         p, dp = _resp_t(tok, _get(k, i), lam, _at(w, i), a[i], _get(b, i), lo_i, hi_i)
         out[i] = min(max(p + dp * dlam, lo_i), hi_i)
 
-
-_final_unswitched = _unswitched(_final_loop)
 
 
 @njit(**_LOOP)
@@ -1407,12 +1381,13 @@ def kkt_residual(tok, p, lam, k, w, a, b, lo, hi):
 
     Branch-free (vectorised); the version with host multipliers is :func:`kkt_residual_hosts`.
     """
-    return _kkt_unswitched(tok, p, lam, 0.0, k, w, a, b, lo, hi)
+    return _kkt_loop(tok, p, lam, 0.0, k, w, a, b, lo, hi)
 
 
 @njit(**_LOOP)
 def _kkt_loop(tok, p, lam, dlam, k, w, a, b, lo, hi):
-    """:func:`kkt_residual`'s loop (``dlam`` unused); ``w``, ``lo``, ``hi`` arrays or shared floats."""
+    """:func:`kkt_residual`'s loop (``dlam`` unused); ``w``, ``lo``, ``hi`` arrays or shared floats,
+    called with floats by the solver for the closed-form kinds (as :func:`_final_loop`)."""
     worst = 0.0
     for i in range(p.shape[0]):
         lo_i, hi_i, p_i = _at(lo, i), _at(hi, i), p[i]
@@ -1428,8 +1403,6 @@ def _kkt_loop(tok, p, lam, dlam, k, w, a, b, lo, hi):
         worst = max(worst, r)
     return worst / lam if lam > 0.0 else worst
 
-
-_kkt_unswitched = _unswitched(_kkt_loop)
 
 
 @njit(**_LOOP)

@@ -615,7 +615,6 @@ FUNCS = {
 FUNCS_ANY = (active_any, resp_any, marg_any, val_any)
 
 
-
 # ---------------------------------------------------------------------------------------------------
 # Kind tokens: the kind is carried by the dtype of an empty array, so that numba compiles (and caches)
 # one branch-free version of a pass per kind actually used, without function-typed arguments
@@ -1258,7 +1257,6 @@ def _final_loop(tok, out, lam, dlam, k, w, a, b, lo, hi):
         out[i] = min(max(p + dp * dlam, lo_i), hi_i)
 
 
-
 @njit(**_LOOP)
 def final_rates_hosts(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi, hosts, lamhat, h_lam2, h_theta,
                       h_dlam):
@@ -1419,7 +1417,6 @@ def _kkt_loop(tok, p, lam, dlam, k, w, a, b, lo, hi):
         r = free * (at_lo * r_lo + at_hi * r_hi + (1.0 - at_lo - at_hi) * r_in)
         worst = max(worst, r)
     return worst / lam if lam > 0.0 else worst
-
 
 
 @njit(**_LOOP)

@@ -835,8 +835,12 @@ def global_sum(tok, n, lam, k, w, a, b, lo, hi):
     that numba compiles only the pass an objective uses (a compiled choice compiled both: a first
     uncapped call of a closed form then compiled the chunked Lambert-W pass too, about 0.8 s).
     """
-    lambert = _BY_DTYPE[tok.dtype.name] in (PERIODIC, DETECTION)
-    return (_global_sum_chunked if lambert else _global_sum_loop)(tok, n, lam, k, w, a, b, lo, hi)
+    return (_global_sum_chunked if _is_lambert(tok) else _global_sum_loop)(tok, n, lam, k, w, a, b, lo, hi)
+
+
+def _is_lambert(tok):
+    """Whether the token's kind has a Lambert-W response (periodic freshness, detection); in Python."""
+    return _BY_DTYPE[tok.dtype.name] in (PERIODIC, DETECTION)
 
 
 @njit(**_LOOP)
@@ -1217,39 +1221,56 @@ def count_infinite(tok, n, lam, k, w, a, b, lo, hi, hosts, lam_g, active_g):
     return out
 
 
-@njit(**_LOOP)
 def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
-    """Rates p(λ) + p'(λ) dλ, or p(λ) + θ (p(λ2) - p(λ)) at a jump; clipped to the bounds."""
+    """Rates p(λ) + p'(λ) dλ, or p(λ) + θ (p(λ2) - p(λ)) at a jump (θ != 0), clipped to the bounds, into
+    ``out`` (shape (n,)).
+
+    Chosen in Python, as :func:`global_sum`: the jump's pass, the chunked Lambert-W pass or the closed
+    forms' loop, so that numba compiles only the pass a solve uses. For the closed forms ``w``, ``lo``
+    and ``hi`` may be shared floats (:func:`_final_loop`).
+    """
     if theta != 0.0:
-        for i in range(out.shape[0]):
-            ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
-            p, dp = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
-            p2, dp2 = _resp_t(tok, ki, lam2, wi, ai, bi, lo_i, hi_i)
-            out[i] = min(max(_jump(p, p2, theta), lo_i), hi_i)
-    elif _lambert_kind(tok):  # by chunks (:func:`_resp_chunk`)
-        n = out.shape[0]
-        lb, pb, db, ib, fb = _scratch_at(lam)
-        for start in range(0, n, _CHUNK):
-            stop = min(start + _CHUNK, n)
-            kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
-            _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
-            ov = out[start:stop]
-            for j in range(stop - start):
-                ov[j] = min(max(pb[j] + db[j] * dlam, _get(lov, j)), _get(hiv, j))
+        _final_jump(tok, out, lam, lam2, theta, k, w, a, b, lo, hi)
+    elif _is_lambert(tok):
+        _final_chunked(tok, out, lam, dlam, k, w, a, b, lo, hi)
     else:
         _final_loop(tok, out, lam, dlam, k, w, a, b, lo, hi)
 
 
 @njit(**_LOOP)
+def _final_jump(tok, out, lam, lam2, theta, k, w, a, b, lo, hi):
+    """:func:`final_rates` at a jump: p(λ) + θ (p(λ2) - p(λ)), clipped to the bounds."""
+    for i in range(out.shape[0]):
+        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+        p, dp = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
+        p2, dp2 = _resp_t(tok, ki, lam2, wi, ai, bi, lo_i, hi_i)
+        out[i] = min(max(_jump(p, p2, theta), lo_i), hi_i)
+
+
+@njit(**_LOOP)
+def _final_chunked(tok, out, lam, dlam, k, w, a, b, lo, hi):
+    """:func:`final_rates` for the Lambert-W kinds, by chunks (:func:`_resp_chunk`)."""
+    n = out.shape[0]
+    lb, pb, db, ib, fb = _scratch_at(lam)
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
+        _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
+        ov = out[start:stop]
+        for j in range(stop - start):
+            ov[j] = min(max(pb[j] + db[j] * dlam, _get(lov, j)), _get(hiv, j))
+
+
+@njit(**_LOOP)
 def _final_loop(tok, out, lam, dlam, k, w, a, b, lo, hi):
-    """The closed-form branch of :func:`final_rates`: rates p(λ) + p'(λ) dλ clipped to the bounds, into
+    """:func:`final_rates` for the closed forms: rates p(λ) + p'(λ) dλ clipped to the bounds, into
     ``out``; ``w``, ``lo``, ``hi`` arrays or shared floats.
 
     Unswitched: a pass that stores page by page is not unswitched by the compiler on whether an input is
     shared, and reading one through :func:`_get`'s select kept the loop from vectorising (Poisson freshness
     at 10^6 pages: 5.3-5.9 ms instead of 1.3 without weights, 2.0-2.2 ms instead of 1.3 with them). The
-    solver (``solve._KernelProblem.final``) therefore calls this loop itself for the closed-form kinds,
-    with the shared weights and bounds as floats; numba compiles the one version a problem needs.
+    solver (``solve._KernelProblem._unswitched_args``) therefore passes the shared weights and bounds of
+    the closed forms as floats; numba compiles the one version a problem needs.
     """
     for i in range(out.shape[0]):
         lo_i, hi_i = _at(lo, i), _at(hi, i)
@@ -1390,11 +1411,11 @@ def sum_by_host(p, hosts, n_hosts):
     return out
 
 
-@njit(**_LOOP)
 def kkt_residual(tok, p, lam, k, w, a, b, lo, hi):
     """Largest relative violation of w f'(p_i) = λ inside the bounds (<= λ at lo, >= λ at hi).
 
-    Branch-free (vectorised); the version with host multipliers is :func:`kkt_residual_hosts`.
+    Branch-free (vectorised); the version with host multipliers is :func:`kkt_residual_hosts`. For the
+    closed forms ``w``, ``lo`` and ``hi`` may be shared floats (:func:`_kkt_loop`).
     """
     return _kkt_loop(tok, p, lam, 0.0, k, w, a, b, lo, hi)
 

@@ -103,8 +103,8 @@ class _KernelProblem:
         return self.k, self.w, self.a, self.b, self.lo, self.hi
 
     def _unswitched_args(self):
-        """The arguments of the closed-form loops that store page by page (``_kernels._final_loop``,
-        ``_kernels._kkt_loop``), with shared weights and bounds as floats (all shared, shared bounds, or
+        """The arguments of the closed-form passes that store page by page (``_kernels.final_rates``,
+        ``_kernels.kkt_residual``), with shared weights and bounds as floats (all shared, shared bounds, or
         none), or None for the Lambert-W and mixed kinds, which take the general pass.
 
         Chosen here, not in compiled code, so that numba compiles only the version a problem uses (three
@@ -161,20 +161,14 @@ class _KernelProblem:
     def final(self, out, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam):
         if hosts.shape[0] == 0:
             args = self._unswitched_args() if theta == 0.0 else None
-            if args is None:
-                K.final_rates(self.tok, out, lam, lam2, theta, dlam, *self._args())
-            else:
-                K._final_loop(self.tok, out, lam, dlam, *args)
+            K.final_rates(self.tok, out, lam, lam2, theta, dlam, *(args or self._args()))
         else:
             K.final_rates_hosts(self.tok, out, lam, lam2, theta, dlam, *self._args(), hosts, lamhat, h_lam2,
                                 h_theta, h_dlam)
 
     def kkt(self, p, lam, hosts, lamhat):
         if hosts.shape[0] == 0:
-            args = self._unswitched_args()
-            if args is None:
-                return K.kkt_residual(self.tok, p, lam, *self._args())
-            return K._kkt_loop(self.tok, p, lam, 0.0, *args)
+            return K.kkt_residual(self.tok, p, lam, *(self._unswitched_args() or self._args()))
         return K.kkt_residual_hosts(self.tok, p, lam, *self._args(), hosts, lamhat)
 
     def objective(self, p):

@@ -32,7 +32,8 @@ N_PAGES, N_HOSTS = 300, 6
 #: changes per second, log-uniform over three orders of magnitude. The oracle's gain over uniform is
 #: 0.045 here; over two orders (0.01 to 1) it was 0.028, and the paired difference learned - uniform
 #: was 4 to 6 standard errors, once 2.8 (a CI run): too close to the bar of 3. Over three orders it
-#: was 6.3 to 7.2 in four runs (this test and the served one, twice each).
+#: was 6.3 to 7.2 in four runs of 70 s (this test and the served one, twice each), 5.7 to 6.9 in three
+#: runs of each at the present length.
 RATES = (0.002, 2.0)
 BUDGET = 150.0  # visits per second over all pages: uniform visits each page every 2 s (Δτ 0.004 to 4)
 RUN_S = 48.0

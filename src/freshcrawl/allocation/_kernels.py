@@ -42,6 +42,26 @@ _LOOP = dict(cache=True, error_model="numpy", nogil=True, fastmath=_FM)
 _PLAIN = dict(cache=True, error_model="numpy", nogil=True)
 
 
+def writable(x, dtype=np.float64):
+    """x as a contiguous, writable array of dtype, copied only when it is not one already.
+
+    numba compiles one variant of a kernel per argument type, and a read-only array (a caller's frozen
+    array, a broadcast view) is a type of its own: every kernel taking both kinds compiled twice.
+    """
+    x = np.ascontiguousarray(x, dtype=dtype)
+    return x if x.flags.writeable else x.copy()
+
+
+def per_page(x, dtype=np.float64):
+    """A per-page input as the kernels take it: a contiguous, writable one-dimensional array of shape
+    (1,) when one value is shared by every page, else (n,).
+
+    Every per-page input has this one type, so numba compiles one variant of each kernel per objective
+    kind, whichever inputs are shared; the kernels read a shared one as ``x[0]`` (:func:`_get`).
+    """
+    return writable(np.asarray(x, dtype=dtype).reshape(-1), dtype)
+
+
 @njit(**_INL)
 def _mask(x):
     """An index mask for a per-page input: ``x[j & _mask(x)]`` is :func:`_get` without a select.
@@ -709,6 +729,10 @@ def _resp_chunk(tok, m, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb):  # pragma
     raise NotImplementedError
 
 
+#: the kinds whose response is the Lambert-W one (and is computed by chunks, :func:`_resp_chunk`)
+_LAMBERT_KINDS = (PERIODIC, DETECTION)
+
+
 def _lambert_kind(tok):  # pragma: no cover - compiled through the overload
     raise NotImplementedError
 
@@ -716,7 +740,7 @@ def _lambert_kind(tok):  # pragma: no cover - compiled through the overload
 @overload(_lambert_kind)
 def _lambert_kind_ol(tok):
     """Whether the kind's rate is a Lambert-W response (periodic freshness, detection; a compile-time constant)."""
-    flag = _BY_DTYPE[str(tok.dtype)] in (PERIODIC, DETECTION)
+    flag = _BY_DTYPE[str(tok.dtype)] in _LAMBERT_KINDS
     return lambda tok: flag
 
 
@@ -743,7 +767,8 @@ def _resp_chunk_ol(tok, m, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb):
     fuses a multiply-add in one copy and not in the other). For the Lambert-W kinds, in four loops: the first
     writes p_min for the pages there and packs those whose response comes from the table of
     :func:`lambert_x` (y, λ, Δ, p_min, p_max side by side in ``fb``; the page in ``ib``), listing the
-    few that need the general path from ``ib[CHUNK]``, without a branch; the second runs the table over the packed pages and clips their rates, without a branch, a scattered
+    few that need the general path from ``ib[CHUNK]``, without a branch; the second runs the table over
+    the packed pages and clips their rates, without a branch, a scattered
     store or a read through ``ib`` (reading per-page bounds through it cost a pass at 10^4 pages with
     folded host caps 190 µs instead of 80: the loop's loads no longer overlapped); the third puts them in place;
     the fourth runs the scalar response over the general ones. In one loop, a page at a time, a
@@ -835,12 +860,12 @@ def global_sum(tok, n, lam, k, w, a, b, lo, hi):
     that numba compiles only the pass an objective uses (a compiled choice compiled both: a first
     uncapped call of a closed form then compiled the chunked Lambert-W pass too, about 0.8 s).
     """
-    return (_global_sum_chunked if _is_lambert(tok) else _global_sum_loop)(tok, n, lam, k, w, a, b, lo, hi)
+    return (_global_sum_chunked if is_lambert(tok) else _global_sum_loop)(tok, n, lam, k, w, a, b, lo, hi)
 
 
-def _is_lambert(tok):
+def is_lambert(tok):
     """Whether the token's kind has a Lambert-W response (periodic freshness, detection); in Python."""
-    return _BY_DTYPE[tok.dtype.name] in (PERIODIC, DETECTION)
+    return _BY_DTYPE[tok.dtype.name] in _LAMBERT_KINDS
 
 
 @njit(**_LOOP)
@@ -1226,12 +1251,12 @@ def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
     ``out`` (shape (n,)).
 
     Chosen in Python, as :func:`global_sum`: the jump's pass, the chunked Lambert-W pass or the closed
-    forms' loop, so that numba compiles only the pass a solve uses. For the closed forms ``w``, ``lo``
-    and ``hi`` may be shared floats (:func:`_final_loop`).
+    forms' loop, so that numba compiles only the pass a solve uses. Except for the Lambert-W kinds,
+    ``w``, ``lo`` and ``hi`` may be shared floats (:func:`_final_loop`).
     """
     if theta != 0.0:
         _final_jump(tok, out, lam, lam2, theta, k, w, a, b, lo, hi)
-    elif _is_lambert(tok):
+    elif is_lambert(tok):
         _final_chunked(tok, out, lam, dlam, k, w, a, b, lo, hi)
     else:
         _final_loop(tok, out, lam, dlam, k, w, a, b, lo, hi)
@@ -1239,9 +1264,10 @@ def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
 
 @njit(**_LOOP)
 def _final_jump(tok, out, lam, lam2, theta, k, w, a, b, lo, hi):
-    """:func:`final_rates` at a jump: p(λ) + θ (p(λ2) - p(λ)), clipped to the bounds."""
+    """:func:`final_rates` at a jump: p(λ) + θ (p(λ2) - p(λ)), clipped to the bounds; ``w``, ``lo``, ``hi``
+    arrays or shared floats."""
     for i in range(out.shape[0]):
-        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _get(w, i), _get(a, i), _get(b, i), _get(lo, i), _get(hi, i)
+        ki, wi, ai, bi, lo_i, hi_i = _get(k, i), _at(w, i), a[i], _get(b, i), _at(lo, i), _at(hi, i)
         p, dp = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
         p2, dp2 = _resp_t(tok, ki, lam2, wi, ai, bi, lo_i, hi_i)
         out[i] = min(max(_jump(p, p2, theta), lo_i), hi_i)

@@ -46,11 +46,6 @@ def _pair(p: ArrayLike, delta: ArrayLike) -> tuple[NDArray[np.float64], NDArray[
     return np.ascontiguousarray(p_arr.ravel()), np.ascontiguousarray(d_arr.ravel()), p_arr.shape
 
 
-def _shared(b: ArrayLike) -> NDArray[np.float64]:
-    """A per-page parameter as the kernels take it: shape (1,) when shared by every page, else (n,)."""
-    return np.ascontiguousarray(np.reshape(b, -1), dtype=np.float64)
-
-
 class Objective:
     """A concave per-page objective f(p; Δ), nondecreasing in the visit rate p.
 
@@ -90,7 +85,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define value(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return (K.values_array(K.TOKENS[self._kind], p_arr, a, _shared(b)) + self._offset).reshape(shape)
+        return (K.values_array(K.TOKENS[self._kind], p_arr, a, K.per_page(b)) + self._offset).reshape(shape)
 
     def derivative(self, p: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """f'(p; Δ) = ∂f/∂p per page, in value per (visit per day); shape of the broadcast."""
@@ -98,7 +93,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define derivative(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return K.marginals_array(K.TOKENS[self._kind], p_arr, a, _shared(b)).reshape(shape)
+        return K.marginals_array(K.TOKENS[self._kind], p_arr, a, K.per_page(b)).reshape(shape)
 
     def inverse_marginal(self, lam_over_w: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """The rate p >= 0 with f'(p; Δ) = λ/w (0 when f'(0) <= λ/w), visits per day.
@@ -109,7 +104,7 @@ class Objective:
             raise NotImplementedError
         lam_arr, d_arr, shape = _pair(lam_over_w, delta)
         a, b = self._params(d_arr)
-        return K.responses_array(K.TOKENS[self._kind], lam_arr, a, _shared(b)).reshape(shape)
+        return K.responses_array(K.TOKENS[self._kind], lam_arr, a, K.per_page(b)).reshape(shape)
 
     # -- solver hooks ------------------------------------------------------------------------------
     def _params(self, delta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64] | float]:

@@ -58,25 +58,9 @@ class _MultiplierOverflow(Exception):
 # ---------------------------------------------------------------------------------------------------
 # Problems: the per-page data and the passes over it
 # ---------------------------------------------------------------------------------------------------
-def _writable(x, dtype=np.float64):
-    """x as a contiguous, writable array of dtype, copied only when it is not one already.
-
-    numba compiles one variant of a kernel per argument type, and a read-only array (a caller's frozen
-    array, a broadcast view) is a type of its own: every kernel taking both kinds compiled twice.
-    """
-    x = np.ascontiguousarray(x, dtype=dtype)
-    return x if x.flags.writeable else x.copy()
-
-
-def _per_page(x, dtype=np.float64):
-    """x as a contiguous, writable one-dimensional array: shape (1,) when one value is shared by every
-    page, else (n,).
-
-    Every per-page input of the kernels has this one type, so numba compiles one variant of each kernel
-    per objective kind, whichever inputs are shared; the kernels read a shared one as ``x[0]``
-    (``_kernels._get``).
-    """
-    return _writable(np.asarray(x, dtype=dtype).reshape(-1), dtype)
+def _pick(x, idx):
+    """The entries idx of a per-page input; a shared one (shape (1,)) as it is."""
+    return x if x.shape[0] == 1 else np.ascontiguousarray(x[idx])
 
 
 class _KernelProblem:
@@ -88,13 +72,13 @@ class _KernelProblem:
 
     def __init__(self, n, kinds, w, a, b, lo, hi, offset=0.0):
         self.n = n
-        self.k = _per_page(kinds, np.int8)
+        self.k = K.per_page(kinds, np.int8)
         self.tok = K.TOKENS[int(self.k[0])] if self.k.shape[0] == 1 else K.ANY_TOKEN
-        self.w = _per_page(w)
+        self.w = K.per_page(w)
         a = np.asarray(a, dtype=np.float64)
-        self.a = np.full(n, a.reshape(-1)[0]) if a.size == 1 else _writable(a)
-        self.b = _per_page(b)
-        self.lo, self.hi = _per_page(lo), _per_page(hi)
+        self.a = np.full(n, a.reshape(-1)[0]) if a.size == 1 else K.writable(a)
+        self.b = K.per_page(b)
+        self.lo, self.hi = K.per_page(lo), K.per_page(hi)
         self.offset = offset
         self.lam0 = None  # a starting λ (``allocate(warm_start=...)``), else from a sample
         self.host_lam0 = None  # starting multipliers of this problem's hosts, shape (n_hosts,), or None
@@ -110,7 +94,7 @@ class _KernelProblem:
         Chosen here, not in compiled code, so that numba compiles only the version a problem uses (three
         chosen in compiled code added 1.2-2.1 s to a first uncapped call of the closed forms).
         """
-        if self.tok is K.ANY_TOKEN or int(self.k[0]) in (K.PERIODIC, K.DETECTION):
+        if self.tok is K.ANY_TOKEN or K.is_lambert(self.tok):
             return None
         w, lo, hi = self.w, self.lo, self.hi
         if lo.shape[0] == 1 and hi.shape[0] == 1:
@@ -160,8 +144,7 @@ class _KernelProblem:
 
     def final(self, out, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam):
         if hosts.shape[0] == 0:
-            args = self._unswitched_args() if theta == 0.0 else None
-            K.final_rates(self.tok, out, lam, lam2, theta, dlam, *(args or self._args()))
+            K.final_rates(self.tok, out, lam, lam2, theta, dlam, *(self._unswitched_args() or self._args()))
         else:
             K.final_rates_hosts(self.tok, out, lam, lam2, theta, dlam, *self._args(), hosts, lamhat, h_lam2,
                                 h_theta, h_dlam)
@@ -180,14 +163,12 @@ class _KernelProblem:
         return out
 
     def take(self, idx):
-        pick = lambda x: x if x.shape[0] == 1 else np.ascontiguousarray(x[idx])  # noqa: E731
-        return pick(self.lo), pick(self.hi)
+        return _pick(self.lo, idx), _pick(self.hi, idx)
 
     def subset(self, idx):
         """The problem of the pages idx alone (same objective and bounds; no start)."""
-        pick = lambda x: x if x.shape[0] == 1 else np.ascontiguousarray(x[idx])  # noqa: E731
-        return _KernelProblem(idx.size, pick(self.k), pick(self.w), self.a[idx], pick(self.b), pick(self.lo),
-                              pick(self.hi))
+        return _KernelProblem(idx.size, _pick(self.k, idx), _pick(self.w, idx), self.a[idx], _pick(self.b, idx),
+                              _pick(self.lo, idx), _pick(self.hi, idx))
 
 
 class _NumpyProblem:
@@ -1385,7 +1366,7 @@ def _warm_start(start, n_hosts):
         raise TypeError(f"warm_start must be an AllocationResult (a previous solve's result); got {type(start).__name__}")
     host_lam = None
     if n_hosts and start.host_lam is not None:
-        host_lam = _writable(start.host_lam)
+        host_lam = K.writable(start.host_lam)
         if host_lam.shape != (n_hosts,):
             raise ValueError(
                 f"warm_start.host_lam must have one entry a host, shape ({n_hosts},) as host_caps; got shape "
@@ -1412,7 +1393,7 @@ def _check_hosts(hosts, host_caps, n):
             h = h.astype(np.intp)
         else:
             raise ValueError(f"hosts must be integer host indices (-1 for none); got dtype {h.dtype}")
-    h = _writable(h, np.intp)
+    h = K.writable(h, np.intp)
     h_min, h_max = (int(h.min()), int(h.max())) if n else (0, -1)  # numpy masks below only on error
     if host_caps is None:
         n_hosts = int(h_max) + 1
@@ -1422,7 +1403,7 @@ def _check_hosts(hosts, host_caps, n):
                            allow_inf=True, unit="visits/day")
         if caps.ndim != 1:
             raise ValueError(f"host_caps must have shape (n_hosts,); got {caps.shape}")
-        caps = _writable(caps)
+        caps = K.writable(caps)
     n_hosts = caps.shape[0]
     if h_min < -1 or h_max >= n_hosts:
         bad = (h < -1) | (h >= n_hosts)

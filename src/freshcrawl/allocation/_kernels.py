@@ -1048,23 +1048,24 @@ def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
     starting λ) folded into the feasibility sums: one read of the pages instead of two. With scalar
     bounds the first three follow from each host's count of pages and of valued pages (four sums a
     page instead of five).
+
+    The rates page by page: the solver calls it only where Σp is smooth, never with a Lambert-W kind
+    (their chunked pass, in a branch for them, was compiled on every first capped call of the others).
     """
     G = n_hosts + 1
     scalar = _scalar_bounds(lo, hi)
     R = 4 if scalar else 5  # sums a host, side by side, indexed with a literal stride
     acc = np.zeros(R * G)
-    lb, pb, db, ib, fb = _scratch_at(lam)
+    pb = np.empty(_CHUNK)
+    db = np.empty(_CHUNK)
     zb = np.empty(_CHUNK)
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
-        if _lambert_kind(tok):  # the rates by chunks (:func:`_resp_chunk`); the other kinds in the loop below
-            _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
         for j in range(stop - start):
             ki, wi, ai, bi, lo_i, hi_i = _get(kv, j), _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j)
-            if not _lambert_kind(tok):
-                pb[j], db[j] = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
+            pb[j], db[j] = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
             act = _active_t(tok, ki, wi, ai, bi)
             zb[j] = (1.0 if act else 0.0) if scalar else (hi_i if act else lo_i)
         if scalar:

@@ -709,8 +709,12 @@ def _resp_il_t_ol(tok, k, il, w, a, b, lo, hi):
     if kind in _RESP_IL:
         fn = _RESP_IL[kind]
         return lambda tok, k, il, w, a, b, lo, hi: fn(k, il, w, a, b, lo, hi)
-    fn = _funcs_for(tok)[1]  # never called (_uses_il is False): typed for the branch that is compiled out
-    return lambda tok, k, il, w, a, b, lo, hi: fn(k, 1.0 / il, w, a, b, lo, hi)
+    # never called (_uses_il is False), but numba compiles a branch it cannot take all the same: a stub
+    # (the kind's own response there cost a first capped call under detection 2.7 s of compiling)
+    def stub(tok, k, il, w, a, b, lo, hi):
+        _unreachable()
+        return np.nan, np.nan
+    return stub
 
 
 def _flat_tail(tok):  # pragma: no cover - compiled through the overload
@@ -1044,23 +1048,24 @@ def host_bounds_at(tok, n, n_hosts, lam, k, w, a, b, lo, hi, hosts):
     starting λ) folded into the feasibility sums: one read of the pages instead of two. With scalar
     bounds the first three follow from each host's count of pages and of valued pages (four sums a
     page instead of five).
+
+    The rates page by page: the solver calls it only where Σp is smooth, never with a Lambert-W kind
+    (their chunked pass, in a branch for them, was compiled on every first capped call of the others).
     """
     G = n_hosts + 1
     scalar = _scalar_bounds(lo, hi)
     R = 4 if scalar else 5  # sums a host, side by side, indexed with a literal stride
     acc = np.zeros(R * G)
-    lb, pb, db, ib, fb = _scratch_at(lam)
+    pb = np.empty(_CHUNK)
+    db = np.empty(_CHUNK)
     zb = np.empty(_CHUNK)
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
         kv, wv, av, bv, lov, hiv = _views(start, stop, k, w, a, b, lo, hi)
-        if _lambert_kind(tok):  # the rates by chunks (:func:`_resp_chunk`); the other kinds in the loop below
-            _resp_chunk(tok, stop - start, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb)
         for j in range(stop - start):
             ki, wi, ai, bi, lo_i, hi_i = _get(kv, j), _get(wv, j), _get(av, j), _get(bv, j), _get(lov, j), _get(hiv, j)
-            if not _lambert_kind(tok):
-                pb[j], db[j] = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
+            pb[j], db[j] = _resp_t(tok, ki, lam, wi, ai, bi, lo_i, hi_i)
             act = _active_t(tok, ki, wi, ai, bi)
             zb[j] = (1.0 if act else 0.0) if scalar else (hi_i if act else lo_i)
         if scalar:
@@ -2192,7 +2197,12 @@ def group_pass(tok, n, mu, imu, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, brk, 
     # kept and moving hosts mix, as a mispredicted branch would: a pass over 10^6 pages under detection took
     # 10.8 ms with no host kept, 13.4 / 15.0 / 12.0 ms with a quarter / half / three quarters kept (hosts
     # drawn at random); 10.0 / 9.4 / 8.8 ms this way
-    mu_at = np.where(keep, np.nan, mu) if skip else mu
+    mu_at = mu
+    if skip:  # (a loop: np.where cost a first capped call about 3 s of compiling)
+        mu_at = mu.copy()
+        for g in range(G):
+            if keep[g]:
+                mu_at[g] = np.nan
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         hv = hosts[start:stop]
@@ -2742,9 +2752,17 @@ def _stub_root(tok, *args):  # a multiplier
     return 0.0
 
 
+def _stub_width(tok, *args):  # a window
+    _unreachable()
+    return np.inf
+
+
 _window_pass_t = _only_for(_WINDOW_KINDS, lambda tok, *args: window_pass(tok, *args), _stub_count)
 _window_base_t = _only_for(_WINDOW_KINDS, lambda tok, *args: _window_base(tok, *args), _stub_none)
 _list_groups_t = _only_for(_WINDOW_KINDS, lambda tok, *args: _list_groups(*args), _stub_count)
+_window_left_t = _only_for(_WINDOW_KINDS, lambda tok, *args: _window_left(*args), _stub_count)
+_window_add_t = _only_for(_WINDOW_KINDS, lambda tok, *args: _window_add(*args), _stub_none)
+_window_table_t = _only_for(_WINDOW_KINDS, lambda tok, *args: _window_table(*args), _stub_width)
 _track_chunk_t = _only_for(_SINGULAR_KINDS, lambda tok, *args: _track_chunk(tok, *args), _stub_track)
 _takeout_root_t = _only_for(_SINGULAR_KINDS, lambda tok, *args: _takeout_root(tok, *args), _stub_root)
 
@@ -2874,7 +2892,7 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
         if not (pre and it == 1):  # with ``pre``, the caller has done the first pass (host_bounds_at)
             for g in range(G):
                 imu[g] = 1.0 / mu[g]
-            n_left = _window_left(ue, cu, fixed, tab, left) if listing and m_l >= 0 else G
+            n_left = _window_left_t(tok, ue, cu, fixed, tab, left) if listing and m_l >= 0 else G
             if n_left and not left[G - 1] and n_left * 16 <= G:
                 # a few hosts have left their windows (λ has not): all their pages are listed
                 m_l = _list_groups_t(tok, n, k, w, a, b, lo, hi, hosts, left, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b,
@@ -2891,10 +2909,11 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
             if n_left == 0:
                 # every group within its window: its listed pages, and the rest affine in u (exact)
                 counts[2] += 1
-                group_pass(tok, m_l, mu, imu, *_views(0, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b), hosts_b[:m_l], s_g,
-                           ds_g, acc, brk, lam_at, left[:0], found)
-                _window_add(s_g, ds_g, ue, cu, base_s, slope)
-            elif listing and it > 1 and _window_table(tab, mu, ue, uprev, fixed, window) <= WINDOW_MAX:
+                # (the start an int64, not the literal 0: numba compiled _views once more for a literal)
+                group_pass(tok, m_l, mu, imu, *_views(np.int64(0), m_l, k_b, w_b, a_b, b_b, lo_b, hi_b), hosts_b[:m_l],
+                           s_g, ds_g, acc, brk, lam_at, left[:0], found)
+                _window_add_t(tok, s_g, ds_g, ue, cu, base_s, slope)
+            elif listing and it > 1 and _window_table_t(tok, tab, mu, ue, uprev, fixed, window) <= WINDOW_MAX:
                 # λ's last step was small: list the pages near a bound within each group's window
                 counts[1] += 1
                 m_l = _window_pass_t(tok, n, tab, k, w, a, b, lo, hi, hosts, s_g, ds_g, acc, k_b, w_b, a_b, b_b, lo_b,
@@ -2904,8 +2923,8 @@ def capped_newton(tok, n, k, w, a, b, lo, hi, hosts, cap, fixed, budget, lam0, t
                 else:
                     for g in range(G):
                         cu[g] = ue[g]
-                    _window_base_t(tok, m_l, imu, ue, *_views(0, m_l, k_b, w_b, a_b, b_b, lo_b, hi_b), hosts_b[:m_l],
-                                 s_g, ds_g, base_s, slope)
+                    _window_base_t(tok, m_l, imu, ue, *_views(np.int64(0), m_l, k_b, w_b, a_b, b_b, lo_b, hi_b),
+                                   hosts_b[:m_l], s_g, ds_g, base_s, slope)
             else:
                 m_l = np.int64(-1)
                 counts[0] += 1

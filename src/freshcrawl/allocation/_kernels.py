@@ -1256,15 +1256,32 @@ def final_rates(tok, out, lam, lam2, theta, dlam, k, w, a, b, lo, hi):
     ``out`` (shape (n,)).
 
     Chosen in Python, as :func:`global_sum`: the jump's pass, the chunked Lambert-W pass or the closed
-    forms' loop, so that numba compiles only the pass a solve uses. Except for the Lambert-W kinds,
-    ``w``, ``lo`` and ``hi`` may be shared floats (:func:`_final_loop`).
+    forms' loop, so that numba compiles only the pass a solve uses (and, for the closed forms, the one
+    version of it that the shared inputs call for: :func:`_shared_as_floats`).
     """
+    w, lo, hi = _shared_as_floats(tok, w, lo, hi)
     if theta != 0.0:
         _final_jump(tok, out, lam, lam2, theta, k, w, a, b, lo, hi)
     elif is_lambert(tok):
         _final_chunked(tok, out, lam, dlam, k, w, a, b, lo, hi)
     else:
         _final_loop(tok, out, lam, dlam, k, w, a, b, lo, hi)
+
+
+def _shared_as_floats(tok, w, lo, hi):
+    """``w``, ``lo``, ``hi`` for a closed form's pass that stores page by page: shared bounds as floats,
+    and shared weights too when the bounds are shared; the Lambert-W and mixed kinds keep the arrays.
+
+    A pass that stores page by page is not unswitched by the compiler on whether an input is shared, and
+    reading one through :func:`_get`'s select kept the loop from vectorising (Poisson freshness at 10^6
+    pages, final rates 5.3-5.9 ms instead of 1.3 without weights, 2.0-2.2 ms instead of 1.3 with them).
+    Chosen in Python, so that numba compiles only the version a problem uses (three chosen in compiled
+    code added 1.2-2.1 s to a first uncapped call of the closed forms); the Lambert-W kinds get the one
+    general version, so as not to compile their large response more than once.
+    """
+    if _BY_DTYPE[tok.dtype.name] in (*_LAMBERT_KINDS, None) or lo.shape[0] != 1 or hi.shape[0] != 1:
+        return w, lo, hi
+    return (float(w[0]) if w.shape[0] == 1 else w), float(lo[0]), float(hi[0])
 
 
 @njit(**_LOOP)
@@ -1297,11 +1314,7 @@ def _final_loop(tok, out, lam, dlam, k, w, a, b, lo, hi):
     """:func:`final_rates` for the closed forms: rates p(λ) + p'(λ) dλ clipped to the bounds, into
     ``out``; ``w``, ``lo``, ``hi`` arrays or shared floats.
 
-    Unswitched: a pass that stores page by page is not unswitched by the compiler on whether an input is
-    shared, and reading one through :func:`_get`'s select kept the loop from vectorising (Poisson freshness
-    at 10^6 pages: 5.3-5.9 ms instead of 1.3 without weights, 2.0-2.2 ms instead of 1.3 with them). The
-    solver (``solve._KernelProblem._unswitched_args``) therefore passes the shared weights and bounds of
-    the closed forms as floats; numba compiles the one version a problem needs.
+    Shared weights and bounds come as floats (:func:`_shared_as_floats`).
     """
     for i in range(out.shape[0]):
         lo_i, hi_i = _at(lo, i), _at(hi, i)
@@ -1445,16 +1458,17 @@ def sum_by_host(p, hosts, n_hosts):
 def kkt_residual(tok, p, lam, k, w, a, b, lo, hi):
     """Largest relative violation of w f'(p_i) = λ inside the bounds (<= λ at lo, >= λ at hi).
 
-    Branch-free (vectorised); the version with host multipliers is :func:`kkt_residual_hosts`. For the
-    closed forms ``w``, ``lo`` and ``hi`` may be shared floats (:func:`_kkt_loop`).
+    Branch-free (vectorised); the version with host multipliers is :func:`kkt_residual_hosts`. Shared
+    weights and bounds of the closed forms go to the loop as floats (:func:`_shared_as_floats`).
     """
-    return _kkt_loop(tok, p, lam, 0.0, k, w, a, b, lo, hi)
+    w, lo, hi = _shared_as_floats(tok, w, lo, hi)
+    return _kkt_loop(tok, p, lam, k, w, a, b, lo, hi)
 
 
 @njit(**_LOOP)
-def _kkt_loop(tok, p, lam, dlam, k, w, a, b, lo, hi):
-    """:func:`kkt_residual`'s loop (``dlam`` unused); ``w``, ``lo``, ``hi`` arrays or shared floats,
-    called with floats by the solver for the closed-form kinds (as :func:`_final_loop`)."""
+def _kkt_loop(tok, p, lam, k, w, a, b, lo, hi):
+    """:func:`kkt_residual`'s loop; ``w``, ``lo``, ``hi`` arrays or shared floats
+    (:func:`_shared_as_floats`)."""
     worst = 0.0
     for i in range(p.shape[0]):
         lo_i, hi_i, p_i = _at(lo, i), _at(hi, i), p[i]

@@ -86,23 +86,6 @@ class _KernelProblem:
     def _args(self):
         return self.k, self.w, self.a, self.b, self.lo, self.hi
 
-    def _unswitched_args(self):
-        """The arguments of the closed-form passes that store page by page (``_kernels.final_rates``,
-        ``_kernels.kkt_residual``), with shared weights and bounds as floats (all shared, shared bounds, or
-        none), or None for the Lambert-W and mixed kinds, which take the general pass.
-
-        Chosen here, not in compiled code, so that numba compiles only the version a problem uses (three
-        chosen in compiled code added 1.2-2.1 s to a first uncapped call of the closed forms).
-        """
-        if self.tok is K.ANY_TOKEN or K.is_lambert(self.tok):
-            return None
-        w, lo, hi = self.w, self.lo, self.hi
-        if lo.shape[0] == 1 and hi.shape[0] == 1:
-            lo, hi = float(lo[0]), float(hi[0])
-            if w.shape[0] == 1:
-                w = float(w[0])
-        return self.k, w, self.a, self.b, lo, hi
-
     def has_flat_marginals(self):
         """Whether Σp may be singular or jump where a page leaves p_min: some page's marginal value is
         flat there (periodic freshness, detection) or constant (completely observed, freshness)."""
@@ -144,14 +127,14 @@ class _KernelProblem:
 
     def final(self, out, lam, lam2, theta, dlam, hosts, lamhat, h_lam2, h_theta, h_dlam):
         if hosts.shape[0] == 0:
-            K.final_rates(self.tok, out, lam, lam2, theta, dlam, *(self._unswitched_args() or self._args()))
+            K.final_rates(self.tok, out, lam, lam2, theta, dlam, *self._args())
         else:
             K.final_rates_hosts(self.tok, out, lam, lam2, theta, dlam, *self._args(), hosts, lamhat, h_lam2,
                                 h_theta, h_dlam)
 
     def kkt(self, p, lam, hosts, lamhat):
         if hosts.shape[0] == 0:
-            return K.kkt_residual(self.tok, p, lam, *(self._unswitched_args() or self._args()))
+            return K.kkt_residual(self.tok, p, lam, *self._args())
         return K.kkt_residual_hosts(self.tok, p, lam, *self._args(), hosts, lamhat)
 
     def objective(self, p):

@@ -1279,7 +1279,7 @@ def _shared_as_floats(tok, w, lo, hi):
     code added 1.2-2.1 s to a first uncapped call of the closed forms); the Lambert-W kinds get the one
     general version, so as not to compile their large response more than once.
     """
-    if _BY_DTYPE[tok.dtype.name] in (*_LAMBERT_KINDS, None) or lo.shape[0] != 1 or hi.shape[0] != 1:
+    if _BY_DTYPE[tok.dtype.name] is None or is_lambert(tok) or lo.shape[0] != 1 or hi.shape[0] != 1:
         return w, lo, hi
     return (float(w[0]) if w.shape[0] == 1 else w), float(lo[0]), float(hi[0])
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need on a fresh machine, then runs pytest.
-#   - the package with its test extras (pip);
+#   - the package with its test extras, at the exact versions of uv.lock, in .venv (uv, itself
+#     installed by pip at a pinned version; `uv sync --locked` fails if uv.lock is out of date with
+#     pyproject.toml). Refresh the lock with `uv lock --upgrade`, then run this script before
+#     committing the new uv.lock;
 #   - a PostgreSQL server on 127.0.0.1:5432 that user postgres reaches without a password (the store
 #     tests create and drop their own databases on it): started if installed and stopped, installed
 #     from Debian's packages if missing.
@@ -14,7 +17,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pip install -e ".[test]"
+UV_VERSION=0.13.9
+if ! command -v uv >/dev/null 2>&1 || [ "$(uv --version | cut -d' ' -f2)" != "$UV_VERSION" ]; then
+  python3 -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION"
+fi
+export UV_PYTHON_DOWNLOADS=never  # the machine's Python 3.11+, never a downloaded interpreter
+uv sync --locked --extra test
+export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH"
 
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
 if ! pg_up; then

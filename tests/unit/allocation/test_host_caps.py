@@ -286,7 +286,10 @@ def test_bounds_and_zero_value_pages(kind):
     check_optimal(res, inst)
 
 
-@pytest.mark.parametrize("j, kind", enumerate(["freshness-poisson", "harmonic", "harmonic-mixed", "sync-polynomial"] * 3))
+SMOOTH_KINDS = ["freshness-poisson", "harmonic", "harmonic-mixed", "sync-polynomial"] * 3
+
+
+@pytest.mark.parametrize("j, kind", list(enumerate(SMOOTH_KINDS)))
 def test_smooth_objectives_reach_a_kkt_residual_of_1e_12(j, kind):
     inst = make_instance(kind, 100 + j, 300 * (1 + j % 3), 10 * (1 + j), bounds=j % 2 == 0,
                          uncapped_frac=0.3 * (j % 2), zero_pages=0.1 * (j % 3 == 0))

@@ -5,7 +5,7 @@ when a host's robots.txt must be fetched first), takes back what each visit gave
 (:class:`~freshcrawl.crawler.outcome.FetchOutcome`), commits it, and re-plans every
 ``replan_every_s`` seconds with a policy of :mod:`freshcrawl.policies` (the same objects the
 simulation runs; time in days on the wall clock). Politeness is both an input of the plan (each host's
-cap c_h = min(86,400 / delay_h, max per day) visits per day, DESIGN.md "The live layer") and a rule of
+cap c_h = min(86,400 / delay_h, max per day) visits per day, docs/design.md "The live layer") and a rule of
 the dispatch: one request at a time per host, at least ``delay_h`` seconds between two request starts,
 nothing to a host in back-off, nothing to a path robots.txt disallows.
 

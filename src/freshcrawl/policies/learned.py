@@ -54,8 +54,8 @@ __all__ = [
 ]
 
 #: Estimator of ``learned`` when none is named: the MLE of eq. (15) of seed 001 kept on counts per
-#: interval bin, consistent under the periodic, re-planned visits the engine makes (DESIGN.md,
-#: "pitfall") at O(bins) per visit, and statistically the most efficient of the consistent ones.
+#: interval bin, consistent under the periodic, re-planned visits the engine makes (docs/design.md,
+#: "The pitfall") at O(bins) per visit, and statistically the most efficient of the consistent ones.
 DEFAULT_ESTIMATOR = "mle-binned"
 #: Fraction of the budget (after unobserved pages) kept as a floor rate for observed pages.
 DEFAULT_EXPLORE = 0.05

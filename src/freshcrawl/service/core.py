@@ -120,7 +120,7 @@ class Report:
 def outcome_from_status(
     status: int | None, signature: str | None, stored_signature: str | None, error: str | None = None
 ) -> tuple[Outcome, ErrorKind | None, str]:
-    """Outcome of a visit reported by status and signature (DESIGN.md, "The live layer").
+    """Outcome of a visit reported by status and signature (docs/design.md, "The live layer").
 
     Examples
     --------

@@ -13,8 +13,8 @@ came), ``freshcrawl.etag``, ``freshcrawl.last_modified``, ``freshcrawl.started_a
 ``freshcrawl.elapsed_s``, ``freshcrawl.n_bytes``, ``freshcrawl.retry_after_s``; a robots.txt report
 carries its text as ``freshcrawl.robots``.
 
-The calls are blocking gRPC calls made from the crawl loop's event loop: each takes about a
-millisecond on loopback, which the loop's timing absorbs.
+The calls are blocking gRPC calls made from the crawl loop's event loop: short calls on loopback,
+which the loop's timing absorbs.
 """
 
 from __future__ import annotations

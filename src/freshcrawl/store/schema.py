@@ -22,8 +22,8 @@ Times are seconds since the Unix epoch (``REAL`` / double precision), rates visi
     back with it; freshcrawl does not read it.
 
 ``pages.next_due`` has no index on purpose: a re-plan rewrites it for every page, and an index would
-make that a random B-tree update per page (15 s instead of 1.4 s at 10^6 pages on SQLite); the
-frontier keeps the due times in memory.
+make that a random B-tree update per page, an order of magnitude slower on SQLite; the frontier
+keeps the due times in memory.
 """
 
 from __future__ import annotations

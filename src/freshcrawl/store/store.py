@@ -216,7 +216,7 @@ class Store:
         return added, len(rows) - len(added)
 
     def page_arrays(self) -> PageArrays:
-        """Every page as arrays ordered by id, read in chunks (about 1 s per 10^6 pages on SQLite)."""
+        """Every page as arrays ordered by id, read in chunks."""
         cols = (
             pages.c.id, pages.c.host_id, pages.c.weight, pages.c.status, pages.c.next_due, pages.c.rate,
             pages.c.last_visit_at, pages.c.last_copy_at, pages.c.n_errors, pages.c.n_errors_total,

@@ -35,7 +35,7 @@ PUBLIC = {
         'allocate_partitioned', 'estimate_partitioned', 'make_engine', 'partition_by',
     ],
     'freshcrawl.cli': [
-        'main',
+        'EXTRA_OF_MODULE', 'main', 'missing_extra',
     ],
     'freshcrawl.crawler': [
         'DEFAULT_MAX_BYTES', 'ErrorKind', 'FetchOutcome', 'FetchRequest', 'Fetcher', 'HTML_CONTENT_TYPES',

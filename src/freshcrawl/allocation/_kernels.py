@@ -935,9 +935,8 @@ HOST_ULPS_STOP = 1e-10
 #: Passes :func:`capped_newton` goes on making for the binding hosts once λ has settled, where its passes
 #: run over the pages listed near a bound (cheap); the hosts still open then go to the per-host loop.
 #: What it buys (Poisson freshness with caps, the only case with a listing): on the first-call benchmark's
-#: instance (2,000 pages, 50 hosts) it finishes every host, so the per-host loop is not even compiled, and
-#: a first call takes 13.3 s instead of 16.5; solves at 10^6-10^7 pages take 3-9% less
-#: (docs/allocation-notes.md, 2026-11-27).
+#: instance (2,000 pages, 50 hosts) it finishes every host, so the per-host loop is not even compiled and
+#: a first call is shorter; large solves take a few percent less.
 WAIT_PASSES = 8
 #: Outcomes of :func:`capped_newton` (its docstring says what each leaves in its arguments).
 JOINT_FAILED, JOINT_CONVERGED, JOINT_HOSTS_OPEN, JOINT_ON_JUMP = -1, 0, 1, 2
@@ -2717,8 +2716,8 @@ def _takeout_root(tok, idx, R, D, lam, l_a, l_b, k, w, a, b, lo, hi):
 # breakpoints and takes pages out of F only where Σp may be singular (``singular``: flat or constant
 # marginals). numba compiles every function a kernel calls, whether its branch runs or not; under the
 # other kinds these wrappers resolve to stubs that raise if reached, which spares compiling the real
-# ones (with the other compile-time cuts in docs/allocation-notes.md, a fifth to a third of a capped
-# first call). The token decides, as for the responses above.
+# ones (with the other compile-time cuts, a fifth to a third of a capped first call). The token decides,
+# as for the responses above.
 _WINDOW_KINDS = (POISSON,)
 _SINGULAR_KINDS = (PERIODIC, DETECTION, LINEAR, None)  # None: per-page kinds (ANY_TOKEN)
 

@@ -80,7 +80,7 @@ from freshcrawl.simulation.dispatch import periodic_visits
 
 __all__ = ["BURSTY_DEFAULTS", "BurstyPolicy", "make_bursty", "prefix_groups"]
 
-#: Settings of ``learned-bursty`` (how they were chosen: README, "Bursts, cold starts and co-changes").
+#: Settings of ``learned-bursty`` (how they were chosen: docs/simulate.md).
 BURSTY_DEFAULTS: dict[str, float] = {
     "burst": 3.0,
     "active_share": 0.2,

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need on a fresh machine, then runs pytest.
 #   - the package with its test extras (every optional extra and the docs tools included), at the
-#     exact versions of uv.lock, in .venv (uv, itself
-#     installed by pip at a pinned version; `uv sync --locked` fails if uv.lock is out of date with
-#     pyproject.toml). Refresh the lock with `uv lock --upgrade`, then run this script before
-#     committing the new uv.lock;
+#     exact versions of uv.lock, in .venv (uv, itself installed by pip at a pinned version;
+#     `uv sync --locked` fails if uv.lock is out of date with pyproject.toml). Refresh the lock with
+#     `uv lock --upgrade`, then run this script before committing the new uv.lock;
 #   - a PostgreSQL server on 127.0.0.1:5432 that user postgres reaches without a password (the store
 #     tests create and drop their own databases on it): started if installed and stopped, installed
 #     from Debian's packages if missing.
 #   - Debian's chromium and chromium-driver when /usr/bin/chromium is missing (the dashboard test drives
 #     it headless through Playwright's Python package; no browser is downloaded by Playwright).
 # Without arguments it first builds the documentation site (`mkdocs build --strict`, into a temporary
-# directory that is removed; any warning fails the build and the command), then runs the default suite
-# in two phases: every test but the `realtime` ones on two
-# worker processes (pytest-xdist, a test file to a worker: the machine has two cores, and most of this
-# phase compiles the numba kernels), then the `realtime` ones alone (end-to-end crawls graded on the
-# wall clock, which need the whole machine). `-p no:benchmark`: where pytest-benchmark is installed it
-# warns under xdist, and the suite turns warnings into errors. With arguments: `python -m pytest ARGS`.
+# directory that is removed; any warning, such as a broken link or a docstring mkdocstrings cannot
+# read, fails the build and the command), then runs the default suite in two phases: every test but
+# the `realtime` ones on two worker processes (pytest-xdist, a test file to a worker: the machine has
+# two cores, and most of this phase compiles the numba kernels), then the `realtime` ones alone
+# (end-to-end crawls graded on the wall clock, which need the whole machine). `-p no:benchmark`: where
+# pytest-benchmark is installed it warns under xdist, and the suite turns warnings into errors. With
+# arguments: `python -m pytest ARGS` (no docs build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

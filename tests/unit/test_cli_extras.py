@@ -184,3 +184,18 @@ def test_missing_extra_follows_the_cause():
     except ImportError as outer:
         assert missing_extra(outer) == ("dask", "distributed")
     assert missing_extra(ImportError("no name")) is None
+
+
+def test_crawl_commands_run_with_only_the_crawl_extra(tmp_path):
+    """crawl add, run (the writer lock included), status and export without serve's or dask's modules."""
+    (tmp_path / "urls.txt").write_text("http://127.0.0.1:9/a\nhttp://127.0.0.1:9/b\n")
+    commands = [
+        ["crawl", "add", "--db", "c.db", "urls.txt"],
+        ["crawl", "run", "--db", "c.db", "--budget", "10/day", "--for", "1s"],
+        ["crawl", "status", "--db", "c.db", "--json"],
+        ["crawl", "export", "--db", "c.db", "--out", "visits.csv"],
+    ]
+    results = run_without(SERVE + DASK, commands, tmp_path)
+    for args, res in zip(commands, results, strict=True):
+        assert res["code"] == 0, (args, res)
+    assert json.loads(results[2]["stdout"])["n_pages"] == 2

@@ -1801,7 +1801,7 @@ def _host_breakpoints(tok, q0, q1, k, w, a, b, lo, hi, e_lo, e_hi):
     """The breakpoints of pages q0 to q1 into e_lo[:q1 - q0] (where a page leaves p_min, w f'(p_min)) and
     e_hi (where it reaches a finite p_max); NaN where a page has none (p_max <= p_min, no value).
 
-    The breakpoints of :func:`_page_breakpoints`, written out: a helper returning both for each page
+    The breakpoints of :func:`_page_breakpoints`, written out: a function returning both for each page
     slows the per-host loop down.
     """
     for q in range(q0, q1):

@@ -14,6 +14,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from freshcrawl.cli import EXTRA_OF_MODULE, missing_extra
@@ -119,15 +120,22 @@ def test_missing_extra_is_one_line_naming_it(tmp_path, blocked):
 
 
 def test_core_commands_run_without_any_extra(tmp_path, data_dir):
-    """--help of every command, estimate, allocate and simulate with every extra refused."""
+    """--help of every command, estimate, allocate (in memory and streamed over partitions) and
+    simulate with every extra refused."""
     (tmp_path / "visits.csv").write_text(
         "page,time,changed\na,2024-01-01,0\na,2024-01-02,1\na,2024-01-04,0\n"
     )
     (tmp_path / "pages.csv").write_text("page,delta,host\na,1.0,h\nb,0.5,h\nc,2,g\n")
+    (tmp_path / "pages").mkdir()  # partitioned by host, as --engine stream needs
+    for k, host in enumerate(("h", "g")):
+        pd.DataFrame(
+            {"page": [f"{host}{i}" for i in range(3)], "delta": [0.5, 1.0, 2.0], "host": host}
+        ).to_parquet(tmp_path / "pages" / f"part-{k}.parquet")
     helps = [[], ["crawl"], ["serve"], ["test-web"], ["partition"], ["simulate"]]
     commands = [[*h, "--help"] for h in helps] + [
         ["estimate", "visits.csv", "--method", "mle", "--json"],
         ["allocate", "pages.csv", "--budget", "2/day", "--json"],
+        ["allocate", "pages", "--budget", "3/day", "--engine", "stream", "--out", "rates"],
         [
             "simulate",
             "--trace",
@@ -147,8 +155,9 @@ def test_core_commands_run_without_any_extra(tmp_path, data_dir):
     for args, res in zip(commands, results, strict=True):
         assert res["code"] == 0, (args, res)
     assert "simulate" in results[0]["stdout"]
-    assert json.loads(results[-3]["stdout"])["n_observations"] == 2
-    assert json.loads(results[-2]["stdout"])["budget_used"] == pytest.approx(2.0)
+    assert json.loads(results[-4]["stdout"])["n_observations"] == 2
+    assert json.loads(results[-3]["stdout"])["budget_used"] == pytest.approx(2.0)
+    assert pd.read_parquet(tmp_path / "rates")["rate"].sum() == pytest.approx(3.0)
     names = [p["policy"] for p in json.loads(results[-1]["stdout"])["policies"]]
     assert names == ["nutch", "oracle", "uniform"]
 

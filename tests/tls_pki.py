@@ -55,7 +55,9 @@ class PKI:
         every call when ``token`` is given)."""
         creds = self.client_tls(cert=cert).grpc_credentials()
         if token is not None:
-            creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
+            creds = grpc.composite_channel_credentials(
+                creds, grpc.access_token_call_credentials(token)
+            )
         return grpc.secure_channel(address, creds)
 
     def issue(self, name: str, *identities: str, ca: trustme.CA | None = None) -> tuple[Path, Path]:
@@ -74,9 +76,18 @@ def make_pki(directory: Path) -> PKI:
     ca, other = trustme.CA(), trustme.CA()
     ca.cert_pem.write_to_path(str(directory / "ca.pem"))
     other.cert_pem.write_to_path(str(directory / "other-ca.pem"))
-    pki = PKI(directory, ca, directory / "ca.pem", directory / "server.pem", directory / "server.key",
-              directory / "fetcher.pem", directory / "fetcher.key", directory / "other-ca.pem",
-              directory / "intruder.pem", directory / "intruder.key")
+    pki = PKI(
+        directory,
+        ca,
+        directory / "ca.pem",
+        directory / "server.pem",
+        directory / "server.key",
+        directory / "fetcher.pem",
+        directory / "fetcher.key",
+        directory / "other-ca.pem",
+        directory / "intruder.pem",
+        directory / "intruder.key",
+    )
     pki.issue("server", "127.0.0.1", "::1", "localhost")
     pki.issue("fetcher", "fetcher-1.cluster.test")
     pki.issue("intruder", "fetcher-1.cluster.test", ca=other)

@@ -182,7 +182,8 @@ def _client_tls(frontier_url: str, tls_ca: str | None, tls_cert: str | None, tls
     given = [name for name, v in (("--tls-ca", tls_ca), ("--tls-cert", tls_cert), ("--tls-key", tls_key)) if v]
     if not frontier_url_tls(frontier_url):
         if given:
-            raise click.UsageError(f"{', '.join(given)} go with a TLS frontier: --frontier grpcs://HOST:PORT")
+            verb = "go" if len(given) > 1 else "goes"
+            raise click.UsageError(f"{', '.join(given)} {verb} with a TLS frontier: --frontier grpcs://HOST:PORT")
         return None
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together: give both")

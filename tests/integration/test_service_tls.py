@@ -368,25 +368,6 @@ def test_fetcher_crawls_through_tls_serve_while_certificates_are_reloaded(tmp_pa
                 ]
                 acks = list(pb_grpc.URLFrontierStub(channel).PutURLs(iter(items), timeout=30))
             assert [a.status for a in acks] == [pb.AckMessage.OK] * len(items)
-            intruder = _cli(
-                "crawl",
-                "run",
-                "--frontier",
-                f"grpcs://127.0.0.1:{port}",
-                "--for",
-                "5s",
-                "--tls-ca",
-                str(pki.ca_file),
-                "--tls-cert",
-                str(pki.other_client_cert),
-                "--tls-key",
-                str(pki.other_client_key),
-            )
-            assert intruder.returncode == 1
-            assert intruder.stderr.strip().splitlines()[-1] == (
-                f"Error: frontier 127.0.0.1:{port} closed the connection after the TLS handshake: it refuses the "
-                f"client certificate {pki.other_client_cert} (not signed by its client CA, or expired)"
-            )
             fetcher = subprocess.Popen(
                 [
                     sys.executable,
@@ -405,6 +386,25 @@ def test_fetcher_crawls_through_tls_serve_while_certificates_are_reloaded(tmp_pa
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+            )
+            intruder = _cli(  # while the fetcher starts
+                "crawl",
+                "run",
+                "--frontier",
+                f"grpcs://127.0.0.1:{port}",
+                "--for",
+                "5s",
+                "--tls-ca",
+                str(pki.ca_file),
+                "--tls-cert",
+                str(pki.other_client_cert),
+                "--tls-key",
+                str(pki.other_client_key),
+            )
+            assert intruder.returncode == 1
+            assert intruder.stderr.strip().splitlines()[-1] == (
+                f"Error: frontier 127.0.0.1:{port} closed the connection after the TLS handshake: it refuses the "
+                f"client certificate {pki.other_client_cert} (not signed by its client CA, or expired)"
             )
             before = (_served_cert(http, client, "http/1.1"), _served_cert(port, client, "h2"))
             deadline = time.monotonic() + 30

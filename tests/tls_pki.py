@@ -1,4 +1,4 @@
-"""Certificates made at test time (trustme) for the TLS tests, and TLS channels to a served frontier.
+"""Certificates made at test time (trustme) for the TLS tests, and TLS channels to a frontier.
 
 ``make_pki(directory)`` writes a small cluster's files: a CA, the server's certificate (for
 127.0.0.1, ::1 and localhost) and a fetcher's client certificate signed by it, and a client
@@ -39,11 +39,11 @@ class PKI:
     other_client_key: Path
 
     def server_tls(self, *, client_auth: bool = True) -> ServerTLS:
-        """The server's TLS: mutual (client certificates signed by ``ca``) unless ``client_auth=False``."""
+        """The server's TLS: mutual (client certificates of ``ca``) unless ``client_auth=False``."""
         return ServerTLS(self.server_cert, self.server_key, self.ca_file if client_auth else None)
 
     def client_tls(self, *, cert: bool = True, other: bool = False) -> ClientTLS:
-        """A client trusting ``ca``; presenting the fetcher's certificate (or the other CA's, or none)."""
+        """A client trusting ``ca``, presenting the fetcher's certificate (the other CA's, none)."""
         if not cert:
             return ClientTLS(self.ca_file)
         if other:
@@ -70,7 +70,7 @@ class PKI:
 
 
 def make_pki(directory: Path) -> PKI:
-    """Write a CA, a server and a client certificate, and another CA's client certificate, in ``directory``."""
+    """Write a CA, server and client certificates, and another CA's client one, in ``directory``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     ca, other = trustme.CA(), trustme.CA()

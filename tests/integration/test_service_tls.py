@@ -112,7 +112,7 @@ def _grpc_error(channel: grpc.Channel) -> grpc.RpcError:
     return info.value
 
 
-# ------------------------------------------------------------------------------------------------ tests
+# -------------------------------------------------------------------------------------------- tests
 def test_mutual_tls_on_both_ports_and_what_fails(tmp_path, tls_pki):
     """Client certificate signed by the client CA: writes and reads on REST and gRPC. No client
     certificate, one of another CA, plaintext, or a server certificate the client does not trust:
@@ -185,7 +185,8 @@ def test_mutual_tls_on_both_ports_and_what_fails(tmp_path, tls_pki):
 
 
 def test_tls_with_a_token_keeps_todays_authorization(tmp_path, tls_pki):
-    """TLS without client certificates: the token authorizes writes as on plaintext; reads stay public
+    """TLS without client certificates: the token authorizes writes as on plaintext; reads stay
+    public
     (or private with --private-reads); gRPC calls need the token."""
     pki = tls_pki
     proc, http, port = _serve(
@@ -247,7 +248,10 @@ def test_serve_and_fetcher_refuse_incomplete_or_broken_tls_settings_in_one_line(
         (
             ["--http", "0.0.0.0:0", "--no-grpc"],
             {},
-            "is not a loopback address: serving other machines needs TLS (--tls-cert, --tls-key) and a token",
+            (
+                "is not a loopback address: serving other machines needs TLS (--tls-cert, --tls-key) "
+                "and a token"
+            ),
         ),
         (
             ["--http", "0.0.0.0:0", "--no-grpc"],
@@ -309,7 +313,8 @@ def test_fetcher_crawls_through_tls_serve_while_certificates_are_reloaded(tmp_pa
     """``crawl run --frontier grpcs://`` with a client certificate crawls the test web through a
     mutual-TLS ``serve``; halfway, the server's certificate is renewed and SIGHUP sent: new
     connections on both ports get the new certificate, the open crawl carries on, politeness holds,
-    every request is reported once. A fetcher with another CA's certificate stops at once, in one line."""
+    every request is reported once. A fetcher with another CA's certificate stops at once, in one
+    line."""
     pki = tls_pki
     cert, key = tmp_path / "server.pem", tmp_path / "server.key"
     shutil.copy(pki.server_cert, cert)
@@ -403,8 +408,9 @@ def test_fetcher_crawls_through_tls_serve_while_certificates_are_reloaded(tmp_pa
             )
             assert intruder.returncode == 1
             assert intruder.stderr.strip().splitlines()[-1] == (
-                f"Error: frontier 127.0.0.1:{port} closed the connection after the TLS handshake: it refuses the "
-                f"client certificate {pki.other_client_cert} (not signed by its client CA, or expired)"
+                f"Error: frontier 127.0.0.1:{port} closed the connection after the TLS handshake: "
+                f"it refuses the client certificate {pki.other_client_cert} (not signed by its "
+                "client CA, or expired)"
             )
             before = (_served_cert(http, client, "http/1.1"), _served_cert(port, client, "h2"))
             deadline = time.monotonic() + 30

@@ -42,7 +42,7 @@ _KEY_MARK = re.compile(rb"-----BEGIN (?:RSA |EC |)PRIVATE KEY-----")
 
 
 def _read(what: str, path: Path, *, mark: re.Pattern | bytes, kind: str) -> bytes:
-    """The bytes of a PEM file; TLSFileError naming ``what`` and ``path`` when unreadable or not PEM."""
+    """The bytes of a PEM file; TLSFileError naming ``what`` and ``path`` if unusable."""
     try:
         data = path.read_bytes()
     except OSError as err:
@@ -119,10 +119,10 @@ class ServerTLS:
 
     Examples
     --------
-    >>> ServerTLS("missing-cert.pem", "missing-key.pem")
+    >>> ServerTLS("missing-cert.pem", "missing-key.pem")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    freshcrawl.errors.TLSFileError: server certificate missing-cert.pem: cannot read it (No such file or directory)
+    freshcrawl.errors.TLSFileError: server certificate missing-cert.pem: cannot read it (...)
     """
 
     def __init__(
@@ -177,9 +177,9 @@ class ServerTLS:
     def follow(self, context: ssl.SSLContext) -> ssl.SSLContext:
         """Make ``context`` (the HTTP server's) hand each new handshake the latest files.
 
-        The server name callback, which OpenSSL calls on every ClientHello (with or without a server
-        name), switches the handshake to the context of the files read last: its certificate, key and
-        client CA. Returns ``context``.
+        The server name callback, which OpenSSL calls on every ClientHello (with or without a
+        server name), switches the handshake to the context of the files read last: its
+        certificate, key and client CA. Returns ``context``.
         """
 
         def latest(sslobj: ssl.SSLObject, server_name: str | None, _ctx: ssl.SSLContext) -> None:
@@ -189,7 +189,7 @@ class ServerTLS:
         return context
 
     def ssl_context(self) -> ssl.SSLContext:
-        """A server-side :class:`ssl.SSLContext` that always serves the latest files (see :meth:`follow`)."""
+        """A server-side :class:`ssl.SSLContext` serving the latest files (see :meth:`follow`)."""
         m = self._material
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -249,7 +249,7 @@ class ClientTLS:
     >>> ClientTLS(cert_file="c.pem")
     Traceback (most recent call last):
     ...
-    ValueError: a client certificate needs its key: give both the certificate and the key, or neither
+    ValueError: a client certificate needs its key: give both, or neither
     """
 
     def __init__(
@@ -259,9 +259,7 @@ class ClientTLS:
         key_file: str | Path | None = None,
     ) -> None:
         if (cert_file is None) != (key_file is None):
-            raise ValueError(
-                "a client certificate needs its key: give both the certificate and the key, or neither"
-            )
+            raise ValueError("a client certificate needs its key: give both, or neither")
         self.ca_file = None if ca_file is None else Path(ca_file)
         self.cert_file = None if cert_file is None else Path(cert_file)
         self.key_file = None if key_file is None else Path(key_file)
@@ -285,13 +283,13 @@ class ClientTLS:
         return f"TLS ({trust}, {cert})"
 
     def grpc_credentials(self) -> grpc.ChannelCredentials:
-        """gRPC channel credentials: the CA (or grpcio's roots) and the client certificate, if any."""
+        """gRPC channel credentials: the CA (or grpcio's roots) and the client certificate."""
         return grpc.ssl_channel_credentials(
             root_certificates=self._ca, private_key=self._key, certificate_chain=self._cert
         )
 
     def ssl_context(self) -> ssl.SSLContext:
-        """A client-side :class:`ssl.SSLContext` (for HTTP clients such as httpx: ``verify=ctx``)."""
+        """A client-side :class:`ssl.SSLContext` (for HTTP clients, e.g. httpx's ``verify``)."""
         ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
         if self.ca_file is not None:
             _load_ca(ctx, "CA", self.ca_file)
@@ -327,10 +325,16 @@ def explain_connect_error(details: str, address: str, tls: ClientTLS | None) -> 
     text = str(details)
     if tls is None:
         if "Socket closed" in text or "Connection reset" in text:
-            return f"frontier {address} closed the connection at once: if it is served with TLS, use grpcs://"
+            return (
+                f"frontier {address} closed the connection at once: "
+                "if it is served with TLS, use grpcs://"
+            )
         return None
     if "WRONG_VERSION_NUMBER" in text:
-        return f"frontier {address} does not speak TLS on this port: use grpc:// (or serve it with --tls-cert)"
+        return (
+            f"frontier {address} does not speak TLS on this port: "
+            "use grpc:// (or serve it with --tls-cert)"
+        )
     if "CERTIFICATE_VERIFY_FAILED" in text:
         why = re.search(r"CERTIFICATE_VERIFY_FAILED: ([^:]+)", text)
         trust = f"the CA {tls.ca_file}" if tls.ca_file else "the system trust store (give --tls-ca)"
@@ -339,18 +343,19 @@ def explain_connect_error(details: str, address: str, tls: ClientTLS | None) -> 
         )
     if "Hostname Verification" in text or "Peer name" in text:
         return (
-            f"frontier {address}: its certificate does not name the host {address.rpartition(':')[0]} "
-            "in its subjectAltName"
+            f"frontier {address}: its certificate does not name the host "
+            f"{address.rpartition(':')[0]} in its subjectAltName"
         )
     if "Socket closed" in text or "Connection reset" in text:
         if tls.cert_file is None:
             return (
-                f"frontier {address} closed the connection after the TLS handshake: it requires a client "
-                "certificate (--tls-cert and --tls-key)"
+                f"frontier {address} closed the connection after the TLS handshake: "
+                "it requires a client certificate (--tls-cert and --tls-key)"
             )
         return (
-            f"frontier {address} closed the connection after the TLS handshake: it refuses the client "
-            f"certificate {tls.cert_file} (not signed by its client CA, or expired)"
+            f"frontier {address} closed the connection after the TLS handshake: "
+            f"it refuses the client certificate {tls.cert_file} (not signed by its client CA, "
+            "or expired)"
         )
     if "handshake" in text.lower() or "SSL" in text:
         return f"frontier {address}: TLS handshake failed ({text.rpartition(': ')[2] or text})"

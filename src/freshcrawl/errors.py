@@ -8,7 +8,7 @@ Every exception subclasses :class:`FreshcrawlError` and the builtin that matches
     ├── InfeasibleAllocation (ValueError)    budget outside [sum p_min, sum p_max], caps too tight
     ├── TraceFormatError (ValueError)        a malformed or unsorted change history or visit log
     ├── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
-    ├── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
+    ├── DatabaseInUseError (RuntimeError)    another serve process already writes this database
     └── TLSFileError (ValueError)            a certificate, key or CA file that TLS cannot use
 
     FreshcrawlWarning (UserWarning)
@@ -55,7 +55,7 @@ class DatabaseInUseError(FreshcrawlError, RuntimeError):
 
 
 class TLSFileError(FreshcrawlError, ValueError):
-    """A certificate, key or CA file that TLS cannot use; the message names the file and the failure."""
+    """A certificate, key or CA file that TLS cannot use; the message names the file and why."""
 
 
 class FreshcrawlWarning(UserWarning):

@@ -249,8 +249,8 @@ def test_serve_and_fetcher_refuse_incomplete_or_broken_tls_settings_in_one_line(
             ["--http", "0.0.0.0:0", "--no-grpc"],
             {},
             (
-                "is not a loopback address: serving other machines needs TLS (--tls-cert, --tls-key) "
-                "and a token"
+                "is not a loopback address: serving other machines needs TLS "
+                "(--tls-cert, --tls-key) and a token"
             ),
         ),
         (

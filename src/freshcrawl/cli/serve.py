@@ -103,7 +103,10 @@ def _read_token(token_file: str | None) -> str | None:
 
 
 def _check_tls_options(tls_cert: str | None, tls_key: str | None, client_ca: str | None):
-    """The :class:`ServerTLS` of the options (None without ``--tls-cert``); UsageError if incomplete or broken."""
+    """The :class:`ServerTLS` of the options (None without ``--tls-cert``).
+
+    UsageError if the options are incomplete or a file is broken (one line naming the file).
+    """
     if tls_cert is None and tls_key is None:
         if client_ca is not None:
             raise click.UsageError("--client-ca needs TLS: give --tls-cert and --tls-key as well")
@@ -128,7 +131,8 @@ def _reload_on_sighup(tls) -> dict:
         try:
             generation = tls.reload()
         except TLSFileError as err:  # a broken file: keep serving the certificate in use
-            click.echo(f"TLS reload failed, still serving the previous certificate: {err}", err=True)
+            click.echo(f"TLS reload failed, still serving the previous certificate: {err}",
+                       err=True)
         else:
             click.echo(f"TLS certificate, key and client CA reloaded ({generation})", err=True)
 
@@ -146,22 +150,25 @@ def _reload_on_sighup(tls) -> dict:
 @click.option("--token-file", type=click.Path(dir_okay=False), default=None,
               help="File holding the API token every write needs (default: $FRESHCRAWL_TOKEN).")
 @click.option("--private-reads", is_flag=True,
-              help="Reads (status, explain, metrics, ...) need the token (or client certificate) too.")
+              help="Reads (status, explain, metrics, ...) need the token (or client certificate) "
+              "too.")
 @click.option("--tls-cert", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="PEM certificate (chain) of the server: both ports speak TLS. Reloaded on SIGHUP.")
+              help="PEM certificate (chain) of the server: both ports speak TLS. Reloaded on "
+              "SIGHUP.")
 @click.option("--tls-key", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="PEM private key of --tls-cert (unencrypted).")
 @click.option("--client-ca", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="PEM CA certificate that signs the clients' certificates: mutual TLS, a client certificate "
-              "signed by it is required and authorizes as the token does (with a token, both are needed).")
+              help="PEM CA certificate that signs the clients' certificates: mutual TLS, a client "
+              "certificate signed by it is required and authorizes as the token does (with a "
+              "token, both are needed).")
 @budget_option(required=False,
                help="Visits per day over all pages, e.g. 10000/day (kept for later runs; needed the first time).")
 @click.option("--policy", default=None, help="learned (default), uniform, nutch, ...")
 @duration_option("--min-delay", zero=True,
                  help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
 @duration_option("--replan-every", help="Time between two plans (default 1h).")
-def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tls_cert, tls_key, client_ca, budget,
-          policy, min_delay, replan_every) -> None:
+def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tls_cert, tls_key,
+          client_ca, budget, policy, min_delay, replan_every) -> None:
     """Serve a crawl database's frontier to crawlers: REST (and gRPC) in one process, one per database.
 
     Workers add URLs, lease due visits and report what they gave; freshcrawl learns the change rates
@@ -185,12 +192,15 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
     except ValueError as err:
         raise click.UsageError(str(err)) from err
     for flag, host in (("--http", http_host), ("--grpc", None if grpc is None else grpc[0])):
-        if host is not None and not is_loopback(host) and (tls_cert is None or (token is None and client_ca is None)):
-            raise click.UsageError(f"{flag} {host} is not a loopback address: serving other machines needs TLS "
-                                   "(--tls-cert, --tls-key) and a token (--token-file or FRESHCRAWL_TOKEN) or client "
-                                   "certificates (--client-ca)")
+        authorized = token is not None or client_ca is not None
+        if host is not None and not is_loopback(host) and (tls_cert is None or not authorized):
+            raise click.UsageError(
+                f"{flag} {host} is not a loopback address: serving other machines needs TLS "
+                "(--tls-cert, --tls-key) and a token (--token-file or FRESHCRAWL_TOKEN) or client "
+                "certificates (--client-ca)")
     if private_reads and token is None and client_ca is None:
-        raise click.UsageError("--private-reads needs a token (--token-file or FRESHCRAWL_TOKEN) or --client-ca")
+        raise click.UsageError(
+            "--private-reads needs a token (--token-file or FRESHCRAWL_TOKEN) or --client-ca")
     tls = _check_tls_options(tls_cert, tls_key, client_ca)
     serve_grpc = None
     if grpc is not None:
@@ -249,15 +259,16 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
         if tls is not None and tls.client_auth:
             open_to = " (mutual TLS" + (" and token)" if token else ")")
         click.echo(f"serving {db}: REST, metrics and dashboard on {where}"
-                   + (f", gRPC{' (TLS)' if tls else ''} on {grpc[0]}:{grpc[1]}" if grpc_server is not None else "")
+                   + ("" if grpc_server is None
+                      else f", gRPC{' (TLS)' if tls else ''} on {grpc[0]}:{grpc[1]}")
                    + open_to, err=True)
         tls_args = {}
         if tls is not None:
             tls_args = {"ssl_certfile": tls.cert_file, "ssl_keyfile": tls.key_file,
                         "ssl_ca_certs": tls.client_ca_file,
                         "ssl_cert_reqs": ssl.CERT_REQUIRED if tls.client_auth else ssl.CERT_NONE}
-        config = uvicorn.Config(app, host=http_host, port=http_port, log_level="warning", access_log=False,
-                                lifespan="off", **tls_args)
+        config = uvicorn.Config(app, host=http_host, port=http_port, log_level="warning",
+                                access_log=False, lifespan="off", **tls_args)
         config.load()
         restore = {}
         if tls is not None:

@@ -44,7 +44,10 @@ _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, gr
 
 
 class FrontierConnectError(ConnectionError):
-    """The frontier cannot be used: a certificate failed, or it refused the credentials (one line)."""
+    """The frontier cannot be used: a certificate failed, or it refused the credentials."""
+
+
+_FORMS = "grpc://HOST:PORT or grpcs://HOST:PORT (TLS)"
 
 
 def parse_frontier_url(url: str) -> str:
@@ -65,10 +68,10 @@ def parse_frontier_url(url: str) -> str:
     if not sep:
         rest, scheme = text, "grpc"
     if scheme not in ("grpc", "grpcs"):
-        raise ValueError(f"a remote frontier is grpc://HOST:PORT or grpcs://HOST:PORT (TLS); got {url!r}")
+        raise ValueError(f"a remote frontier is {_FORMS}; got {url!r}")
     host, _, port = rest.rstrip("/").rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"a remote frontier is grpc://HOST:PORT or grpcs://HOST:PORT (TLS); got {url!r}")
+        raise ValueError(f"a remote frontier is {_FORMS}; got {url!r}")
     return f"{host}:{port}"
 
 
@@ -129,7 +132,8 @@ class RemoteFrontier:
 
     def __init__(self, address: str, crawl_id: str | None = None, worker: str | None = None, *,
                  lease_s: float = 120.0, poll_s: float = 0.25, timeout_s: float = 10.0,
-                 retry_for_s: float = 30.0, token: str | None = None, tls: ClientTLS | None = None) -> None:
+                 retry_for_s: float = 30.0, token: str | None = None,
+                 tls: ClientTLS | None = None) -> None:
         import os
 
         for name, value in (("lease_s", lease_s), ("poll_s", poll_s), ("timeout_s", timeout_s),
@@ -149,7 +153,8 @@ class RemoteFrontier:
             self.tls: ClientTLS | None = tls or ClientTLS()
             self._channel = grpc.secure_channel(self.address, self.tls.grpc_credentials())
         elif tls is not None:
-            raise ValueError(f"{address} is plaintext (grpc://): TLS settings go with grpcs://HOST:PORT")
+            raise ValueError(
+                f"{address} is plaintext (grpc://): TLS settings go with grpcs://HOST:PORT")
         else:
             self.tls = None
             self._channel = grpc.insecure_channel(self.address)
@@ -176,8 +181,9 @@ class RemoteFrontier:
         Raises
         ------
         FrontierConnectError
-            If the TLS handshake fails (which certificate, what failed), the server closes a plaintext
-            connection (a TLS server), or refuses the token or certificate (UNAUTHENTICATED).
+            If the TLS handshake fails (which certificate, what failed), the server closes a
+            plaintext connection (a TLS server), or refuses the token or certificate
+            (UNAUTHENTICATED).
         """
         try:
             self._stub.ListCrawls(pb.Local(), timeout=self.timeout_s, metadata=self._call_md)

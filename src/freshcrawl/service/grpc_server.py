@@ -690,6 +690,6 @@ def serve_grpc(
         raise RuntimeError(f"cannot listen on {address!r}")
     server.port = port
     server.start()
-    log.info("URLFrontier API on %s (port %d, %s) at %s", address, port, "TLS" if tls else "plaintext",
-             time.strftime("%H:%M:%S"))
+    log.info("URLFrontier API on %s (port %d, %s) at %s", address, port,
+             "TLS" if tls else "plaintext", time.strftime("%H:%M:%S"))
     return server

@@ -491,7 +491,9 @@ def create_app(
     if token is not None and not token.strip():
         raise ValueError("token must be a non-empty string or None")
     if not public_reads and token is None and not client_certs:
-        raise ValueError("public_reads=False needs a token or client certificates (reads would be open to no one)")
+        raise ValueError(
+            "public_reads=False needs a token or client certificates (reads would be open to no one)"
+        )
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_CrawlCollector(service))

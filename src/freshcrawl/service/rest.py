@@ -492,7 +492,7 @@ def create_app(
         raise ValueError("token must be a non-empty string or None")
     if not public_reads and token is None and not client_certs:
         raise ValueError(
-            "public_reads=False needs a token or client certificates (reads would be open to no one)"
+            "public_reads=False needs a token or client certificates (no one could read)"
         )
 
     registry = CollectorRegistry(auto_describe=False)

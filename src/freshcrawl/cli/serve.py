@@ -172,7 +172,8 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
     """Serve a crawl database's frontier to crawlers: REST (and gRPC) in one process, one per database.
 
     Workers add URLs, lease due visits and report what they gave; freshcrawl learns the change rates
-    and plans the visits. The dashboard is at http://HOST:PORT/, the OpenAPI document at /openapi.json.
+    and plans the visits. The dashboard is at http://HOST:PORT/ (https:// with --tls-cert), the
+    OpenAPI document at /openapi.json. TLS, mutual TLS and certificates: the manual's TLS page.
     """
     import ssl
 

@@ -8,19 +8,28 @@ one per test session; any gRPC test can run over mutual TLS with::
 
     server = serve_grpc(service, "127.0.0.1:0", tls=tls_pki.server_tls())
     channel = tls_pki.channel(f"127.0.0.1:{server.port}")
+
+and :func:`https_server` serves an ASGI app over TLS in a thread, set up as ``freshcrawl serve``
+sets up its HTTP port.
 """
 
 from __future__ import annotations
 
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import trustme
+import uvicorn
 
 from freshcrawl.service.tls import ClientTLS, ServerTLS
 
-__all__ = ["PKI", "make_pki"]
+__all__ = ["PKI", "https_server", "make_pki"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +101,34 @@ def make_pki(directory: Path) -> PKI:
     pki.issue("fetcher", "fetcher-1.cluster.test")
     pki.issue("intruder", "fetcher-1.cluster.test", ca=other)
     return pki
+
+
+@contextmanager
+def https_server(app, tls: ServerTLS) -> Iterator[int]:
+    """Serve ``app`` with uvicorn over ``tls`` on 127.0.0.1 in a thread, as serve does: its port."""
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="off",
+        ssl_certfile=tls.cert_file,
+        ssl_keyfile=tls.key_file,
+        ssl_ca_certs=tls.client_ca_file,
+        ssl_cert_reqs=ssl.CERT_REQUIRED if tls.client_auth else ssl.CERT_NONE,
+    )
+    config.load()
+    tls.follow(config.ssl)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="https-test", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    try:
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)

@@ -22,11 +22,16 @@ import grpc
 import httpx
 import pytest
 
+from freshcrawl.frontier import CrawlSettings
+from freshcrawl.service import FrontierService
 from freshcrawl.service.grpc_client import FrontierConnectError, RemoteFrontier
+from freshcrawl.service.grpc_server import serve_grpc
 from freshcrawl.service.proto import urlfrontier_pb2 as pb
 from freshcrawl.service.proto import urlfrontier_pb2_grpc as pb_grpc
+from freshcrawl.service.rest import create_app
 from freshcrawl.service.tls import ClientTLS
 from freshcrawl.testing import HostSpec, TestWeb, make_pages
+from tests.tls_pki import https_server
 
 URLS = {"urls": [{"url": "http://a.test/"}]}
 
@@ -185,38 +190,33 @@ def test_mutual_tls_on_both_ports_and_what_fails(tmp_path, tls_pki):
 
 
 def test_tls_with_a_token_keeps_todays_authorization(tmp_path, tls_pki):
-    """TLS without client certificates: the token authorizes writes as on plaintext; reads stay
-    public
-    (or private with --private-reads); gRPC calls need the token."""
+    """TLS without client certificates (the REST app and gRPC server built as serve builds them,
+    in this process): the token authorizes writes as on plaintext, reads are private with
+    private reads, every gRPC call needs the token."""
     pki = tls_pki
-    proc, http, port = _serve(
-        str(tmp_path / "c.db"), pki, "--private-reads", token="s3cret", client_ca=False
-    )
+    tls = pki.server_tls(client_auth=False)
+    service = FrontierService(str(tmp_path / "c.db"), CrawlSettings(budget=10_000.0))
+    app = create_app(service, token="s3cret", public_reads=False)
+    grpc_server = serve_grpc(service, "127.0.0.1:0", token="s3cret", tls=tls)
     ctx = pki.client_tls(cert=False).ssl_context()
-    base = f"https://127.0.0.1:{http}"
+    auth = {"Authorization": "Bearer s3cret"}
+    address = f"127.0.0.1:{grpc_server.port}"
     try:
-        _wait_up(proc, base + "/", ctx)  # the dashboard page is always public
-        assert httpx.get(base + "/status", verify=ctx, timeout=5).status_code == 401
-        assert httpx.post(base + "/urls", json=URLS, verify=ctx, timeout=5).status_code == 401
-        auth = {"Authorization": "Bearer s3cret"}
-        assert (
-            httpx.post(base + "/urls", json=URLS, headers=auth, verify=ctx, timeout=5).json()[
-                "added"
-            ]
-            == 1
-        )
-        assert httpx.get(base + "/metrics", headers=auth, verify=ctx, timeout=5).status_code == 200
-        with pki.channel(f"127.0.0.1:{port}", cert=False) as channel:
+        with https_server(app, tls) as http, httpx.Client(verify=ctx, timeout=5) as client:
+            base = f"https://127.0.0.1:{http}"
+            assert client.get(base + "/").status_code == 200  # the dashboard page is public
+            assert client.get(base + "/status").status_code == 401
+            assert client.post(base + "/urls", json=URLS).status_code == 401
+            assert client.post(base + "/urls", json=URLS, headers=auth).json()["added"] == 1
+            assert client.get(base + "/metrics", headers=auth).status_code == 200
+        with pki.channel(address, cert=False) as channel:
             assert _grpc_error(channel).code() is grpc.StatusCode.UNAUTHENTICATED
-        with pki.channel(f"127.0.0.1:{port}", cert=False, token="s3cret") as channel:
-            assert (
-                pb_grpc.URLFrontierStub(channel)
-                .GetStats(pb.QueueWithinCrawlParams(), timeout=10)
-                .size
-                == 1
-            )
+        with pki.channel(address, cert=False, token="s3cret") as channel:
+            stub = pb_grpc.URLFrontierStub(channel)
+            assert stub.GetStats(pb.QueueWithinCrawlParams(), timeout=10).size == 1
     finally:
-        _stop(proc)
+        grpc_server.stop(None).wait()
+        service.close()
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

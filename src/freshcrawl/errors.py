@@ -8,7 +8,8 @@ Every exception subclasses :class:`FreshcrawlError` and the builtin that matches
     ├── InfeasibleAllocation (ValueError)    budget outside [sum p_min, sum p_max], caps too tight
     ├── TraceFormatError (ValueError)        a malformed or unsorted change history or visit log
     ├── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
-    └── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
+    ├── DatabaseInUseError (RuntimeError)    another serve process already writes this database
+    └── TLSFileError (ValueError)            a certificate, key or CA file that TLS cannot use
 
     FreshcrawlWarning (UserWarning)
     └── ConvergenceWarning                   a solver stopped at its iteration limit
@@ -23,6 +24,7 @@ __all__ = [
     "TraceFormatError",
     "UnknownNameError",
     "DatabaseInUseError",
+    "TLSFileError",
     "FreshcrawlWarning",
     "ConvergenceWarning",
 ]
@@ -50,6 +52,10 @@ class UnknownNameError(FreshcrawlError, ValueError):
 
 class DatabaseInUseError(FreshcrawlError, RuntimeError):
     """A crawl database that another process holds as its only writer (``freshcrawl serve``)."""
+
+
+class TLSFileError(FreshcrawlError, ValueError):
+    """A certificate, key or CA file that TLS cannot use; the message names the file and why."""
 
 
 class FreshcrawlWarning(UserWarning):

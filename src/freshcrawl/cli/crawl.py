@@ -101,12 +101,21 @@ def _settings(store, given: dict):
 @duration_option("--timeout", "timeout_s", default="30s", help="Read timeout of a request.")
 @click.option("--seed", type=int, default=None, help="Seed of the policy's randomness.")
 @click.option("--frontier", "frontier_url", default=None, metavar="URL",
-              help="Fetch for a remote frontier (grpc://HOST:PORT, a 'freshcrawl serve' or any freshcrawl "
-              "URLFrontier server): it plans, this process fetches; several processes may share it. "
-              "$FRESHCRAWL_TOKEN is sent as its token.")
+              help="Fetch for a remote frontier (grpc://HOST:PORT, or grpcs://HOST:PORT over TLS; "
+              "a 'freshcrawl serve' or any freshcrawl URLFrontier server): it plans, this process "
+              "fetches; several processes may share it. $FRESHCRAWL_TOKEN is sent as its token.")
 @click.option("--crawl-id", default=None, help="With --frontier: the crawl ID (default: the server's default crawl).")
+@click.option("--tls-ca", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="With grpcs://: PEM certificate of the CA that signs the frontier's certificate "
+              "(default: the system's trust store).")
+@click.option("--tls-cert", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="With grpcs://: PEM client certificate, for a frontier that requires mutual "
+              "TLS.")
+@click.option("--tls-key", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="With grpcs://: PEM private key of --tls-cert (unencrypted).")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
-        user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id) -> None:
+        user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, tls_ca,
+        tls_cert, tls_key) -> None:
     """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal.
 
     With --frontier, fetch the visits a remote frontier hands out and report their outcomes to it;
@@ -125,8 +134,11 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
             raise click.UsageError(f"{', '.join(given)}: the remote frontier's settings; not given with --frontier")
         _run_remote(frontier_url, crawl_id, signature=signature or "raw", duration=duration,
                     user_agent=user_agent, contact_url=contact_url, max_in_flight=max_in_flight,
-                    timeout_s=timeout_s)
+                    timeout_s=timeout_s, tls_files=(tls_ca, tls_cert, tls_key))
         return
+    if (tls_ca, tls_cert, tls_key) != (None, None, None):
+        raise click.UsageError(
+            "--tls-ca, --tls-cert and --tls-key go with --frontier grpcs://HOST:PORT")
     if db is None:
         raise click.UsageError("Missing option '--db' (needed unless --frontier is given).")
     if crawl_id is not None:
@@ -163,22 +175,56 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         lock.release()
 
 
+def _client_tls(frontier_url: str, tls_ca: str | None, tls_cert: str | None, tls_key: str | None):
+    """The ClientTLS of ``crawl run --frontier grpcs://`` (None for grpc://).
+
+    UsageError if options are missing or misplaced, or a file is broken (one line naming it).
+    """
+    from freshcrawl.errors import TLSFileError
+    from freshcrawl.service.grpc_client import frontier_url_tls
+    from freshcrawl.service.tls import ClientTLS
+
+    options = (("--tls-ca", tls_ca), ("--tls-cert", tls_cert), ("--tls-key", tls_key))
+    given = [name for name, value in options if value]
+    if not frontier_url_tls(frontier_url):
+        if given:
+            verb = "go" if len(given) > 1 else "goes"
+            raise click.UsageError(
+                f"{', '.join(given)} {verb} with a TLS frontier: --frontier grpcs://HOST:PORT")
+        return None
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together: give both")
+    try:
+        return ClientTLS(tls_ca, tls_cert, tls_key)
+    except TLSFileError as err:
+        raise click.UsageError(str(err)) from err
+
+
 def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, duration: float | None,
-                user_agent: str | None, contact_url: str | None, max_in_flight: int, timeout_s: float) -> None:
+                user_agent: str | None, contact_url: str | None, max_in_flight: int,
+                timeout_s: float,
+                tls_files: tuple[str | None, str | None, str | None] = (None, None, None)) -> None:
     """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier` ($FRESHCRAWL_TOKEN: its token)."""
     import asyncio
     import os
 
     from freshcrawl.crawler.fetcher import Fetcher
-    from freshcrawl.service.grpc_client import RemoteFrontier
+    from freshcrawl.service.grpc_client import FrontierConnectError, RemoteFrontier
 
     total_timeout_s = max(60.0, 2 * timeout_s)
     try:
+        tls = _client_tls(frontier_url, *tls_files)
         # a visit stays leased to this process for longer than it can take
         frontier = RemoteFrontier(frontier_url, crawl_id, lease_s=total_timeout_s + 30.0,
-                                  token=os.environ.get("FRESHCRAWL_TOKEN", "").strip() or None)
+                                  token=os.environ.get("FRESHCRAWL_TOKEN", "").strip() or None,
+                                  tls=tls)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--frontier") from err
+    try:
+        frontier.check()  # a certificate or credential failure: one line, before any fetch
+    except FrontierConnectError as err:
+        frontier.close()
+        raise click.ClickException(str(err)) from err
     progress = _RemoteProgress(frontier)
 
     fetcher = Fetcher(user_agent=user_agent, contact_url=contact_url, signature=signature,
@@ -188,7 +234,9 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
     try:
         asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress))
     except grpc.RpcError as err:
-        raise click.ClickException(f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
+        why = frontier.explain(err)
+        raise click.ClickException(
+            why or f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
     finally:
         frontier.close()
 

@@ -62,8 +62,10 @@ Other calls
     INVALID_ARGUMENT, an unknown crawl NOT_FOUND (GetURLs: nothing; DeleteCrawl: 0), an unknown
     queue NOT_FOUND for BlockQueueUntil, SetDelay and GetStats (reads of it give nothing).
 Security
-    The server is insecure (no TLS). With ``token``, every call needs ``authorization: Bearer
-    <token>`` in its metadata.
+    Plaintext unless ``tls`` (a :class:`~freshcrawl.service.tls.ServerTLS`) is given: then TLS, and
+    with its client CA mutual TLS, where every connection must present a certificate signed by that
+    CA and every call is checked to come from such a connection. With ``token``, every call needs
+    ``authorization: Bearer <token>`` in its metadata (with both, a call needs both).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ from freshcrawl.crawler.urls import normalize_url
 from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report
 from freshcrawl.service.proto import urlfrontier_pb2 as pb
 from freshcrawl.service.proto import urlfrontier_pb2_grpc as pb_grpc
+from freshcrawl.service.tls import ServerTLS
 from freshcrawl.store.store import check_namespace
 
 __all__ = ["DEFAULT_LEASE_S", "MetadataKeys", "URLFrontierServicer", "serve_grpc"]
@@ -582,6 +585,48 @@ class _TokenInterceptor(grpc.ServerInterceptor):
                     response_serializer=handler.response_serializer)
 
 
+class _ClientCertInterceptor(grpc.ServerInterceptor):
+    """Every call must come over a connection that presented a verified client certificate.
+
+    The TLS handshake already refuses a connection without a certificate signed by the client CA
+    (``require_client_authentication``); this checks each call's auth context as well, so that no
+    call is served on a connection without one (UNAUTHENTICATED).
+    """
+
+    @staticmethod
+    def _check(context) -> None:
+        auth = context.auth_context() or {}
+        if auth.get("transport_security_type") != [b"ssl"] or not auth.get("x509_pem_cert"):
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          "this frontier needs a client certificate signed by its client CA")
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+        check = self._check
+        if handler.response_streaming:
+            inner = handler.unary_stream or handler.stream_stream
+
+            def behavior(request, context):
+                check(context)
+                yield from inner(request, context)
+        else:
+            inner = handler.unary_unary or handler.stream_unary
+
+            def behavior(request, context):
+                check(context)
+                return inner(request, context)
+
+        make = {(False, False): grpc.unary_unary_rpc_method_handler,
+                (False, True): grpc.unary_stream_rpc_method_handler,
+                (True, False): grpc.stream_unary_rpc_method_handler,
+                (True, True): grpc.stream_stream_rpc_method_handler}[handler.request_streaming,
+                                                                     handler.response_streaming]
+        return make(behavior, request_deserializer=handler.request_deserializer,
+                    response_serializer=handler.response_serializer)
+
+
 def serve_grpc(
     service: FrontierService,
     address: str = "127.0.0.1:7071",
@@ -590,8 +635,9 @@ def serve_grpc(
     keys: MetadataKeys | None = None,
     default_lease_s: float = DEFAULT_LEASE_S,
     token: str | None = None,
+    tls: ServerTLS | None = None,
 ) -> grpc.Server:
-    """Start the URLFrontier API for ``service`` on ``address`` (insecure) and return the server.
+    """Start the URLFrontier API for ``service`` on ``address`` and return the server.
 
     Parameters
     ----------
@@ -608,8 +654,12 @@ def serve_grpc(
         Seconds a URL handed out is held when GetURLs gives no ``delay_requestable``.
     token : str, optional
         When given, every call needs the metadata ``authorization: Bearer <token>`` and is refused
-        UNAUTHENTICATED without it (the server is insecure otherwise: anyone who reaches the port
-        may use it; serve off loopback only with a token, and TLS in front of it).
+        UNAUTHENTICATED without it (without a token or client certificates, anyone who reaches
+        the port may use it).
+    tls : ServerTLS, optional
+        Serve TLS with its certificate and key (picking up :meth:`ServerTLS.reload` at the next
+        connection); with its client CA, mutual TLS: a connection without a client certificate
+        signed by that CA fails its handshake. None serves plaintext.
 
     Returns
     -------
@@ -627,13 +677,19 @@ def serve_grpc(
         raise ValueError(f"max_workers must be >= 1; got {max_workers!r}")
     servicer = URLFrontierServicer(service, keys=keys, default_lease_s=default_lease_s)
     interceptors = [] if token is None else [_TokenInterceptor(token)]
+    if tls is not None and tls.client_auth:
+        interceptors.append(_ClientCertInterceptor())
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="urlfrontier"),
                          interceptors=interceptors)
     pb_grpc.add_URLFrontierServicer_to_server(servicer, server)
-    port = server.add_insecure_port(address)
+    if tls is None:
+        port = server.add_insecure_port(address)
+    else:
+        port = server.add_secure_port(address, tls.grpc_credentials())
     if not port:
         raise RuntimeError(f"cannot listen on {address!r}")
     server.port = port
     server.start()
-    log.info("URLFrontier API on %s (port %d) at %s", address, port, time.strftime("%H:%M:%S"))
+    log.info("URLFrontier API on %s (port %d, %s) at %s", address, port,
+             "TLS" if tls else "plaintext", time.strftime("%H:%M:%S"))
     return server

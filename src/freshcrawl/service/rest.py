@@ -460,6 +460,7 @@ def create_app(
     token: str | None,
     public_reads: bool = True,
     history_every_s: float = 60.0,
+    client_certs: bool = False,
 ) -> FastAPI:
     """The REST API, metrics and dashboard of ``service``.
 
@@ -476,16 +477,23 @@ def create_app(
     history_every_s : float, default=60.0
         Least seconds between two freshness samples taken by the API (``freshcrawl serve`` also
         samples after every plan).
+    client_certs : bool, default=False
+        Whether the server in front of the app (mutual TLS) admits only connections that presented
+        a client certificate signed by its client CA. Such a connection is authorized as the token
+        authorizes: with no token, its writes (and reads) need nothing more; with a token, they need
+        the token too.
 
     Raises
     ------
     ValueError
-        If ``public_reads`` is False without a token, or the token is empty.
+        If ``public_reads`` is False without a token or client certificates, or the token is empty.
     """
     if token is not None and not token.strip():
         raise ValueError("token must be a non-empty string or None")
-    if not public_reads and token is None:
-        raise ValueError("public_reads=False needs a token (reads would be open to no one)")
+    if not public_reads and token is None and not client_certs:
+        raise ValueError(
+            "public_reads=False needs a token or client certificates (no one could read)"
+        )
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_CrawlCollector(service))

@@ -211,6 +211,39 @@ class FrontierService:
         with self.lock:
             return sorted({DEFAULT_CRAWL, *self._crawls, *list_namespaces(self.db)})
 
+    def listed_crawl_ids(self) -> list[str]:
+        """The crawls that hold pages or were created by name (the default one only when it holds pages)."""
+        with self.lock:
+            out = []
+            for cid in self.crawl_ids():
+                if cid != DEFAULT_CRAWL:
+                    out.append(cid)
+                    continue
+                f = self.crawl(cid).frontier
+                if f.max_page_id and bool((f.status[: f.max_page_id] > 0).any()):
+                    out.append(cid)
+            return out
+
+    # reports without an outcome ----------------------------------------------------------------
+    #: Settings key under which a crawl keeps its count of reports that carried no fetch outcome.
+    NO_OUTCOME_KEY = "reports_without_outcome"
+
+    def note_without_outcome(self, crawl_id: str | None, urls: list[str], *, now: float | None = None) -> int:
+        """Count reports of leased URLs that carried no fetch outcome; return the crawl's total.
+
+        Such a report teaches the estimators nothing (a client that does not send the HTTP status and
+        a signature); the count, the last URL and its time are kept in the crawl's settings
+        (``crawl_status`` lists them as a warning).
+        """
+        now = time.time() if now is None else float(now)
+        with self._frontier(crawl_id) as f:
+            old = f.store.settings().get(self.NO_OUTCOME_KEY) or {}
+            total = int(old.get("count", 0)) + len(urls)
+            if urls:
+                f.store.save_settings({self.NO_OUTCOME_KEY: {"count": total, "last_url": urls[-1],
+                                                             "last_at": now}})
+            return total
+
     def delete_crawl(self, crawl_id: str) -> int:
         """Delete a crawl and everything in it; return its number of pages (0 for an unknown crawl).
 
@@ -285,14 +318,25 @@ class FrontierService:
         lease_s: float = 60.0,
         queue: str | None = None,
         now: float | None = None,
+        per_queue: int = 1,
+        robots: bool = True,
     ) -> list[Lease]:
-        """Up to ``count`` due visits for ``worker``, at most one per queue (host), each leased for ``lease_s``.
+        """Due visits of up to ``count`` queues (hosts) for ``worker``, each leased for ``lease_s``.
 
-        A visit leased is not handed out again before its lease runs out unless it is reported. An
-        inactive crawl (``set_active(False)``) leases nothing.
+        At most ``per_queue`` visits of one queue, its earliest due pages (the worker spaces them by
+        the queue's delay; the queue is not handed out again until all are reported or their leases
+        run out). A visit leased is not handed out again before its lease runs out unless it is
+        reported. An inactive crawl (``set_active(False)``) leases nothing. With ``robots`` False (a
+        worker that enforces robots.txt itself) no robots.txt visit is handed out.
+
+        Raises
+        ------
+        ValueError
+            If ``count`` or ``per_queue`` is < 0, or ``lease_s`` is not finite and > 0 seconds.
         """
-        if count < 0 or not (np.isfinite(lease_s) and lease_s > 0):
-            raise ValueError(f"count must be >= 0 and lease_s > 0 seconds; got {count!r}, {lease_s!r}")
+        if count < 0 or per_queue < 0 or not (np.isfinite(lease_s) and lease_s > 0):
+            raise ValueError(f"count and per_queue must be >= 0 and lease_s > 0 seconds; got {count!r}, "
+                             f"{per_queue!r}, {lease_s!r}")
         now = time.time() if now is None else float(now)
         crawl_id = crawl_id or DEFAULT_CRAWL
         with self.lock:
@@ -302,12 +346,13 @@ class FrontierService:
             f = c.frontier
             if now >= f.next_replan:
                 f.replan(now)
-            limit = count if queue is None else max(count, 1) * 64
-            items = f.due(now, limit, lease_s=lease_s)
+            mask = None
             if queue is not None:
-                keep = [x for x in items if queue_key(f._hosts.origin[x.host_id - 1]) == queue][:count]
-                f.release([x for x in items if x not in keep])
-                items = keep
+                mask = np.array([queue_key(o) == queue for o in f._hosts.origin], dtype=bool)
+                if not mask.any():
+                    return []
+            items = f.due(now, count, lease_s=lease_s, per_host=per_queue or 1_000_000, robots=robots,
+                          hosts=mask)
             out = []
             for item in items:
                 origin = f._hosts.origin[item.host_id - 1]
@@ -438,7 +483,7 @@ class FrontierService:
                 f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
             f.lease_until[k] = 0.0
             if c.page_leases.pop(row["url"], None) is not None:
-                f._hosts.lease_until[row["host_id"] - 1] = 0.0
+                f._free_host(row["host_id"] - 1)
             return True
 
     def set_url_metadata(self, crawl_id: str | None, items: dict[str, dict[str, list[str]]], *,

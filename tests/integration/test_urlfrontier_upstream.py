@@ -63,9 +63,13 @@ def test_never_refetched(fr):
 def test_right_order(fr):
     pb = fr.pb
     now = int(time.time())
-    later = pb.KnownURLItem(info=pb.URLInfo(url="http://key1.com/later", key="key1.com"), refetchable_from_date=now)
-    sooner = pb.KnownURLItem(info=pb.URLInfo(url="http://key1.com/sooner", key="key1.com"),
-                             refetchable_from_date=now - 10_000)
+    later = pb.KnownURLItem(
+        info=pb.URLInfo(url="http://key1.com/later", key="key1.com"), refetchable_from_date=now
+    )
+    sooner = pb.KnownURLItem(
+        info=pb.URLInfo(url="http://key1.com/sooner", key="key1.com"),
+        refetchable_from_date=now - 10_000,
+    )
     assert send(fr, pb.URLItem(known=later), pb.URLItem(known=sooner)) == 2
     req = pb.GetParams(key="key1.com", max_urls_per_queue=2, delay_requestable=2, crawlID=DEFAULT)
     first = next(iter(fr.stub.GetURLs(req, timeout=10)))
@@ -97,13 +101,19 @@ def test_queue_names(fr):
     send(fr, pb.URLItem(discovered=pb.DiscoveredURLItem(info=info)))
     stats = fr.stub.GetStats(pb.QueueWithinCrawlParams(key="gac.icann.org"), timeout=10)
     assert stats.size == 1
-    assert fr.stub.DeleteQueue(pb.QueueWithinCrawlParams(key="gac.icann.org"), timeout=10).value == 1
+    assert (
+        fr.stub.DeleteQueue(pb.QueueWithinCrawlParams(key="gac.icann.org"), timeout=10).value == 1
+    )
 
 
 def test_crawl_ids(fr):
     pb = fr.pb
     assert list(fr.stub.ListCrawls(pb.Local(), timeout=10).values) == []
-    for crawl in ("BESPOKE", "", DEFAULT):  # a crawl of its own, the default implicitly and explicitly
+    for crawl in (
+        "BESPOKE",
+        "",
+        DEFAULT,
+    ):  # a crawl of its own, the default implicitly and explicitly
         info = pb.URLInfo(url="http://urlfrontier.net/", crawlID=crawl)
         send(fr, pb.URLItem(discovered=pb.DiscoveredURLItem(info=info)))
     stats = fr.stub.GetStats(pb.QueueWithinCrawlParams(), timeout=10)
@@ -126,11 +136,16 @@ def test_server_speaks_the_whole_2_6_wire_format(api):
     for name, message in theirs.message_types_by_name.items():
         mine = ours.DESCRIPTOR.message_types_by_name[name]
         assert {f.name: (f.number, f.type) for f in message.fields} == {
-            f.name: (f.number, f.type) for f in mine.fields}, name
+            f.name: (f.number, f.type) for f in mine.fields
+        }, name
     service = ours.DESCRIPTOR.services_by_name["URLFrontier"]
     for method in theirs.services_by_name["URLFrontier"].methods:
         mine = service.methods_by_name[method.name]
         assert (mine.input_type.full_name, mine.output_type.full_name) == (
-            method.input_type.full_name, method.output_type.full_name), method.name
-        assert (mine.client_streaming, mine.server_streaming) == (method.client_streaming,
-                                                                  method.server_streaming), method.name
+            method.input_type.full_name,
+            method.output_type.full_name,
+        ), method.name
+        assert (mine.client_streaming, mine.server_streaming) == (
+            method.client_streaming,
+            method.server_streaming,
+        ), method.name

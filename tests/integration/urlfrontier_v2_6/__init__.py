@@ -27,15 +27,25 @@ def build_stubs(out_dir: Path) -> tuple[ModuleType, ModuleType]:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     include = Path(protoc.__file__).resolve().parent / "_proto"
-    code = protoc.main(["grpc_tools.protoc", f"-I{PROTO.parent}", f"-I{include}", f"--python_out={out_dir}",
-                        f"--grpc_python_out={out_dir}", PROTO.name])
+    code = protoc.main(
+        [
+            "grpc_tools.protoc",
+            f"-I{PROTO.parent}",
+            f"-I{include}",
+            f"--python_out={out_dir}",
+            f"--grpc_python_out={out_dir}",
+            PROTO.name,
+        ]
+    )
     if code != 0:
         raise RuntimeError(f"protoc failed on {PROTO.name} with exit code {code}")
     messages = (out_dir / "urlfrontier_pb2.py").read_text()
     messages = messages.replace("_descriptor_pool.Default()", "_descriptor_pool.DescriptorPool()")
     (out_dir / "uf26_pb2.py").write_text(messages)
     stubs = (out_dir / "urlfrontier_pb2_grpc.py").read_text()
-    (out_dir / "uf26_pb2_grpc.py").write_text(stubs.replace("import urlfrontier_pb2 as", "import uf26_pb2 as"))
+    (out_dir / "uf26_pb2_grpc.py").write_text(
+        stubs.replace("import urlfrontier_pb2 as", "import uf26_pb2 as")
+    )
     pb = _load("uf26_pb2", out_dir / "uf26_pb2.py")
     pb_grpc = _load("uf26_pb2_grpc", out_dir / "uf26_pb2_grpc.py")
     return pb, pb_grpc
@@ -73,9 +83,25 @@ def start_serve(db: str, *args: str, timeout_s: float = 60.0):
 
     http, grpc_port = free_port(), free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "freshcrawl", "serve", "--db", db, "--budget", "86400/day",
-         "--http", f"127.0.0.1:{http}", "--grpc", f"127.0.0.1:{grpc_port}", *args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+        [
+            sys.executable,
+            "-m",
+            "freshcrawl",
+            "serve",
+            "--db",
+            db,
+            "--budget",
+            "86400/day",
+            "--http",
+            f"127.0.0.1:{http}",
+            "--grpc",
+            f"127.0.0.1:{grpc_port}",
+            *args,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
     )
     base = f"http://127.0.0.1:{http}"
     deadline = time.monotonic() + timeout_s

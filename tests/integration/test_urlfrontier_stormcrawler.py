@@ -230,3 +230,48 @@ def test_not_modified_is_unchanged_and_validators_reach_the_client(sc):
         status(sc, crawl, url, key, time.time() + DAY_S, fetch__statusCode=304, signature="a") == 0
     )
     assert observations(sc, crawl, url) == ["first", "unchanged"]
+
+
+def test_client_queue_keys_by_domain_and_default(sc):
+    """partition.url.mode byDomain: two hosts in one queue named by the client; _DEFAULT_ for a URL
+    the partitioner could not place. Every queue call takes the client's key."""
+    pb = sc.pb
+    crawl = "bydomain"
+    urls = [f"http://www.k.example/{j}" for j in range(6)] + [
+        f"http://blog.k.example/{j}" for j in range(6)
+    ]
+    items = [pb.URLInfo(url=u, key="k.example", crawlID=crawl) for u in urls]
+    items.append(pb.URLInfo(url="http://noip.example/x", key="_DEFAULT_", crawlID=crawl))
+    (ack,) = sc.stub.PutDiscovered(iter([pb.DiscoveredBatch(ID="o", items=items)]), timeout=10)
+    assert list(ack.statuses) == [pb.AckMessage.OK] * 13
+    queues = sc.stub.ListQueues(pb.Pagination(crawlID=crawl, include_inactive=True), timeout=10)
+    assert list(queues.values) == ["_DEFAULT_", "k.example"]
+    assert (
+        sc.stub.GetStats(pb.QueueWithinCrawlParams(key="k.example", crawlID=crawl), timeout=10).size
+        == 12
+    )
+    assert (
+        sc.stub.CountURLs(pb.CountUrlParams(key="k.example", crawlID=crawl), timeout=10).value == 12
+    )
+    status = sc.stub.GetURLStatus(pb.URLStatusRequest(url=urls[0], crawlID=crawl), timeout=10)
+    assert status.known.info.key == "k.example"
+    # a block of the client's queue holds both of its hosts
+    until = int(time.time()) + 3600
+    sc.stub.BlockQueueUntil(
+        pb.BlockQueueParams(key="k.example", time=until, crawlID=crawl), timeout=10
+    )
+    sc.stub.SetDelay(
+        pb.QueueDelayParams(key="_DEFAULT_", delay_requestable=2, crawlID=crawl), timeout=10
+    )
+    assert [(i.url, i.key) for i in spout(sc, crawl)] == [("http://noip.example/x", "_DEFAULT_")]
+    sc.stub.BlockQueueUntil(pb.BlockQueueParams(key="k.example", time=0, crawlID=crawl), timeout=10)
+    got = spout(sc, crawl, max_urls_per_queue=8)
+    assert {i.key for i in got} == {"k.example"} and len(got) == 8  # one queue, its two hosts
+    assert {i.url.split("/")[2] for i in got} == {"www.k.example", "blog.k.example"}
+    assert spout(sc, crawl) == []
+    # the plan still knows each host on its own (delay and cap per origin)
+    hosts = rest(sc, "/hosts", crawl_id=crawl)
+    assert {h["origin"] for h in hosts["hosts"]} >= {
+        "http://www.k.example",
+        "http://blog.k.example",
+    }

@@ -355,6 +355,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                 run = [("", pb.URLItem(discovered=pb.DiscoveredURLItem(info=batch.items[i]))) for i in where]
                 try:
                     acks = self._discovered(cid, run)
+                    self._keep_keys(cid, [item for _, item in run], acks)
                 except Exception:
                     log.exception("PutDiscovered: %d URL(s) of crawl %s failed", len(run), cid)
                     acks = [_FAIL] * len(run)
@@ -434,11 +435,22 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             else:
                 acks = self._reports(cid, run) if kind == "report" else self._schedules(cid, run)
                 self._keep_known_metadata(cid, run, acks)
+            self._keep_keys(cid, [item for _, item in run], acks)
         except Exception:
             log.exception("PutURLs: %d item(s) of crawl %s failed", len(run), cid)
             acks = [_FAIL] * len(run)
         for (ack_id, _), status in zip(run, acks, strict=True):
             yield pb.AckMessage(ID=ack_id, status=status)
+
+    def _keep_keys(self, cid: str, items: list[pb.URLItem], acks: list[int]) -> None:
+        """The queue keys the client set on URLs taken (see ``FrontierService.set_queue_keys``)."""
+        pairs = []
+        for item, ack in zip(items, acks, strict=True):
+            info = getattr(item, item.WhichOneof("item")).info
+            if ack == _OK and info.key:
+                pairs.append((info.url, info.key))
+        if pairs:
+            self.service.set_queue_keys(cid, pairs)
 
     def _discovered(self, cid: str, run: list[tuple[str, Any]]) -> list[int]:
         acks, rows, kept = [], [], {}

@@ -206,8 +206,8 @@ def test_not_modified_is_unchanged_and_validators_reach_the_client(sc):
     crawl, url, key = "conditional", "http://v.example/doc", "v.example"
     outlinks(sc, crawl, [url])
     spout(sc, crawl)
-    # protocol.* keys persisted: the response headers of the fetch (their names as the server sent them)
-    headers = {"protocol.ETag": '"v1"', "protocol.Last-Modified": "Wed, 21 Oct 2015 07:28:00 GMT"}
+    # protocol.* keys persisted: the response headers of the fetch (names lowercased by the protocol)
+    headers = {"protocol.etag": '"v1"', "protocol.last-modified": "Wed, 21 Oct 2015 07:28:00 GMT"}
     info = pb.URLInfo(
         url=url,
         key=key,

@@ -1,4 +1,4 @@
-"""The URLFrontier gRPC API (crawler-commons/url-frontier, API 2.x) over :class:`FrontierService`.
+"""The URLFrontier gRPC API (crawler-commons/url-frontier, API 2.6) over :class:`FrontierService`.
 
 Any URLFrontier client (StormCrawler's spout and status updater, the API's command-line client,
 ``freshcrawl crawl run --frontier grpc://...``) can use freshcrawl as its frontier through
@@ -6,39 +6,56 @@ Any URLFrontier client (StormCrawler's spout and status updater, the API's comma
 
 Mapping
 -------
-Crawls and queues
+Crawls
     ``crawlID`` "" (or ``DEFAULT``) is the database given to the service; any other ID (1-64
     letters, digits, ``.``, ``_``, ``-``) is a crawl of its own, created by the first PutURLs that
-    adds a URL to it. Queues are hosts: a queue key is the host name, with the port when it is not
-    the scheme's default (``queue_key``); a ``key`` a client sets on a URL is ignored.
+    adds a URL to it.
+Queues
+    A URL's queue is the ``key`` its client set (StormCrawler's partition key: host, domain or IP,
+    ``_DEFAULT_``), kept per host (:meth:`FrontierService.set_queue_keys`); without one, the host
+    name with the port when it is not the scheme's default (``queue_key``). A key may name several
+    hosts; each keeps its own delay and cap in the plan.
 GetURLs
-    Leases due URLs, earliest due first, at most one per queue (a host takes one request at a time,
-    whatever ``max_urls_per_queue`` asks), from at most ``max_queues`` queues (0: every queue with a
-    URL due), of one queue when ``key`` is set, of every crawl with ``anyCrawlID``. A URL handed out
-    is held for ``delay_requestable`` seconds (0: ``default_lease_s``, 30 s), and so is its queue,
-    unless PutURLs updates it first. A queue's delay (SetDelay, robots.txt's Crawl-delay, the crawl's
-    ``min_delay_s``) and blocks (BlockQueueUntil, Retry-After, back-off) are enforced. When a host's
-    robots.txt must be fetched first, GetURLs hands out ``<origin>/robots.txt`` with metadata
-    ``freshcrawl.kind`` = ``robots`` (see "robots.txt" below). Each URL carries metadata:
+    Leases due URLs, earliest due first, up to ``max_urls_per_queue`` of each queue (0: no limit),
+    from at most ``max_queues`` queues (0: every queue with a URL due), of one queue when ``key`` is
+    set, of every crawl with ``anyCrawlID``. A URL handed out is held for ``delay_requestable``
+    seconds (0: ``default_lease_s``, 30 s), and so is its queue until every URL handed out with it
+    is updated; the client spaces the URLs of one queue. A queue's delay (SetDelay, robots.txt's
+    Crawl-delay, the crawl's ``min_delay_s``) and blocks (BlockQueueUntil, Retry-After, back-off)
+    decide when it is handed out again. A client that sends the call metadata ``freshcrawl-robots:
+    lease`` (freshcrawl's own fetcher) gets ``<origin>/robots.txt`` with metadata
+    ``freshcrawl.kind`` = ``robots`` when a host's robots.txt must be fetched first (see "robots.txt"
+    below); other clients enforce robots.txt themselves and get none. Each URL carries metadata:
     ``freshcrawl.kind`` (``page`` or ``robots``), ``freshcrawl.etag``, ``freshcrawl.last_modified``
-    and ``freshcrawl.signature`` of the last copy (when known; for conditional requests),
-    ``freshcrawl.due`` (seconds since the epoch) and ``freshcrawl.lease_expires``, beside the
-    client's own metadata of the URL (see "Client metadata").
+    and ``freshcrawl.signature`` of the last copy (when known), the validators as StormCrawler's
+    HTTP protocols read them for conditional requests (``protocol.etag``; ``last-modified``, an
+    ISO-8601 instant), ``freshcrawl.due`` (seconds since the epoch) and
+    ``freshcrawl.lease_expires``, beside the client's own metadata of the URL (see "Client
+    metadata").
 PutURLs
     Each item is acknowledged by its ``ID`` (the URL when empty): OK, SKIPPED (malformed URL or
-    metadata, unknown crawl or URL for a known item; do not resend) or FAIL (the database failed;
-    may be resent). A discovered URL is added when unknown (weight ``freshcrawl.weight``, default 1).
-    A known URL that carries a fetch outcome (metadata key ``MetadataKeys.status``, default
-    ``fetch.statusCode``, or an error key: ``MetadataKeys.error``, default ``fetch.exception``, or
-    ``freshcrawl.error``) is an observation: changed when ``MetadataKeys.signature`` (default
-    ``signature``) differs from the stored signature, unchanged on 304 or an equal signature, no information on
-    errors; freshcrawl learns from it and sets the next due time itself. The client's
-    ``refetchable_from_date`` is kept as a floor after errors only; 0 still means "never again". A
-    known URL without a fetch outcome is scheduled at ``refetchable_from_date`` (0: never again), as
-    the API says. Further keys read from a known URL: ``freshcrawl.etag`` and
-    ``freshcrawl.last_modified`` (validators of the new copy), ``freshcrawl.started_at`` (seconds
-    since the epoch; default: when the report arrives), ``freshcrawl.elapsed_s``,
-    ``freshcrawl.n_bytes``, ``freshcrawl.retry_after_s``.
+    metadata; do not resend) or FAIL (the database failed; may be resent). A discovered URL is added
+    when unknown (weight ``freshcrawl.weight``, default 1). A known URL the crawl does not hold is
+    added first (a restarted or re-seeded frontier, a status dump fed back). A known URL that carries
+    a fetch outcome (metadata key ``MetadataKeys.status``, default ``fetch.statusCode``, or an error
+    key, ``MetadataKeys.error_keys()``) and was handed out by GetURLs (or gives
+    ``freshcrawl.started_at``) is a visit's report: no information when an error key is present,
+    whatever the status (a failed fetch keeps the previous status in StormCrawler's metadata);
+    otherwise changed when ``MetadataKeys.signature`` (default ``signature``) differs from the stored
+    signature, unchanged on 304 or an equal signature, no information on other statuses; freshcrawl
+    learns from it and sets the next due time itself. The client's ``refetchable_from_date`` is kept
+    as a floor after errors only; 0 still means "never again". Any other known URL is scheduled at
+    ``refetchable_from_date`` (0: never again), as the API says; one that was handed out is a report
+    without an outcome: counted (:meth:`FrontierService.note_without_outcome`, ``crawl status``, the
+    Prometheus counter ``freshcrawl_reports_without_outcome_total``) and warned about in the log at
+    most once a minute. Further keys read from a report: ``freshcrawl.etag`` and
+    ``freshcrawl.last_modified`` (validators of the new copy; else ``protocol.etag`` and
+    ``protocol.last-modified``, any case), ``freshcrawl.started_at`` (seconds since the epoch;
+    default: when the report arrives), ``freshcrawl.elapsed_s``, ``freshcrawl.n_bytes``,
+    ``freshcrawl.retry_after_s``.
+PutDiscovered
+    Batches of discovered URLs (API 2.6), each URL taken as a discovered item of PutURLs; each batch
+    is acknowledged by one BatchAck with its ID and a status per URL, in order.
 Client metadata
     Every key of a URL's metadata that does not start with ``freshcrawl.`` is the client's: kept
     with the URL (a discovered URL's when it is added, a known URL's replacing what was kept unless
@@ -51,16 +68,17 @@ robots.txt
     every path of the host allowed after a 2xx; 4xx allows everything, 5xx or no answer disallows
     the host until a retry succeeds (RFC 9309).
 Other calls
-    BlockQueueUntil, SetDelay (an empty key: every queue and the default of new ones), GetStats,
-    ListCrawls, DeleteCrawl, ListQueues, DeleteQueue, CountURLs, GetURLStatus, ListURLs (each URL a
+    BlockQueueUntil, SetDelay (an empty key: every queue and the default of new ones), GetStats (an
+    unknown or deleted crawl or queue: zero counts), ListCrawls (the default crawl only when it
+    holds pages), DeleteCrawl, ListQueues, DeleteQueue, CountURLs, GetURLStatus, ListURLs (each URL a
     known item whose ``refetchable_from_date`` is its next due time, 0 for a page failed or done (never
     fetched again; GetURLStatus only: ListURLs and CountURLs leave done pages out); metadata
     ``freshcrawl.status``, ``freshcrawl.weight``, ``freshcrawl.rate`` (visits per day),
     ``freshcrawl.delta_hat`` (changes per day), ``freshcrawl.n_obs`` and the last copy's
     validators), SetActive and GetActive (every crawl at once). ListNodes, SetLogLevel,
     SetCrawlLimit, PurgeURLs and GetCrawlStats answer UNIMPLEMENTED. Bad arguments answer
-    INVALID_ARGUMENT, an unknown crawl NOT_FOUND (GetURLs: nothing; DeleteCrawl: 0), an unknown
-    queue NOT_FOUND for BlockQueueUntil, SetDelay and GetStats (reads of it give nothing).
+    INVALID_ARGUMENT, an unknown crawl NOT_FOUND (GetURLs: nothing; DeleteCrawl: 0; GetStats: zero
+    counts), an unknown queue NOT_FOUND for BlockQueueUntil and SetDelay (reads of it give nothing).
 Security
     The server is insecure (no TLS). With ``token``, every call needs ``authorization: Bearer
     <token>`` in its metadata.

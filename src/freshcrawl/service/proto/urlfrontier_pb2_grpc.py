@@ -147,7 +147,7 @@ class URLFrontierServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListCrawls(self, request, context):
-        """Crawl IDs known to this frontier ("DEFAULT" included).
+        """Crawl IDs holding URLs ("DEFAULT" only when it holds some).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -170,15 +170,16 @@ class URLFrontierServicer:
 
     def GetURLs(self, request, context):
         """URLs due now, streamed: from at most max_queues queues (0: no limit), at most max_urls_per_queue
-        per queue (0: no limit; freshcrawl hands out one, a host takes one request at a time); each is
-        held for delay_requestable seconds unless updated by PutURLs.
+        per queue (0: no limit; the client spaces the URLs of one queue); each is held for
+        delay_requestable seconds unless updated by PutURLs, and its queue until all of them are.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PutURLs(self, request_iterator, context):
-        """Discovered URLs (added when unknown) and known URLs (updated), each acknowledged by its ID.
+        """Discovered URLs (added when unknown) and known URLs (updated; added first when unknown), each
+        acknowledged by its ID.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -193,7 +194,7 @@ class URLFrontierServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetStats(self, request, context):
-        """Counts of one queue or of a whole crawl.
+        """Counts of one queue or of a whole crawl (zero for an unknown one).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

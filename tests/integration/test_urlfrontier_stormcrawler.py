@@ -19,7 +19,7 @@ import grpc
 import httpx
 import pytest
 
-from tests.integration.urlfrontier_v2_6 import build_stubs, start_serve, stop_serve
+from tests.integration.urlfrontier_v2_6 import build_stubs, new_database, start_serve, stop_serve
 
 DAY_S = 86_400
 #: StormCrawler's metadata.persist by default (crawler-default.yaml), with the keys its metadata
@@ -29,17 +29,22 @@ TIMEOUT_S = 300  # topology.message.timeout.secs: the spout's delay_requestable
 
 
 @pytest.fixture(scope="module")
-def sc(tmp_path_factory):
-    pb, pb_grpc = build_stubs(tmp_path_factory.mktemp("urlfrontier_v2_6"))
-    db = str(tmp_path_factory.mktemp("stormcrawler") / "crawl.db")
-    proc, address, base = start_serve(db, "--min-delay", "0s")
-    channel = grpc.insecure_channel(address)
-    try:
-        grpc.channel_ready_future(channel).result(timeout=30)
-        yield SimpleNamespace(stub=pb_grpc.URLFrontierStub(channel), pb=pb, base=base)
-    finally:
-        channel.close()
-        stop_serve(proc)
+def api(tmp_path_factory):
+    return build_stubs(tmp_path_factory.mktemp("urlfrontier_v2_6"))
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def sc(api, tmp_path_factory, request):
+    pb, pb_grpc = api
+    with new_database(request.param, tmp_path_factory.mktemp("stormcrawler")) as db:
+        proc, address, base = start_serve(db, "--min-delay", "0s")
+        channel = grpc.insecure_channel(address)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=30)
+            yield SimpleNamespace(stub=pb_grpc.URLFrontierStub(channel), pb=pb, base=base)
+        finally:
+            channel.close()
+            stop_serve(proc)
 
 
 def md(pb, **values) -> dict:

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import grpc
 import pytest
 
-from tests.integration.urlfrontier_v2_6 import build_stubs, start_serve, stop_serve
+from tests.integration.urlfrontier_v2_6 import build_stubs, new_database, start_serve, stop_serve
 
 DEFAULT = "DEFAULT"  # the API's name of the default crawl
 
@@ -27,16 +27,17 @@ def api(tmp_path_factory):
     return SimpleNamespace(pb=pb, pb_grpc=pb_grpc)
 
 
-@pytest.fixture(scope="module")
-def served(api, tmp_path_factory):
-    proc, address, base = start_serve(str(tmp_path_factory.mktemp("upstream") / "crawl.db"))
-    channel = grpc.insecure_channel(address)
-    try:
-        grpc.channel_ready_future(channel).result(timeout=30)
-        yield SimpleNamespace(stub=api.pb_grpc.URLFrontierStub(channel), pb=api.pb, base=base)
-    finally:
-        channel.close()
-        stop_serve(proc)
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def served(api, tmp_path_factory, request):
+    with new_database(request.param, tmp_path_factory.mktemp("upstream")) as db:
+        proc, address, base = start_serve(db)
+        channel = grpc.insecure_channel(address)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=30)
+            yield SimpleNamespace(stub=api.pb_grpc.URLFrontierStub(channel), pb=api.pb, base=base)
+        finally:
+            channel.close()
+            stop_serve(proc)
 
 
 @pytest.fixture

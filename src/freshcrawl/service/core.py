@@ -318,10 +318,18 @@ class FrontierService:
                 from freshcrawl.store.schema import observations, url_metadata
 
                 with store.engine.begin() as conn:
-                    conn.execute(url_metadata.delete())
-                    conn.execute(observations.delete())
-                    conn.execute(pages.delete())
-                    conn.execute(hosts.delete())
+                    if conn.dialect.name == "postgresql":
+                        # page and host ids index the frontier's arrays from 1: their sequences
+                        # restart with the emptied crawl (SQLite reuses ids of an empty table)
+                        from sqlalchemy import text
+
+                        names = ", ".join(t.name for t in (url_metadata, observations, pages, hosts))
+                        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY"))
+                    else:
+                        conn.execute(url_metadata.delete())
+                        conn.execute(observations.delete())
+                        conn.execute(pages.delete())
+                        conn.execute(hosts.delete())
                 c.frontier = Frontier(store, self.settings)
                 c.page_leases.clear()
                 c.robots_leases.clear()

@@ -131,3 +131,42 @@ def stop_serve(proc) -> str:
         proc.kill()
         _, err = proc.communicate()
     return err
+
+
+def new_database(kind: str, tmp_dir: Path):
+    """A context manager giving a new crawl database URL: a SQLite file in ``tmp_dir``, or a new
+    PostgreSQL database on the test server (``tests.conftest.PG_SERVER``), dropped at the end.
+
+    Fails (never skips) when PostgreSQL is needed and not reachable.
+    """
+    import contextlib
+    import uuid
+
+    import pytest
+    from sqlalchemy import create_engine, text
+
+    from tests.conftest import PG_SERVER
+
+    @contextlib.contextmanager
+    def make():
+        if kind == "sqlite":
+            yield str(tmp_dir / "crawl.db")
+            return
+        name = f"freshcrawl_test_{uuid.uuid4().hex[:12]}"
+        admin = create_engine(f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as conn:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+        except Exception as err:  # noqa: BLE001 - the machine's server is down
+            admin.dispose()
+            pytest.fail(
+                f"PostgreSQL at {PG_SERVER} is needed by this test and not reachable: {err}"
+            )
+        try:
+            yield f"{PG_SERVER}/{name}"
+        finally:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            admin.dispose()
+
+    return make()

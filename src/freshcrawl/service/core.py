@@ -254,6 +254,11 @@ class FrontierService:
         the queue's name in every later call (GetURLs, BlockQueueUntil, SetDelay, GetStats, ...). A
         key names one or more hosts; each host keeps its own delay and cap in the plan. An empty key
         leaves the host's queue as it is; URLs of hosts the crawl does not hold are ignored.
+
+        Raises
+        ------
+        KeyError
+            If the crawl is unknown.
         """
         with self.lock:
             c = self.crawl(crawl_id)
@@ -291,6 +296,11 @@ class FrontierService:
         Such a report teaches the estimators nothing (a client that does not send the HTTP status and
         a signature); the count, the last URL and its time are kept in the crawl's settings
         (``crawl_status`` lists them as a warning).
+
+        Raises
+        ------
+        KeyError
+            If the crawl is unknown.
         """
         now = time.time() if now is None else float(now)
         with self._frontier(crawl_id) as f:

@@ -327,6 +327,8 @@ def status(db: str, as_json: bool) -> None:
     click.echo(f"due now: {st['due_now']:,}; planned at {_fmt_time(st['planned_at'])}")
     for f in st["failed_pages"]:
         click.echo(f"failed: {f['url']} ({f['last_error']}, {f['errors_in_a_row']} in a row)")
+    for text in st.get("warnings", ()):
+        click.echo(f"warning: {text}")
 
 
 @crawl.command("explain")

@@ -279,6 +279,9 @@ class Frontier:
         #: page index -> a due time set from outside (a client's date, an error floor): plans keep it
         #: until it has passed or the page reports a visit (in memory: a restart plans such pages anew)
         self.held: dict[int, float] = {}
+        #: host index -> pages handed out together with others of their host (its lease ends with
+        #: the last of them)
+        self._batches: dict[int, set[int]] = {}
         #: visits, changes seen and visits without information since this frontier started
         self.counts = {"visits": 0, "changes": 0, "errors": 0}
         self._build_policy(now)
@@ -501,31 +504,58 @@ class Frontier:
 
     # dispatch ------------------------------------------------------------------------------------
     def due(
-        self, now: float | None = None, limit: int = 64, *, lease_s: float = 300.0
+        self,
+        now: float | None = None,
+        limit: int = 64,
+        *,
+        lease_s: float = 300.0,
+        per_host: int = 1,
+        robots: bool = True,
+        hosts: NDArray[np.bool_] | None = None,
     ) -> list[Visit | RobotsVisit]:
-        """Up to ``limit`` visits that may start now, at most one per host, earliest due first.
+        """Up to ``limit`` hosts' visits that may start now, earliest due first.
 
-        Each is leased for ``lease_s`` seconds, with its host: neither is handed out again until
-        :meth:`record` or :meth:`record_robots` takes the outcome back, :meth:`release` gives it back,
-        or the lease runs out (a fetcher that died; the visit is then due again). A page disallowed by its host's robots.txt is recorded at once
-        (no information, ``why="robots"``) and marked ``disallowed`` instead of being handed out.
+        Each visit is leased for ``lease_s`` seconds, with its host: neither is handed out again until
+        :meth:`record` or :meth:`record_robots` takes the outcome back (the host: the outcomes of all
+        its visits handed out together), :meth:`release` gives it back, or the lease runs out (a
+        fetcher that died; the visit is then due again). A page disallowed by its host's robots.txt is
+        recorded at once (no information, ``why="robots"``) and marked ``disallowed`` instead of being
+        handed out.
+
+        Parameters
+        ----------
+        per_host : int, default=1
+            Most visits of one host handed out together (its earliest due pages); the fetcher that
+            takes several spaces them by the host's delay itself.
+        robots : bool, default=True
+            Whether a host whose robots.txt is unknown or older than a day gets a
+            :class:`RobotsVisit` first. With False (a fetcher that enforces robots.txt itself) no
+            robots.txt is handed out, and rules are applied only while fresh.
+        hosts : ndarray of bool, shape (n_hosts,), optional
+            Hosts (by index, host id - 1) whose visits may be handed out; default every host.
         """
         now = time.time() if now is None else float(now)
         h = self._hosts
         if limit <= 0:
             return []
+        per_host = max(1, int(per_host))
         out: list[Visit | RobotsVisit] = []
         # hosts whose pages all wait on robots.txt still need it fetched again when it is due
-        for hk in np.unique(self.host[self.status == DISALLOWED]):
+        for hk in np.unique(self.host[self.status == DISALLOWED]) if robots else ():
+            if hosts is not None and not hosts[hk]:
+                continue
             if len(out) < limit and h.lease_until[hk] <= now and h.ready_at[hk] <= now and self._robots_due(hk, now):
                 h.lease_until[hk] = now + lease_s
                 out.append(RobotsVisit(int(hk) + 1, h.origin[hk], self._robots_hop_delay(hk)))
         cand = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE) & (self.lease_until <= now))
         hc = self.host[cand]
         ok = (h.lease_until[hc] <= now) & (h.ready_at[hc] <= now)
+        if hosts is not None:
+            ok &= hosts[hc]
         cand, hc = cand[ok], hc[ok]
         if cand.size == 0:
             return out
+        all_cand, all_hc = cand, hc
         # each host's earliest due page (O(m), no sort of every due page), then the earliest hosts
         nd = self.next_due[cand]
         best = np.full(len(h.origin), np.inf)
@@ -539,24 +569,45 @@ class Frontier:
         cand = cand[np.argsort(self.next_due[cand], kind="stable")]
         pages_out = []
         disallowed = []
+        chosen = []
         for k in cand:
             hk = int(self.host[k])
-            if self._robots_due(hk, now):
+            if robots and self._robots_due(hk, now):
                 h.lease_until[hk] = now + lease_s
                 out.append(RobotsVisit(hk + 1, h.origin[hk], self._robots_hop_delay(hk)))
                 continue
+            chosen.append(hk)
             pages_out.append(int(k))
+        if per_host > 1 and chosen:
+            # the chosen hosts' earliest due pages, up to per_host each, earliest first
+            sel = np.isin(all_hc, np.asarray(chosen))
+            more, mhc = all_cand[sel], all_hc[sel]
+            order = np.lexsort((more, self.next_due[more], mhc))
+            more, mhc = more[order], mhc[order]
+            starts = np.searchsorted(mhc, mhc, side="left")
+            keep = (np.arange(more.size) - starts) < per_host
+            more = more[keep]
+            pages_out = more[np.argsort(self.next_due[more], kind="stable")].tolist()
         rows = self.store.request_rows([k + 1 for k in pages_out]) if pages_out else {}
+        leased: dict[int, list[int]] = {}
         for k in pages_out:
             url, etag, last_modified, signature = rows[k + 1]
             hk = int(self.host[k])
-            if not h.rules[hk].allowed(url):
+            rules = h.rules[hk]
+            applies = robots or (rules is not None and now - h.robots_at[hk] < ROBOTS_MAX_AGE_S)
+            if applies and not rules.allowed(url):
                 disallowed.append((k, url))
                 continue
             h.lease_until[hk] = now + lease_s
             self.lease_until[k] = now + lease_s
+            leased.setdefault(hk, []).append(k)
             out.append(Visit(k + 1, hk + 1, FetchRequest(url, etag, last_modified, signature, float(h.delay_s[hk])),
                              float(self.next_due[k])))
+        for hk, ks in leased.items():
+            if len(ks) > 1:
+                self._batches[hk] = set(ks)
+            else:
+                self._batches.pop(hk, None)
         if disallowed:
             self._record_disallowed(disallowed, now)
         return out
@@ -610,7 +661,6 @@ class Frontier:
         if not results:
             return
         s = self.settings
-        h = self._hosts
         obs_rows, page_upd, host_upd, learn = [], [], [], []
         hosts_touched: dict[int, dict[str, Any]] = {}
         for visit, out in results:
@@ -663,7 +713,7 @@ class Frontier:
             self.held.pop(k, None)
             hosts_touched[hk] = self._host_after(hk, out)
         for hk, values in hosts_touched.items():
-            h.lease_until[hk] = 0.0
+            self._free_host(hk)
             host_upd.append(dict(id=hk + 1, **values))
         self.store.record(obs_rows, page_upd, host_upd)
         self._pending.extend(learn)
@@ -746,9 +796,21 @@ class Frontier:
     def release(self, items: list[Visit | RobotsVisit]) -> None:
         """Give back visits handed out by :meth:`due` that were not made (nothing is recorded)."""
         for item in items:
-            self._hosts.lease_until[item.host_id - 1] = 0.0
             if isinstance(item, Visit):
                 self.lease_until[item.page_id - 1] = 0.0
+                self._free_host(item.host_id - 1)
+            else:
+                self._hosts.lease_until[item.host_id - 1] = 0.0
+
+    def _free_host(self, hk: int) -> None:
+        """End host ``hk``'s lease unless pages of it handed out together are still leased."""
+        h = self._hosts
+        batch = self._batches.get(hk)
+        if batch is not None:
+            if any(self.lease_until[k] == h.lease_until[hk] for k in batch):
+                return
+            del self._batches[hk]
+        h.lease_until[hk] = 0.0
 
     # reports -------------------------------------------------------------------------------------
     def budget_in_use(self) -> float:

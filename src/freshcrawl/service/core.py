@@ -164,6 +164,20 @@ class _Crawl:
     page_leases: dict[str, Lease] = field(default_factory=dict)
     #: leases of robots.txt fetches by host id
     robots_leases: dict[int, Lease] = field(default_factory=dict)
+    #: queue keys chosen by a client for hosts (host index -> key), where not the host's own name
+    host_keys: dict[int, str] = field(default_factory=dict)
+
+    def queue_of(self, hk: int) -> str:
+        """The queue key of host ``hk`` (index): the client's, or :func:`queue_key` of its origin."""
+        return self.host_keys.get(hk) or queue_key(self.frontier._hosts.origin[hk])
+
+    def hosts_of(self, queue: str) -> list[int]:
+        """Host indices whose queue is ``queue``; KeyError when none."""
+        origins = self.frontier._hosts.origin
+        out = [hk for hk in range(len(origins)) if self.queue_of(hk) == queue]
+        if not out:
+            raise KeyError(f"no queue {queue!r}")
+        return out
 
 
 class FrontierService:
@@ -203,6 +217,9 @@ class FrontierService:
             except FileNotFoundError as err:
                 raise KeyError(f"no crawl {crawl_id!r}") from err
             c = _Crawl(Frontier(store, self.settings))
+            keys = store.settings().get(self.QUEUE_KEYS_KEY) or {}
+            origins = {o: hk for hk, o in enumerate(c.frontier._hosts.origin)}
+            c.host_keys = {origins[o]: k for o, k in keys.items() if o in origins}
             self._crawls[crawl_id] = c
             return c
 
@@ -210,6 +227,89 @@ class FrontierService:
         """Every crawl of the database: the default one and the namespaced ones."""
         with self.lock:
             return sorted({DEFAULT_CRAWL, *self._crawls, *list_namespaces(self.db)})
+
+    def listed_crawl_ids(self) -> list[str]:
+        """The crawls that hold pages or were created by name (the default one only when it holds pages)."""
+        with self.lock:
+            out = []
+            for cid in self.crawl_ids():
+                if cid != DEFAULT_CRAWL:
+                    out.append(cid)
+                    continue
+                f = self.crawl(cid).frontier
+                if f.max_page_id and bool((f.status[: f.max_page_id] > 0).any()):
+                    out.append(cid)
+            return out
+
+    # queue keys chosen by clients ----------------------------------------------------------------
+    #: Settings key under which a crawl keeps the queue keys its clients chose (origin -> key).
+    QUEUE_KEYS_KEY = "urlfrontier_queue_keys"
+
+    def set_queue_keys(self, crawl_id: str | None, pairs: Iterable[tuple[str, str]]) -> int:
+        """Name the queue of each URL's host as a client does (URLFrontier's ``key``); return how many
+        hosts changed.
+
+        A client chooses how URLs are grouped for politeness (StormCrawler's ``partition.url.mode``:
+        the host, the domain or the IP address, ``_DEFAULT_`` when it has none); the key it sends is
+        the queue's name in every later call (GetURLs, BlockQueueUntil, SetDelay, GetStats, ...). A
+        key names one or more hosts; each host keeps its own delay and cap in the plan. An empty key
+        leaves the host's queue as it is; URLs of hosts the crawl does not hold are ignored.
+
+        Raises
+        ------
+        KeyError
+            If the crawl is unknown.
+        """
+        with self.lock:
+            c = self.crawl(crawl_id)
+            f = c.frontier
+            origins = {o: hk for hk, o in enumerate(f._hosts.origin)}
+            changed = False
+            n = 0
+            for url, key in pairs:
+                if not key:
+                    continue
+                try:
+                    hk = origins.get(origin_of(normalize_url(url)))
+                except ValueError:
+                    continue
+                if hk is None or c.queue_of(hk) == key:
+                    continue
+                if key == queue_key(f._hosts.origin[hk]):
+                    c.host_keys.pop(hk, None)
+                else:
+                    c.host_keys[hk] = key
+                changed = True
+                n += 1
+            if changed:
+                f.store.save_settings({self.QUEUE_KEYS_KEY: {f._hosts.origin[hk]: k
+                                                             for hk, k in sorted(c.host_keys.items())}})
+            return n
+
+    # reports without an outcome ----------------------------------------------------------------
+    #: Settings key under which a crawl keeps its count of reports that carried no fetch outcome.
+    NO_OUTCOME_KEY = "reports_without_outcome"
+
+    def note_without_outcome(self, crawl_id: str | None, urls: list[str], *, now: float | None = None) -> int:
+        """Count reports of leased URLs that carried no fetch outcome; return the crawl's total.
+
+        Such a report teaches the estimators nothing (a client that does not send the HTTP status and
+        a signature); the count, the last URL and its time are kept in the crawl's settings
+        (``crawl_status`` lists them as a warning).
+
+        Raises
+        ------
+        KeyError
+            If the crawl is unknown.
+        """
+        now = time.time() if now is None else float(now)
+        with self._frontier(crawl_id) as f:
+            old = f.store.settings().get(self.NO_OUTCOME_KEY) or {}
+            total = int(old.get("count", 0)) + len(urls)
+            if urls:
+                f.store.save_settings({self.NO_OUTCOME_KEY: {"count": total, "last_url": urls[-1],
+                                                             "last_at": now}})
+            return total
 
     def delete_crawl(self, crawl_id: str) -> int:
         """Delete a crawl and everything in it; return its number of pages (0 for an unknown crawl).
@@ -228,13 +328,23 @@ class FrontierService:
                 from freshcrawl.store.schema import observations, url_metadata
 
                 with store.engine.begin() as conn:
-                    conn.execute(url_metadata.delete())
-                    conn.execute(observations.delete())
-                    conn.execute(pages.delete())
-                    conn.execute(hosts.delete())
+                    if conn.dialect.name == "postgresql":
+                        # page and host ids index the frontier's arrays from 1: their sequences
+                        # restart with the emptied crawl (SQLite reuses ids of an empty table)
+                        from sqlalchemy import text
+
+                        names = ", ".join(t.name for t in (url_metadata, observations, pages, hosts))
+                        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY"))
+                    else:
+                        conn.execute(url_metadata.delete())
+                        conn.execute(observations.delete())
+                        conn.execute(pages.delete())
+                        conn.execute(hosts.delete())
                 c.frontier = Frontier(store, self.settings)
                 c.page_leases.clear()
                 c.robots_leases.clear()
+                c.host_keys.clear()
+                store.save_settings({self.QUEUE_KEYS_KEY: {}, self.NO_OUTCOME_KEY: {}})
             else:
                 store.close()
                 del self._crawls[crawl_id]
@@ -285,14 +395,25 @@ class FrontierService:
         lease_s: float = 60.0,
         queue: str | None = None,
         now: float | None = None,
+        per_queue: int = 1,
+        robots: bool = True,
     ) -> list[Lease]:
-        """Up to ``count`` due visits for ``worker``, at most one per queue (host), each leased for ``lease_s``.
+        """Due visits of up to ``count`` queues (hosts) for ``worker``, each leased for ``lease_s``.
 
-        A visit leased is not handed out again before its lease runs out unless it is reported. An
-        inactive crawl (``set_active(False)``) leases nothing.
+        At most ``per_queue`` visits of one queue, its earliest due pages (the worker spaces them by
+        the queue's delay; the queue is not handed out again until all are reported or their leases
+        run out). A visit leased is not handed out again before its lease runs out unless it is
+        reported. An inactive crawl (``set_active(False)``) leases nothing. With ``robots`` False (a
+        worker that enforces robots.txt itself) no robots.txt visit is handed out.
+
+        Raises
+        ------
+        ValueError
+            If ``count`` or ``per_queue`` is < 0, or ``lease_s`` is not finite and > 0 seconds.
         """
-        if count < 0 or not (np.isfinite(lease_s) and lease_s > 0):
-            raise ValueError(f"count must be >= 0 and lease_s > 0 seconds; got {count!r}, {lease_s!r}")
+        if count < 0 or per_queue < 0 or not (np.isfinite(lease_s) and lease_s > 0):
+            raise ValueError(f"count and per_queue must be >= 0 and lease_s > 0 seconds; got {count!r}, "
+                             f"{per_queue!r}, {lease_s!r}")
         now = time.time() if now is None else float(now)
         crawl_id = crawl_id or DEFAULT_CRAWL
         with self.lock:
@@ -302,21 +423,36 @@ class FrontierService:
             f = c.frontier
             if now >= f.next_replan:
                 f.replan(now)
-            limit = count if queue is None else max(count, 1) * 64
-            items = f.due(now, limit, lease_s=lease_s)
+            mask = None
             if queue is not None:
-                keep = [x for x in items if queue_key(f._hosts.origin[x.host_id - 1]) == queue][:count]
-                f.release([x for x in items if x not in keep])
+                mask = np.zeros(len(f._hosts.origin), dtype=bool)
+                try:
+                    mask[c.hosts_of(queue)] = True
+                except KeyError:
+                    return []
+            per_queue = per_queue or 1_000_000
+            items = f.due(now, count, lease_s=lease_s, per_host=per_queue, robots=robots, hosts=mask)
+            if c.host_keys:  # a queue of several hosts: at most per_queue of it, at most count queues
+                taken: dict[str, int] = {}
+                keep, back = [], []
+                for item in items:
+                    q = c.queue_of(item.host_id - 1)
+                    if taken.get(q, 0) < per_queue and (q in taken or len(taken) < count):
+                        taken[q] = taken.get(q, 0) + 1
+                        keep.append(item)
+                    else:
+                        back.append(item)
+                f.release(back)
                 items = keep
             out = []
             for item in items:
                 origin = f._hosts.origin[item.host_id - 1]
                 if isinstance(item, RobotsVisit):
-                    lease = Lease(crawl_id, "robots", origin + "/robots.txt", queue_key(origin), None,
+                    lease = Lease(crawl_id, "robots", origin + "/robots.txt", c.queue_of(item.host_id - 1), None,
                                   item.host_id, None, None, None, now, now + lease_s)
                 else:
                     r = item.request
-                    lease = Lease(crawl_id, "page", r.url, queue_key(origin), item.page_id, item.host_id,
+                    lease = Lease(crawl_id, "page", r.url, c.queue_of(item.host_id - 1), item.page_id, item.host_id,
                                   r.etag, r.last_modified, r.signature, item.due, now + lease_s)
                 if lease.kind == "robots":
                     c.robots_leases[item.host_id] = lease
@@ -438,7 +574,7 @@ class FrontierService:
                 f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
             f.lease_until[k] = 0.0
             if c.page_leases.pop(row["url"], None) is not None:
-                f._hosts.lease_until[row["host_id"] - 1] = 0.0
+                f._free_host(row["host_id"] - 1)
             return True
 
     def set_url_metadata(self, crawl_id: str | None, items: dict[str, dict[str, list[str]]], *,
@@ -458,11 +594,9 @@ class FrontierService:
             return f.store.url_metadata(page_ids)
 
     # queues --------------------------------------------------------------------------------------
-    def _host_index(self, f: Frontier, queue: str) -> int:
-        for hk, origin in enumerate(f._hosts.origin):
-            if queue_key(origin) == queue:
-                return hk
-        raise KeyError(f"no queue {queue!r}")
+    def _hosts_of(self, crawl_id: str | None, queue: str) -> list[int]:
+        """Host indices of a queue of a crawl; KeyError when the crawl or the queue is unknown."""
+        return self.crawl(crawl_id).hosts_of(queue)
 
     def queues(self, crawl_id: str | None, *, include_inactive: bool = False, now: float | None = None) -> list[str]:
         """Queue keys of the crawl, sorted; only those with a URL due now unless ``include_inactive``."""
@@ -476,16 +610,17 @@ class FrontierService:
                 keep = np.zeros(n_hosts, dtype=bool)
                 keep[np.unique(f.host[due])] = True
                 keep &= np.maximum(f._hosts.ready_at, f._hosts.lease_until) <= now
-            return sorted(queue_key(f._hosts.origin[h]) for h in np.flatnonzero(keep))
+            c = self.crawl(crawl_id)
+            return sorted({c.queue_of(int(h)) for h in np.flatnonzero(keep)})
 
     def block_queue(self, crawl_id: str | None, queue: str, until: float) -> None:
         """No URL of ``queue`` is handed out before ``until`` (seconds since the epoch; 0 unblocks)."""
         with self._frontier(crawl_id) as f:
-            hk = self._host_index(f, queue)
             h = f._hosts
-            h.backoff_until[hk] = float(until)
-            h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
-            f.store.save_host(hk + 1, backoff_until=float(until))
+            for hk in self._hosts_of(crawl_id, queue):
+                h.backoff_until[hk] = float(until)
+                h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
+                f.store.save_host(hk + 1, backoff_until=float(until))
 
     def set_delay(self, crawl_id: str | None, queue: str | None, delay_s: float) -> None:
         """Least seconds between two requests to ``queue`` (None or "": every queue, and the default of
@@ -495,7 +630,7 @@ class FrontierService:
         with self._frontier(crawl_id) as f:
             if not queue:
                 f.settings = replace(f.settings, min_delay_s=float(delay_s))
-            targets = range(len(f._hosts.origin)) if not queue else [self._host_index(f, queue)]
+            targets = range(len(f._hosts.origin)) if not queue else self._hosts_of(crawl_id, queue)
             for hk in targets:
                 f.store.save_host(hk + 1, min_delay_s=float(delay_s))
                 f.set_host_delay(hk, float(delay_s))
@@ -503,8 +638,8 @@ class FrontierService:
     def delete_queue(self, crawl_id: str | None, queue: str) -> int:
         """Remove every page of ``queue`` from the crawl (their logs stay); return how many."""
         with self._frontier(crawl_id) as f:
-            hk = self._host_index(f, queue)
-            ks = np.flatnonzero((f.host == hk) & (f.status != 4) & (f.status != 0))
+            hks = self._hosts_of(crawl_id, queue)
+            ks = np.flatnonzero(np.isin(f.host, hks) & (f.status != 4) & (f.status != 0))
             f.status[ks] = 4
             f.store.set_page_status((ks + 1).tolist(), "removed", removed_at=time.time())
             return int(ks.size)
@@ -514,18 +649,24 @@ class FrontierService:
                    ignore_case: bool = False) -> int:
         """URLs in the crawl (not removed), of one queue and/or containing a text."""
         with self._frontier(crawl_id) as f:
-            host_id = None if not queue else self._host_index(f, queue) + 1
-            return f.store.count_urls(host_id=host_id, contains=contains, ignore_case=ignore_case)
+            hks = [None] if not queue else [hk + 1 for hk in self._hosts_of(crawl_id, queue)]
+            return sum(f.store.count_urls(host_id=h, contains=contains, ignore_case=ignore_case) for h in hks)
 
     def list_urls(self, crawl_id: str | None, *, start: int = 0, size: int = 100, queue: str | None = None,
                   contains: str | None = None, ignore_case: bool = False) -> list[dict[str, Any]]:
         """Page rows (url, queue, status, next_due, rate, delta_hat, signature, ...) by id, paginated."""
         with self._frontier(crawl_id) as f:
-            host_id = None if not queue else self._host_index(f, queue) + 1
-            rows = f.store.list_urls(start=start, size=size, host_id=host_id, contains=contains,
-                                     ignore_case=ignore_case)
+            c = self.crawl(crawl_id)
+            hks = [None] if not queue else [hk + 1 for hk in self._hosts_of(crawl_id, queue)]
+            if len(hks) == 1:
+                rows = f.store.list_urls(start=start, size=size, host_id=hks[0], contains=contains,
+                                         ignore_case=ignore_case)
+            else:  # a queue of several hosts: each host's first start + size rows, merged by id
+                rows = [r for h in hks for r in f.store.list_urls(start=0, size=start + size, host_id=h,
+                                                                  contains=contains, ignore_case=ignore_case)]
+                rows = sorted(rows, key=lambda r: r["id"])[start: start + size]
             for row in rows:
-                row["queue"] = queue_key(f._hosts.origin[row["host_id"] - 1])
+                row["queue"] = c.queue_of(row["host_id"] - 1)
             return rows
 
     def url_status(self, crawl_id: str | None, url: str) -> dict[str, Any] | None:
@@ -533,7 +674,7 @@ class FrontierService:
         with self._frontier(crawl_id) as f:
             row = f.store.page_by_url(normalize_url(url))
             if row is not None:
-                row["queue"] = queue_key(f._hosts.origin[row["host_id"] - 1])
+                row["queue"] = self.crawl(crawl_id).queue_of(row["host_id"] - 1)
             return row
 
     def stats(self, crawl_id: str | None, queue: str | None = None, *, now: float | None = None) -> dict[str, Any]:
@@ -542,7 +683,7 @@ class FrontierService:
         with self._frontier(crawl_id) as f:
             sel = f.status > 0
             if queue:
-                sel &= f.host == self._host_index(f, queue)
+                sel &= np.isin(f.host, self._hosts_of(crawl_id, queue))
             active = sel & (f.status == ACTIVE)
             counts = {name: int((sel & (f.status == code)).sum())
                       for name, code in (("active", 1), ("disallowed", 2), ("failed", 3), ("removed", 4))}

@@ -4,7 +4,9 @@
 and has the interface of :class:`~freshcrawl.crawler.loop.FrontierLike`, so the crawl loop runs
 unchanged against it and several fetcher processes share one frontier: GetURLs leases due visits (a
 visit leased to one fetcher is handed to no other until it is reported or its lease runs out),
-PutURLs reports their outcomes. The server plans; this side never re-plans.
+PutURLs reports their outcomes. The server plans; this side never re-plans. Its calls carry the
+metadata ``freshcrawl-robots: lease``, so that the server hands it each host's robots.txt to fetch
+first (other URLFrontier clients enforce robots.txt themselves and get none).
 
 What a report carries (metadata of a known URL, see :mod:`freshcrawl.service.grpc_server`):
 ``fetch.statusCode`` (when an answer came), ``signature`` (the fetcher's signature of the body, the
@@ -159,7 +161,8 @@ class RemoteFrontier:
             self.tls = None
             self._channel = grpc.insecure_channel(self.address)
         self._stub = pb_grpc.URLFrontierStub(self._channel)
-        self._call_md = (("freshcrawl-worker", self.worker),) + (
+        # this fetcher enforces robots.txt through the server: it asks for robots.txt leases
+        self._call_md = (("freshcrawl-worker", self.worker), ("freshcrawl-robots", "lease")) + (
             (("authorization", f"Bearer {token}"),) if token else ())
 
     # lifecycle -----------------------------------------------------------------------------------

@@ -369,6 +369,10 @@ class _CrawlCollector:
         fam = dict(
             visits=CounterMetricFamily("freshcrawl_visits", "Visits recorded in the crawl's log, by outcome.",
                                        labels=["crawl", "outcome"]),
+            no_outcome=CounterMetricFamily(
+                "freshcrawl_reports_without_outcome",
+                "Reports of leased URLs that carried no fetch outcome (nothing learned from them).",
+                labels=["crawl"]),
             changes=CounterMetricFamily("freshcrawl_changes_detected", "Visits that found the page changed.",
                                         labels=["crawl"]),
             errors=CounterMetricFamily("freshcrawl_errors", "Visits without information, by error kind.",
@@ -402,6 +406,7 @@ class _CrawlCollector:
             for outcome in ("changed", "unchanged", "first", "no-info"):
                 fam["visits"].add_metric([cid, outcome], float(st["observations"].get(outcome, 0)))
             fam["changes"].add_metric([cid], float(st["observations"].get("changed", 0)))
+            fam["no_outcome"].add_metric([cid], float(st["reports_without_outcome"]))
             kinds = collections.Counter()
             for outcome, error, n in by_kind:
                 if outcome == "no-info":

@@ -87,7 +87,7 @@ PUBLIC = {
         'VisitPlan', 'make_policy', 'policy_names',
     ],
     'freshcrawl.scheduling': [
-        'EDFSchedule', 'edf2_choose', 'edf_schedule',
+        'EDFSchedule', 'edf2_choose', 'edf_schedule', 'periodic_visits',
     ],
     'freshcrawl.simulation': [
         'SimulationResult', 'TokenBucket', 'VISIT_PROCESSES', 'periodic_visits', 'poisson_visits',

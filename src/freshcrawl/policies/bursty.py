@@ -75,8 +75,8 @@ from freshcrawl.policies.base import (
     VisitPlan,
     check_same_pages,
 )
-from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, _clip_to_caps, split_rounds
-from freshcrawl.simulation.dispatch import periodic_visits
+from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, clip_to_caps, split_rounds
+from freshcrawl.scheduling.periodic import periodic_visits
 
 __all__ = ["BURSTY_DEFAULTS", "BurstyPolicy", "make_bursty", "prefix_groups"]
 
@@ -381,7 +381,7 @@ class BurstyPolicy:
         if hosts is not None:
             on = hosts >= 0
             f_on = follow[on]
-            follow[on] = _clip_to_caps(f_on, hosts[on], 0.5 * caps)
+            follow[on] = clip_to_caps(f_on, hosts[on], 0.5 * caps)
             used = np.bincount(hosts[on], weights=follow[on], minlength=caps.shape[0])
             caps_left = np.maximum(caps - used, 0.0)
         # periodic dispatch visits a page by the time its rate integral since the plan reaches 1:

@@ -25,7 +25,7 @@ def _periodic_fill(rates, phase, lo, hi):
         mass = rates[i] * (hi[i] - lo[i])
         if mass > 0.0:
             c = np.int64(np.ceil(phase[i] + mass)) - 1  # integral reaches 1, 2, ... strictly inside
-            counts[i] = c if c > 0 else 0
+            counts[i] = max(0, c)
     total = counts.sum()
     pages = np.empty(total, dtype=np.intp)
     times = np.empty(total, dtype=np.float64)

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,6 @@ import numpy as np
 from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome
 from freshcrawl.crawler.urls import normalize_url
 from freshcrawl.frontier.frontier import (
-    ACTIVE,
     CrawlSettings,
     Frontier,
     RobotsVisit,
@@ -34,7 +33,6 @@ from freshcrawl.frontier.frontier import (
     origin_of,
 )
 from freshcrawl.store import drop_namespace, list_namespaces, open_store
-from freshcrawl.store.schema import hosts, pages
 
 __all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key", "outcome_from_status"]
 
@@ -225,13 +223,7 @@ class FrontierService:
             store = c.frontier.store
             n = int(sum(store.counts()["pages"].values()))
             if crawl_id == DEFAULT_CRAWL:
-                from freshcrawl.store.schema import observations, url_metadata
-
-                with store.engine.begin() as conn:
-                    conn.execute(url_metadata.delete())
-                    conn.execute(observations.delete())
-                    conn.execute(pages.delete())
-                    conn.execute(hosts.delete())
+                store.clear()
                 c.frontier = Frontier(store, self.settings)
                 c.page_leases.clear()
                 c.robots_leases.clear()
@@ -271,9 +263,7 @@ class FrontierService:
                 raise ValueError(f"weight must be a finite number >= 0; got {weight!r} for {url!r}")
             rows.append((u, origin_of(u), float(weight)))
         with self._frontier(crawl_id, create=True) as f:
-            ids, known = f.store.add_pages(rows, now=now)
-            f._sync_new_pages(now)
-            return len(ids), known
+            return f.add_urls(rows, now=now, replan=False)
 
     # leasing -------------------------------------------------------------------------------------
     def lease(
@@ -305,12 +295,12 @@ class FrontierService:
             limit = count if queue is None else max(count, 1) * 64
             items = f.due(now, limit, lease_s=lease_s)
             if queue is not None:
-                keep = [x for x in items if queue_key(f._hosts.origin[x.host_id - 1]) == queue][:count]
+                keep = [x for x in items if queue_key(f.origin(x.host_id)) == queue][:count]
                 f.release([x for x in items if x not in keep])
                 items = keep
             out = []
             for item in items:
-                origin = f._hosts.origin[item.host_id - 1]
+                origin = f.origin(item.host_id)
                 if isinstance(item, RobotsVisit):
                     lease = Lease(crawl_id, "robots", origin + "/robots.txt", queue_key(origin), None,
                                   item.host_id, None, None, None, now, now + lease_s)
@@ -345,10 +335,8 @@ class FrontierService:
                 if batch:
                     f.record(batch, source=source)
                     for page_id, floor in floors:
-                        if floor is not None and floor > f.next_due[page_id - 1]:
-                            f.next_due[page_id - 1] = floor
-                            f.held[page_id - 1] = float(floor)
-                            f.store.record([], [dict(id=page_id, next_due=float(floor))], [])
+                        if floor is not None:
+                            f.hold(page_id, floor, only_later=True)
                 batch.clear()
                 floors.clear()
 
@@ -406,19 +394,18 @@ class FrontierService:
             c = self.crawl(crawl_id)
             f = c.frontier
             origin = origin_of(normalize_url(origin_or_url))
-            try:
-                hk = f._hosts.origin.index(origin)
-            except ValueError as err:
-                raise KeyError(f"no host {origin} in this crawl") from err
+            host_id = f.host_id(origin)
+            if host_id is None:
+                raise KeyError(f"no host {origin} in this crawl")
             why = "ok" if status is not None and 200 <= status < 300 else (f"http-{status}" if status else "network")
-            f.record_robots(RobotsVisit(hk + 1, origin),
+            f.record_robots(RobotsVisit(host_id, origin),
                             RobotsOutcome(origin, status, text, fetched_at, elapsed_s, why, retry_after_s))
-            c.robots_leases.pop(hk + 1, None)
+            c.robots_leases.pop(host_id, None)
 
     def schedule(self, crawl_id: str | None, url: str, not_before: float) -> bool:
         """Set a known URL's next due time (a client's date); 0 means never again. False if unknown.
 
-        The date holds across plans until it passes (:attr:`Frontier.held`). A lease of the URL ends
+        The date holds across plans until it passes (:meth:`Frontier.hold`). A lease of the URL ends
         (its host may be handed out again at once, within its delay).
         """
         with self.lock:
@@ -427,18 +414,12 @@ class FrontierService:
             row = f.store.page_by_url(normalize_url(url))
             if row is None:
                 return False
-            k = row["id"] - 1
             if not_before <= 0:
-                f.status[k] = 4  # removed: never visited again, its log kept
-                f.held.pop(k, None)
-                f.store.set_page_status([row["id"]], "removed", removed_at=time.time())
+                f.remove([row["id"]])  # never visited again, its log kept
             else:
-                f.next_due[k] = float(not_before)
-                f.held[k] = float(not_before)
-                f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
-            f.lease_until[k] = 0.0
+                f.hold(row["id"], float(not_before))
             if c.page_leases.pop(row["url"], None) is not None:
-                f._hosts.lease_until[row["host_id"] - 1] = 0.0
+                f.release_host(row["host_id"])
             return True
 
     def set_url_metadata(self, crawl_id: str | None, items: dict[str, dict[str, list[str]]], *,
@@ -458,34 +439,24 @@ class FrontierService:
             return f.store.url_metadata(page_ids)
 
     # queues --------------------------------------------------------------------------------------
-    def _host_index(self, f: Frontier, queue: str) -> int:
-        for hk, origin in enumerate(f._hosts.origin):
+    def _host_id(self, f: Frontier, queue: str) -> int:
+        for hk, origin in enumerate(f.origins()):
             if queue_key(origin) == queue:
-                return hk
+                return hk + 1
         raise KeyError(f"no queue {queue!r}")
 
     def queues(self, crawl_id: str | None, *, include_inactive: bool = False, now: float | None = None) -> list[str]:
         """Queue keys of the crawl, sorted; only those with a URL due now unless ``include_inactive``."""
         now = time.time() if now is None else float(now)
         with self._frontier(crawl_id) as f:
-            n_hosts = len(f._hosts.origin)
             if include_inactive:
-                keep = np.ones(n_hosts, dtype=bool)
-            else:
-                due = (f.next_due <= now) & (f.status == ACTIVE) & (f.lease_until <= now)
-                keep = np.zeros(n_hosts, dtype=bool)
-                keep[np.unique(f.host[due])] = True
-                keep &= np.maximum(f._hosts.ready_at, f._hosts.lease_until) <= now
-            return sorted(queue_key(f._hosts.origin[h]) for h in np.flatnonzero(keep))
+                return sorted(queue_key(origin) for origin in f.origins())
+            return sorted(queue_key(f.origin(int(h))) for h in f.ready_hosts(now))
 
     def block_queue(self, crawl_id: str | None, queue: str, until: float) -> None:
         """No URL of ``queue`` is handed out before ``until`` (seconds since the epoch; 0 unblocks)."""
         with self._frontier(crawl_id) as f:
-            hk = self._host_index(f, queue)
-            h = f._hosts
-            h.backoff_until[hk] = float(until)
-            h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
-            f.store.save_host(hk + 1, backoff_until=float(until))
+            f.block_host(self._host_id(f, queue), until)
 
     def set_delay(self, crawl_id: str | None, queue: str | None, delay_s: float) -> None:
         """Least seconds between two requests to ``queue`` (None or "": every queue, and the default of
@@ -493,39 +464,30 @@ class FrontierService:
         if not (np.isfinite(delay_s) and delay_s >= 0):
             raise ValueError(f"delay must be finite and >= 0 seconds; got {delay_s!r}")
         with self._frontier(crawl_id) as f:
-            if not queue:
-                f.settings = replace(f.settings, min_delay_s=float(delay_s))
-            targets = range(len(f._hosts.origin)) if not queue else [self._host_index(f, queue)]
-            for hk in targets:
-                f.store.save_host(hk + 1, min_delay_s=float(delay_s))
-                f.set_host_delay(hk, float(delay_s))
+            f.set_delay(float(delay_s), self._host_id(f, queue) if queue else None)
 
     def delete_queue(self, crawl_id: str | None, queue: str) -> int:
         """Remove every page of ``queue`` from the crawl (their logs stay); return how many."""
         with self._frontier(crawl_id) as f:
-            hk = self._host_index(f, queue)
-            ks = np.flatnonzero((f.host == hk) & (f.status != 4) & (f.status != 0))
-            f.status[ks] = 4
-            f.store.set_page_status((ks + 1).tolist(), "removed", removed_at=time.time())
-            return int(ks.size)
+            return f.remove_host(self._host_id(f, queue))
 
     # reading -------------------------------------------------------------------------------------
     def count_urls(self, crawl_id: str | None, *, queue: str | None = None, contains: str | None = None,
                    ignore_case: bool = False) -> int:
         """URLs in the crawl (not removed), of one queue and/or containing a text."""
         with self._frontier(crawl_id) as f:
-            host_id = None if not queue else self._host_index(f, queue) + 1
+            host_id = None if not queue else self._host_id(f, queue)
             return f.store.count_urls(host_id=host_id, contains=contains, ignore_case=ignore_case)
 
     def list_urls(self, crawl_id: str | None, *, start: int = 0, size: int = 100, queue: str | None = None,
                   contains: str | None = None, ignore_case: bool = False) -> list[dict[str, Any]]:
         """Page rows (url, queue, status, next_due, rate, delta_hat, signature, ...) by id, paginated."""
         with self._frontier(crawl_id) as f:
-            host_id = None if not queue else self._host_index(f, queue) + 1
+            host_id = None if not queue else self._host_id(f, queue)
             rows = f.store.list_urls(start=start, size=size, host_id=host_id, contains=contains,
                                      ignore_case=ignore_case)
             for row in rows:
-                row["queue"] = queue_key(f._hosts.origin[row["host_id"] - 1])
+                row["queue"] = queue_key(f.origin(row["host_id"]))
             return rows
 
     def url_status(self, crawl_id: str | None, url: str) -> dict[str, Any] | None:
@@ -533,24 +495,20 @@ class FrontierService:
         with self._frontier(crawl_id) as f:
             row = f.store.page_by_url(normalize_url(url))
             if row is not None:
-                row["queue"] = queue_key(f._hosts.origin[row["host_id"] - 1])
+                row["queue"] = queue_key(f.origin(row["host_id"]))
             return row
 
     def stats(self, crawl_id: str | None, queue: str | None = None, *, now: float | None = None) -> dict[str, Any]:
         """``size`` (active URLs), ``in_process`` (leased), ``counts`` (pages by status), ``queues`` (active)."""
         now = time.time() if now is None else float(now)
         with self._frontier(crawl_id) as f:
-            sel = f.status > 0
-            if queue:
-                sel &= f.host == self._host_index(f, queue)
-            active = sel & (f.status == ACTIVE)
-            counts = {name: int((sel & (f.status == code)).sum())
-                      for name, code in (("active", 1), ("disallowed", 2), ("failed", 3), ("removed", 4))}
+            counts = f.page_counts(self._host_id(f, queue) if queue else None, now=now)
+            leased = counts.pop("leased")
             return {
-                "size": int(active.sum()),
-                "in_process": int((active & (f.lease_until > now)).sum()),
+                "size": counts["active"],
+                "in_process": leased,
                 "counts": counts,
-                "queues": len(self.queues(crawl_id, now=now)) if not queue else int(active.any()),
+                "queues": len(self.queues(crawl_id, now=now)) if not queue else int(counts["active"] > 0),
             }
 
     def set_active(self, crawl_id: str | None, state: bool) -> None:

@@ -487,6 +487,17 @@ class Store:
                     update(pages).where(pages.c.id.in_(list(ids[i : i + 5000]))).values(status=status, **values)
                 )
 
+    def clear(self) -> None:
+        """Delete every page, host, observation and client metadata of this crawl, in one transaction.
+
+        The settings and the schema stay: a frontier opened on the store afterwards starts empty.
+        """
+        with self.engine.begin() as conn:
+            conn.execute(url_metadata.delete())
+            conn.execute(observations.delete())
+            conn.execute(pages.delete())
+            conn.execute(hosts.delete())
+
     # reads of the log ----------------------------------------------------------------------------
     def observation_log(
         self, *, page_id: int | None = None, after_id: int = 0, outcomes: Sequence[str] | None = None
@@ -535,6 +546,13 @@ class Store:
             )
             n_hosts = conn.execute(select(func.count()).select_from(hosts)).scalar_one()
         return {"pages": by_status, "hosts": n_hosts, "observations": by_outcome}
+
+    def outcome_counts(self) -> dict[tuple[str, str | None], int]:
+        """Observations by (outcome, error kind); the error kind is None for visits that gave one."""
+        o = observations.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(o.outcome, o.error, func.count()).group_by(o.outcome, o.error)).all()
+        return {(outcome, error): int(n) for outcome, error, n in rows}
 
     def export_csv(self, out: io.TextIOBase) -> int:
         """Write the visit log as ``page,time,changed`` (the format ``freshcrawl estimate`` reads).

@@ -1,18 +1,19 @@
 """The package's import rules, read from the source with ``ast`` (nothing is imported).
 
-- No subpackage of freshcrawl imports another subpackage's private names: a module or attribute whose
-  name starts with ``_`` (dunders excepted) in ``freshcrawl.Y`` is Y's own business. Within one
-  subpackage, private names are shared freely. The top-level private modules in
-  :data:`SHARED_PRIVATE_MODULES` are the internals of freshcrawl as a whole (input checks, table I/O)
-  and may be imported by any subpackage; their own private names may not.
-- No library module imports ``freshcrawl.cli`` (the command line sits on top; ``freshcrawl/__main__.py``
-  is its entry point).
+- No subpackage of freshcrawl imports another subpackage's private names: a module or attribute
+  whose name starts with ``_`` (dunders excepted) in ``freshcrawl.Y`` is Y's own business. Within
+  one subpackage, private names are shared freely. The top-level private modules in
+  :data:`SHARED_PRIVATE_MODULES` are the internals of freshcrawl as a whole (input checks, table
+  I/O) and may be imported by any subpackage; their own private names may not.
+- No library module imports ``freshcrawl.cli`` (the command line sits on top;
+  ``freshcrawl/__main__.py`` is its entry point).
 - ``freshcrawl.policies`` does not import ``freshcrawl.simulation`` (the simulation runs policies).
 - ``freshcrawl.service`` reaches the frontier through its public methods: no name the frontier
-  package keeps private (``_hosts``, ``_sync_new_pages``, ...) appears as an attribute in the service,
-  and what the service reads from a frontier object (``f``, ``frontier``, ``<x>.frontier``) is a public
-  method of :class:`~freshcrawl.frontier.Frontier` or one of :data:`FRONTIER_ATTRIBUTES_READ`, never
-  its state arrays (``next_due``, ``held``, ``status``, ...), and nothing is assigned to it.
+  package keeps private (``_hosts``, ``_sync_new_pages``, ...) appears as an attribute in the
+  service, and what the service reads from a frontier object (``f``, ``frontier``,
+  ``<x>.frontier``) is a public method of :class:`~freshcrawl.frontier.Frontier` or one of
+  :data:`FRONTIER_ATTRIBUTES_READ`, never its state arrays (``next_due``, ``held``, ``status``,
+  ...), and nothing is assigned to it.
 
 Imports anywhere in a module count (function bodies, ``TYPE_CHECKING`` blocks), and so does an
 attribute read through an imported module (``mirror_sync._log_barrier_projection``).
@@ -122,7 +123,8 @@ def imported_names(
     """Every freshcrawl name a module's source imports or reads through an imported module.
 
     Yields (line, dotted name): ``from freshcrawl.a.b import c`` gives ``freshcrawl.a.b.c``;
-    ``import freshcrawl.a.b as m`` and then ``m._x`` give ``freshcrawl.a.b`` and ``freshcrawl.a.b._x``.
+    ``import freshcrawl.a.b as m`` and then ``m._x`` give ``freshcrawl.a.b`` and
+    ``freshcrawl.a.b._x``.
     """
     tree = ast.parse(source)
     modules: dict[str, str] = {}  # local name -> the freshcrawl module it is bound to
@@ -178,7 +180,7 @@ def check_module(path: Path, root: Path = SRC) -> list[Offence]:
 
 
 def _frontier_private_names() -> set[str]:
-    """Private names the frontier package defines: functions, classes, attributes set on ``self``."""
+    """Private names the frontier package defines: functions, classes, attributes it sets."""
     names = set()
     for path in (PACKAGE / "frontier").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -207,7 +209,7 @@ def _frontier_public_methods() -> set[str]:
 
 
 def _is_frontier(node: ast.expr) -> bool:
-    """Whether an expression names a frontier in the service's code: ``f``, ``frontier``, ``x.frontier``."""
+    """Whether an expression names a frontier: ``f``, ``frontier``, ``x.frontier``."""
     if isinstance(node, ast.Name):
         return node.id in ("f", "frontier")
     return isinstance(node, ast.Attribute) and node.attr == "frontier"
@@ -263,7 +265,7 @@ def test_the_service_calls_the_frontier_only_through_public_methods():
     assert not offences, "the service reaches into the frontier:\n" + "\n".join(offences)
 
 
-# the checker itself, on a package written for the test -----------------------------------------------
+# the checker itself, on a package written for the test ------------------------------------------
 _FIXTURE = {
     "freshcrawl/__init__.py": "",
     "freshcrawl/_validation.py": "def check(x):\n    return x\n\ndef _hidden():\n    pass\n",
@@ -303,20 +305,12 @@ def test_the_checker_names_each_offence_with_file_and_line(fixture_package: Path
     own = check_module(root / "freshcrawl/learning/traa.py", root)
     assert own == []  # private names within one's own subpackage are fine
     got = [str(o) for o in check_module(root / "freshcrawl/policies/sync.py", root)]
+    where = "src/freshcrawl/policies/sync.py"
     assert got == [
-        (
-            "src/freshcrawl/policies/sync.py:4: private name of another package: "
-            "freshcrawl.learning.mirror_sync._projection"
-        ),
-        (
-            "src/freshcrawl/policies/sync.py:5: private name of another package: "
-            "freshcrawl.learning.mirror_sync._projection"
-        ),
-        (
-            "src/freshcrawl/policies/sync.py:6: policy imports the simulation: "
-            "freshcrawl.simulation.dispatch.visits"
-        ),
-        "src/freshcrawl/policies/sync.py:7: library module imports the command line: freshcrawl.cli",
-        "src/freshcrawl/policies/sync.py:8: private name of another package: freshcrawl.learning._shared",
-        "src/freshcrawl/policies/sync.py:9: private name of another package: freshcrawl._validation._hidden",
+        f"{where}:4: private name of another package: freshcrawl.learning.mirror_sync._projection",
+        f"{where}:5: private name of another package: freshcrawl.learning.mirror_sync._projection",
+        f"{where}:6: policy imports the simulation: freshcrawl.simulation.dispatch.visits",
+        f"{where}:7: library module imports the command line: freshcrawl.cli",
+        f"{where}:8: private name of another package: freshcrawl.learning._shared",
+        f"{where}:9: private name of another package: freshcrawl._validation._hidden",
     ]

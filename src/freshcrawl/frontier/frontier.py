@@ -894,7 +894,7 @@ class Frontier:
             leased=self.lease_until[top] > now,
         )
 
-    # hosts and pages by id (as in the store) -------------------------------------------------------
+    # hosts and pages by id (as in the store) -----------------------------------------------------
     def origins(self) -> list[str]:
         """The origin (``scheme://host[:port]``) of every host; entry k is host id k + 1."""
         return list(self._hosts.origin)
@@ -970,7 +970,7 @@ class Frontier:
         self.store.set_page_status([int(i) for i in page_ids], "removed", removed_at=time.time())
 
     def remove_host(self, host_id: int) -> int:
-        """Remove every page of host ``host_id`` not removed yet (see :meth:`remove`); return how many."""
+        """Remove every page of host ``host_id`` not removed yet (:meth:`remove`); return how many."""
         ks = np.flatnonzero(
             (self.host == host_id - 1) & (self.status != REMOVED) & (self.status != NONE)
         )
@@ -978,8 +978,10 @@ class Frontier:
         return int(ks.size)
 
     def release_host(self, host_id: int) -> None:
-        """End the lease of host ``host_id`` taken by :meth:`due`: its next request may start as soon
-        as its delay allows (the page leases are not touched)."""
+        """End the lease of host ``host_id`` taken by :meth:`due`.
+
+        Its next request may start as soon as its delay allows; page leases are not touched.
+        """
         self._hosts.lease_until[host_id - 1] = 0.0
 
     def block_host(self, host_id: int, until: float) -> None:
@@ -994,9 +996,10 @@ class Frontier:
         self.store.save_host(host_id, backoff_until=float(until))
 
     def set_delay(self, delay_s: float, host_id: int | None = None) -> None:
-        """Least seconds between two request starts on host ``host_id``, or (None) on every host and
-        on the hosts to come; robots.txt's Crawl-delay may raise it. Committed at once; the host caps
-        follow at the next plan.
+        """Least seconds between two request starts on host ``host_id``, or (None) on every host.
+
+        With None the delay is also the default of the hosts to come. robots.txt's Crawl-delay may
+        raise it. Committed at once; the host caps follow at the next plan.
         """
         if host_id is None:
             self.settings = replace(self.settings, min_delay_s=float(delay_s))

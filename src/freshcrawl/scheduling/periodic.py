@@ -1,11 +1,12 @@
 """Periodic visits: rates over pages turned into visit times that keep each page's phase.
 
-Each page keeps the integral of its rate accumulated since its last visit, its phase ``u_i in [0, 1]``,
-and is visited whenever the integral reaches 1. Between two consecutive visits of a page its rate
-integrates to exactly 1, so a window ``[a, b]`` holds at most ``int_a^b p_i(t) dt + 1`` visits of page
-i, and a rate change continues from the current phase (the next visit comes when the new rate has made
-up the missing part of the integral). Periodic visits are optimal for freshness (Cho & Garcia-Molina
-2003, DESIGN.md "Optimal visit rates"); the simulation and the bursty policy both dispatch through here.
+Each page keeps the integral of its rate accumulated since its last visit, its phase
+``u_i in [0, 1]``, and is visited whenever the integral reaches 1. Between two consecutive visits of
+a page its rate integrates to exactly 1, so a window ``[a, b]`` holds at most
+``int_a^b p_i(t) dt + 1`` visits of page i, and a rate change continues from the current phase (the
+next visit comes when the new rate has made up the missing part of the integral). Periodic visits
+maximise freshness at a given rate (Cho & Garcia-Molina 2003); the simulation and the
+``learned-bursty`` policy both dispatch through here.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""A two-state Markov-modulated Poisson process (MMPP) of a page's changes: its exact forward filter
-over visits that see only "changed / not changed", its expected rate ahead, and its pooled maximum-
-likelihood fit.
+"""A two-state Markov-modulated Poisson process (MMPP) of a page's changes.
 
-A page is *active* (changes at rate λ_A) or *dormant* (rate λ_D < λ_A) and switches A→D at rate s_AD,
-D→A at rate s_DA. Units: days, changes per day.
+Its exact forward filter over visits that see only "changed / not changed", its expected rate
+ahead, and its pooled maximum-likelihood fit. A page is *active* (changes at rate λ_A) or *dormant*
+(rate λ_D < λ_A) and switches A→D at rate s_AD, D→A at rate s_DA. Units: days, changes per day.
 """
 
 from __future__ import annotations

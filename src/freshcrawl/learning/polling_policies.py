@@ -88,7 +88,7 @@ def proportional_polling(update_prob, capacity: float = 1.0) -> NDArray[np.float
 
 
 @numba.njit(cache=True)
-def proportional_kernel(u, c):  # pragma: no cover - compiled
+def proportional_kernel(u: NDArray[np.float64], c: float) -> NDArray[np.float64]:  # pragma: no cover
     """Compiled, unchecked core of :func:`proportional_polling`, callable from other compiled loops.
 
     ``u`` : ndarray of float, shape (n,), update probabilities per time step; ``c`` : float, polls per
@@ -107,7 +107,9 @@ def proportional_kernel(u, c):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def update_prob_kernel(changes, polls, period):  # pragma: no cover - compiled
+def update_prob_kernel(  # pragma: no cover - compiled
+    changes: NDArray[np.float64], polls: NDArray[np.float64], period: float
+) -> NDArray[np.float64]:
     """Compiled, unchecked core of :func:`estimate_update_prob`, callable from other compiled loops.
 
     ``changes``, ``polls`` : ndarray of float, shape (n,); ``period`` : float, time steps T between

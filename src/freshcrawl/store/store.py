@@ -490,13 +490,17 @@ class Store:
     def clear(self) -> None:
         """Delete every page, host, observation and client metadata of this crawl, in one transaction.
 
-        The settings and the schema stay: a frontier opened on the store afterwards starts empty.
+        The settings and the schema stay: a frontier opened on the store afterwards starts empty, and
+        the ids of the pages and hosts added next start again from 1 (the frontier indexes them).
         """
+        tables = (url_metadata, observations, pages, hosts)
         with self.engine.begin() as conn:
-            conn.execute(url_metadata.delete())
-            conn.execute(observations.delete())
-            conn.execute(pages.delete())
-            conn.execute(hosts.delete())
+            if self.dialect == "postgresql":  # DELETE would keep the id sequences where they were
+                names = ", ".join(conn.dialect.identifier_preparer.quote(t.name) for t in tables)
+                conn.execute(text(f"TRUNCATE TABLE {names} RESTART IDENTITY"))
+            else:
+                for table in tables:
+                    conn.execute(table.delete())
 
     # reads of the log ----------------------------------------------------------------------------
     def observation_log(

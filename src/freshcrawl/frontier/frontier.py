@@ -229,7 +229,7 @@ def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[s
 
 @dataclass(frozen=True, slots=True)
 class HostLoad:
-    """The plan and politeness state of every host, arrays of shape (n_hosts,) (entry k: host id k + 1).
+    """The plan and politeness state of every host: arrays of shape (n_hosts,), entry k host id k + 1.
 
     Attributes
     ----------
@@ -461,10 +461,11 @@ class Frontier:
     ) -> tuple[int, int]:
         """Add ``(url, origin, weight)`` rows (see :func:`parse_url_list`); return (added, known).
 
-        With ``replan`` the crawl is re-planned at once when pages were added; without, the new pages
-        (and any another process added) join the plan due within :attr:`NEW_PAGES_PLAN_S` seconds
-        (:attr:`next_replan`), so that many small additions cost one plan. Pages added to the store by
-        another process (``freshcrawl crawl add`` while a crawl runs) join at the next plan.
+        With ``replan`` the crawl is re-planned at once when pages were added; without, the new
+        pages (and any another process added) join the plan due within :attr:`NEW_PAGES_PLAN_S`
+        seconds (:attr:`next_replan`), so that many small additions cost one plan. Pages added to
+        the store by another process (``freshcrawl crawl add`` while a crawl runs) join at the next
+        plan.
         """
         now = time.time() if now is None else float(now)
         ids, n_known = self.store.add_pages(rows, now=now)
@@ -970,7 +971,7 @@ class Frontier:
         self.store.set_page_status([int(i) for i in page_ids], "removed", removed_at=time.time())
 
     def remove_host(self, host_id: int) -> int:
-        """Remove every page of host ``host_id`` not removed yet (:meth:`remove`); return how many."""
+        """Remove every page of host ``host_id`` not yet removed (:meth:`remove`); return how many."""
         ks = np.flatnonzero(
             (self.host == host_id - 1) & (self.status != REMOVED) & (self.status != NONE)
         )

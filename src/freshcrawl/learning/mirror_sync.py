@@ -274,10 +274,11 @@ _PROJ_MAX_ITER = 200
 def log_barrier_projection(
     d: NDArray[np.float64], total: float, lo: float, hi: float
 ) -> NDArray[np.float64]:
-    """The Bregman projection of the log-barrier mirror step onto ``{x ∈ [lo, hi]^n : Σ x = total}``.
+    """The Bregman projection of a log-barrier mirror step onto ``{x ∈ [lo, hi]^n : Σ x = total}``.
 
-    Returns ``x_k = clip(1 / (d_k + ν), lo, hi)`` with the one multiplier ν that makes ``Σ x = total``
-    (relative precision 1e-13), found by a safeguarded Newton iteration (Alg. 1 lines 42-45, seed 003).
+    Returns ``x_k = clip(1 / (d_k + ν), lo, hi)`` with the one multiplier ν that makes
+    ``Σ x = total`` (relative precision 1e-13), found by a safeguarded Newton iteration (Alg. 1
+    lines 42-45, seed 003).
     A mirror step from rates r with gradient g and learning rate η has ``d = 1/r + η g``
     (:func:`mirror_descent_step` is that step with its inputs checked).
 
@@ -305,7 +306,9 @@ def log_barrier_projection(
     >>> log_barrier_projection(np.array([0.5, 1.0]), 2.0, 0.1, 5.0).round(6).tolist()
     [1.236068, 0.763932]
     """
-    x, _, _ = _log_barrier_projection(d, float(total), float(lo), float(hi), _PROJ_TOL, _PROJ_MAX_ITER)
+    x, _, _ = _log_barrier_projection(
+        d, float(total), float(lo), float(hi), _PROJ_TOL, _PROJ_MAX_ITER
+    )
     return x
 
 

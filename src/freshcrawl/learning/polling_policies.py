@@ -88,12 +88,14 @@ def proportional_polling(update_prob, capacity: float = 1.0) -> NDArray[np.float
 
 
 @numba.njit(cache=True)
-def proportional_kernel(u: NDArray[np.float64], c: float) -> NDArray[np.float64]:  # pragma: no cover
+def proportional_kernel(  # pragma: no cover - compiled
+    u: NDArray[np.float64], c: float
+) -> NDArray[np.float64]:
     """Compiled, unchecked core of :func:`proportional_polling`, callable from other compiled loops.
 
-    ``u`` : ndarray of float, shape (n,), update probabilities per time step; ``c`` : float, polls per
-    time step. Returns ``c u / Σ u``, or ``c / n`` everywhere when ``Σ u = 0`` (shape (n,)). Nothing
-    is checked: callers pass what :func:`proportional_polling` would accept.
+    ``u`` : ndarray of float, shape (n,), update probabilities per time step; ``c`` : float, polls
+    per time step. Returns ``c u / Σ u``, or ``c / n`` everywhere when ``Σ u = 0`` (shape (n,)).
+    Nothing is checked: callers pass what :func:`proportional_polling` would accept.
 
     Examples
     --------
@@ -113,7 +115,8 @@ def update_prob_kernel(  # pragma: no cover - compiled
     """Compiled, unchecked core of :func:`estimate_update_prob`, callable from other compiled loops.
 
     ``changes``, ``polls`` : ndarray of float, shape (n,); ``period`` : float, time steps T between
-    two polls of a page. Returns ``û = 1 − (1 − f)^{1/T}`` with ``f = (k + ½)/(m + 1)`` (shape (n,)).
+    two polls of a page. Returns ``û = 1 − (1 − f)^{1/T}`` with ``f = (k + ½)/(m + 1)``, shape
+    (n,).
     Nothing is checked: callers pass what :func:`estimate_update_prob` would accept.
 
     Examples

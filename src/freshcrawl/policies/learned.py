@@ -47,10 +47,10 @@ __all__ = [
     "DEFAULT_PRIOR_VISITS",
     "LearnedPolicy",
     "OraclePolicy",
+    "clip_to_caps",
     "make_learned",
     "make_learned_proportional",
     "make_oracle",
-    "clip_to_caps",
     "split_rounds",
 ]
 
@@ -113,7 +113,7 @@ def _unobserved_rates(
 def clip_to_caps(
     p: NDArray[np.float64], hosts: NDArray[np.intp], caps: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """Scale the rates of each host down to its cap c_h, in proportion (a proportional rule's rates).
+    """Scale the rates of each host down to its cap c_h, in proportion (a proportional rule).
 
     Parameters
     ----------
@@ -131,7 +131,8 @@ def clip_to_caps(
 
     Examples
     --------
-    >>> clip_to_caps(np.array([2.0, 2.0, 1.0]), np.array([0, 0, 1]), np.array([1.0, np.inf])).tolist()
+    >>> p, hosts = np.array([2.0, 2.0, 1.0]), np.array([0, 0, 1])
+    >>> clip_to_caps(p, hosts, np.array([1.0, np.inf])).tolist()
     [0.5, 0.5, 1.0]
     """
     total = np.bincount(hosts, weights=p, minlength=caps.shape[0])

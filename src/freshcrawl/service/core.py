@@ -504,12 +504,8 @@ class FrontierService:
         with self._frontier(crawl_id) as f:
             counts = f.page_counts(self._host_id(f, queue) if queue else None, now=now)
             leased = counts.pop("leased")
-            return {
-                "size": counts["active"],
-                "in_process": leased,
-                "counts": counts,
-                "queues": len(self.queues(crawl_id, now=now)) if not queue else int(counts["active"] > 0),
-            }
+            n_queues = len(self.queues(crawl_id, now=now)) if not queue else int(counts["active"] > 0)
+            return {"size": counts["active"], "in_process": leased, "counts": counts, "queues": n_queues}
 
     def set_active(self, crawl_id: str | None, state: bool) -> None:
         """(De)activate leasing of a crawl; reports are still taken."""

@@ -646,13 +646,20 @@ def create_app(
             f = service.crawl(cid).frontier
             h = f.host_load()
             order = np.argsort(-h.rate, kind="stable")[:limit]
-            rows = [HostUse(queue=queue_key(h.origin[k]), origin=h.origin[k], n_pages=int(h.n_pages[k]),
-                            rate_per_day=float(h.rate[k]),
-                            cap_per_day=float(h.cap[k]) if math.isfinite(h.cap[k]) else None,
-                            delay_s=float(h.delay_s[k]), in_backoff=bool(h.backoff_until[k] > now))
-                    for k in order]
-            return HostsResponse(crawl_id=cid, budget=f.settings.budget, budget_in_use=h.budget_in_use,
-                                 n_hosts=len(h.origin), hosts=rows)
+            rows = [
+                HostUse(
+                    queue=queue_key(h.origin[k]),
+                    origin=h.origin[k],
+                    n_pages=int(h.n_pages[k]),
+                    rate_per_day=float(h.rate[k]),
+                    cap_per_day=float(h.cap[k]) if math.isfinite(h.cap[k]) else None,
+                    delay_s=float(h.delay_s[k]),
+                    in_backoff=bool(h.backoff_until[k] > now),
+                )
+                for k in order
+            ]
+            return HostsResponse(crawl_id=cid, budget=f.settings.budget,
+                                 budget_in_use=h.budget_in_use, n_hosts=len(h.origin), hosts=rows)
 
     @app.get("/overdue", response_model=OverdueResponse, dependencies=reads, tags=["read"])
     def overdue(crawl_id: CrawlQuery = None,
@@ -665,11 +672,17 @@ def create_app(
             f = service.crawl(cid).frontier
             b = f.backlog(limit, now)
             rows = store.page_rows(b.page_id.tolist()) if b.page_id.size else {}
-            pages_ = [OverduePage(url=rows[int(b.page_id[j])]["url"], queue=queue_key(f.origin(int(b.host_id[j]))),
-                                  next_due=float(b.next_due[j]), overdue_s=float(now - b.next_due[j]),
-                                  rate=float(b.rate[j]), delta_hat=_finite(rows[int(b.page_id[j])]["delta_hat"]),
-                                  leased=bool(b.leased[j]))
-                      for j in range(b.page_id.size)]
+            pages_ = []
+            for j, page_id in enumerate(b.page_id.tolist()):
+                pages_.append(OverduePage(
+                    url=rows[page_id]["url"],
+                    queue=queue_key(f.origin(int(b.host_id[j]))),
+                    next_due=float(b.next_due[j]),
+                    overdue_s=float(now - b.next_due[j]),
+                    rate=float(b.rate[j]),
+                    delta_hat=_finite(rows[page_id]["delta_hat"]),
+                    leased=bool(b.leased[j]),
+                ))
             return OverdueResponse(crawl_id=cid, now=now, n_due=b.n_due, pages=pages_)
 
     @app.get("/history", response_model=HistoryResponse, dependencies=reads, tags=["read"])

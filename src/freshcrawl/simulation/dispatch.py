@@ -2,9 +2,10 @@
 
 Budget guarantee: no window of length W (days) holds more than ``B*W + n_pages`` visits.
 
-* Periodic dispatch (:func:`~freshcrawl.scheduling.periodic.periodic_visits`) keeps, for each page, the rate integral accumulated since its last visit,
-  ``u_i in [0, 1)`` (its phase, drawn uniformly at the start: a random phase per page), and visits the
-  page whenever ``u_i`` reaches 1. Between two consecutive visits of a page its rate integrates to
+* Periodic dispatch (:func:`~freshcrawl.scheduling.periodic.periodic_visits`) keeps, for each page,
+  the rate integral accumulated since its last visit, ``u_i in [0, 1)`` (its phase, drawn uniformly
+  at the start: a random phase per page), and visits the page whenever ``u_i`` reaches 1. Between
+  two consecutive visits of a page its rate integrates to
   exactly 1, so a window ``[a, b]`` holds at most ``int_a^b p_i(t) dt + 1`` visits of page i; as
   ``sum_i p_i(t) <= B`` at every time (the engine scales down plans that ask for more), the window
   holds at most ``B*W + n_pages`` visits. A rate change at a re-plan continues from the current phase

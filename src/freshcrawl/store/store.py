@@ -488,10 +488,11 @@ class Store:
                 )
 
     def clear(self) -> None:
-        """Delete every page, host, observation and client metadata of this crawl, in one transaction.
+        """Delete every page, host, observation and client metadata of the crawl in one transaction.
 
-        The settings and the schema stay: a frontier opened on the store afterwards starts empty, and
-        the ids of the pages and hosts added next start again from 1 (the frontier indexes them).
+        The settings and the schema stay: a frontier opened on the store afterwards starts empty,
+        and the ids of the pages and hosts added next start again from 1 (the frontier indexes
+        them).
         """
         tables = (url_metadata, observations, pages, hosts)
         with self.engine.begin() as conn:
@@ -552,10 +553,11 @@ class Store:
         return {"pages": by_status, "hosts": n_hosts, "observations": by_outcome}
 
     def outcome_counts(self) -> dict[tuple[str, str | None], int]:
-        """Observations by (outcome, error kind); the error kind is None for visits that gave one."""
+        """Observations by (outcome, error kind); the kind is None for visits that gave information."""
         o = observations.c
+        q = select(o.outcome, o.error, func.count()).group_by(o.outcome, o.error)
         with self.engine.connect() as conn:
-            rows = conn.execute(select(o.outcome, o.error, func.count()).group_by(o.outcome, o.error)).all()
+            rows = conn.execute(q).all()
         return {(outcome, error): int(n) for outcome, error, n in rows}
 
     def export_csv(self, out: io.TextIOBase) -> int:

@@ -300,7 +300,8 @@ def test_robots_txt_handed_out_and_reported(fr):
     assert got == [f"{A}/open"]
     assert time.time() - t0 > 1.2  # Crawl-delay: 1.5 s after the robots.txt request
     f = fr.service.crawl(None).frontier
-    assert f._hosts.delay_s[0] == 1.5 and f._hosts.cap[0] == 86_400 / 1.5  # the host's delay and cap
+    load = f.host_load()
+    assert load.delay_s[0] == 1.5 and load.cap[0] == 86_400 / 1.5  # the host's delay and cap
     put(fr, known(f"{A}/open", 1, fetch__statusCode=200, signature="o"))
     time.sleep(1.7)
     assert get(fr) == [] and get(fr, robots=True) == []  # the disallowed page is never handed out
@@ -364,7 +365,7 @@ def test_client_dates_hold_across_plans_and_default_delay_of_new_queues(fr):
     assert f.store.page_by_url(f"{A}/1")["next_due"] == later
     fr.stub.SetDelay(pb.QueueDelayParams(delay_requestable=7), timeout=10)
     put(fr, discovered(f"{B}/new"))
-    assert list(f._hosts.delay_s) == [7.0, 7.0]
+    assert list(f.host_load().delay_s) == [7.0, 7.0]
 
 
 def test_remote_frontier_leases_and_reports_for_the_crawl_loop(fr):

@@ -44,7 +44,8 @@ PUBLIC = {
         'host_of', 'main_text', 'normalize_url', 'parse_retry_after', 'signature',
     ],
     'freshcrawl.frontier': [
-        'CrawlSettings', 'Frontier', 'RobotsVisit', 'Visit', 'origin_of', 'parse_url_list',
+        'Backlog', 'CrawlSettings', 'Frontier', 'HostLoad', 'RobotsVisit', 'Visit', 'origin_of',
+        'parse_url_list',
     ],
     'freshcrawl.service': [
         'DEFAULT_CRAWL', 'FrontierService', 'Lease', 'Report', 'outcome_from_status', 'queue_key',
@@ -87,7 +88,7 @@ PUBLIC = {
         'VisitPlan', 'make_policy', 'policy_names',
     ],
     'freshcrawl.scheduling': [
-        'EDFSchedule', 'edf2_choose', 'edf_schedule',
+        'EDFSchedule', 'edf2_choose', 'edf_schedule', 'periodic_visits',
     ],
     'freshcrawl.simulation': [
         'SimulationResult', 'TokenBucket', 'VISIT_PROCESSES', 'periodic_visits', 'poisson_visits',

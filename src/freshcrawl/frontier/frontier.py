@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,16 @@ from freshcrawl.policies import Observations, PolicyContext, PolicyOptions, Rate
 from freshcrawl.store import Store
 from freshcrawl.units import SECONDS_PER_DAY
 
-__all__ = ["CrawlSettings", "Frontier", "Visit", "RobotsVisit", "origin_of", "parse_url_list"]
+__all__ = [
+    "Backlog",
+    "CrawlSettings",
+    "Frontier",
+    "HostLoad",
+    "Visit",
+    "RobotsVisit",
+    "origin_of",
+    "parse_url_list",
+]
 
 ACTIVE, DISALLOWED, FAILED, REMOVED, NONE = 1, 2, 3, 4, 0
 _STATUS_CODE = {"active": ACTIVE, "disallowed": DISALLOWED, "failed": FAILED, "removed": REMOVED}
@@ -218,6 +228,63 @@ def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[s
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class HostLoad:
+    """The plan and politeness state of every host: arrays of shape (n_hosts,), entry k host id k + 1.
+
+    Attributes
+    ----------
+    origin : list of str
+        ``scheme://host[:port]``.
+    n_pages : ndarray of int
+        Active pages.
+    rate : ndarray of float
+        Planned visits per day of the active pages.
+    cap : ndarray of float
+        Host cap c_h, visits per day (inf: none).
+    delay_s : ndarray of float
+        Least seconds between two request starts.
+    backoff_until : ndarray of float
+        Seconds since the epoch before which nothing is sent (0: none).
+    budget_in_use : float
+        Planned visits per day of every active page.
+    """
+
+    origin: list[str]
+    n_pages: NDArray[np.int64]
+    rate: NDArray[np.float64]
+    cap: NDArray[np.float64]
+    delay_s: NDArray[np.float64]
+    backoff_until: NDArray[np.float64]
+    budget_in_use: float
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """Active pages due now, the most overdue first: arrays of shape (m,) with ``m <= n_due``.
+
+    Attributes
+    ----------
+    n_due : int
+        Active pages due now, in all.
+    page_id, host_id : ndarray of int
+        Ids in the store.
+    next_due : ndarray of float
+        Due times, seconds since the epoch.
+    rate : ndarray of float
+        Planned visits per day.
+    leased : ndarray of bool
+        Whether the page is leased now.
+    """
+
+    n_due: int
+    page_id: NDArray[np.intp]
+    host_id: NDArray[np.intp]
+    next_due: NDArray[np.float64]
+    rate: NDArray[np.float64]
+    leased: NDArray[np.bool_]
+
+
 def _capacity(n: int) -> int:
     """Page indices reserved for ``n`` pages: 25% more, in steps of 1024."""
     return 1024 * (1 + int(n * 1.25) // 1024)
@@ -393,15 +460,22 @@ class Frontier:
                                              changed[keep], tau[keep], p))
 
     # pages ---------------------------------------------------------------------------------------
-    def add_urls(self, rows: list[tuple[str, str, float]], *, now: float | None = None) -> tuple[int, int]:
-        """Add ``(url, origin, weight)`` rows (see :func:`parse_url_list`) and re-plan; return (added, known).
+    def add_urls(
+        self, rows: list[tuple[str, str, float]], *, now: float | None = None, replan: bool = True
+    ) -> tuple[int, int]:
+        """Add ``(url, origin, weight)`` rows (see :func:`parse_url_list`); return (added, known).
 
-        Pages added to the store by another process (``freshcrawl crawl add`` while a crawl runs)
-        join at the next plan.
+        With ``replan`` the crawl is re-planned at once when pages were added; without, the new
+        pages (and any another process added) join the plan due within :attr:`NEW_PAGES_PLAN_S`
+        seconds (:attr:`next_replan`), so that many small additions cost one plan. Pages added to
+        the store by another process (``freshcrawl crawl add`` while a crawl runs) join at the next
+        plan.
         """
         now = time.time() if now is None else float(now)
         ids, n_known = self.store.add_pages(rows, now=now)
-        if ids:
+        if not replan:
+            self._sync_new_pages(now)
+        elif ids:
             self.replan(now)
         return len(ids), n_known
 
@@ -821,6 +895,185 @@ class Frontier:
         """Active pages due now."""
         now = time.time() if now is None else float(now)
         return int(((self.next_due <= now) & (self.status == ACTIVE)).sum())
+
+    def n_leased(self, now: float | None = None) -> int:
+        """Active pages leased now (handed out by :meth:`due`, outcome not yet taken back)."""
+        now = time.time() if now is None else float(now)
+        return int(((self.lease_until > now) & (self.status == ACTIVE)).sum())
+
+    def page_counts(
+        self, host_id: int | Sequence[int] | None = None, *, now: float | None = None
+    ) -> dict[str, int]:
+        """Pages of the crawl (or of host ``host_id``, or of the hosts it lists) by status, and the
+        active ones leased now.
+
+        Returns
+        -------
+        dict
+            ``active``, ``disallowed``, ``failed``, ``removed`` (pages by status) and ``leased``.
+        """
+        now = time.time() if now is None else float(now)
+        sel = self.status > 0
+        if host_id is not None:
+            sel &= np.isin(self.host, np.asarray(host_id, dtype=np.int64).reshape(-1) - 1)
+        counts = {
+            name: int((sel & (self.status == code)).sum()) for name, code in _STATUS_CODE.items()
+        }
+        counts["leased"] = int((sel & (self.status == ACTIVE) & (self.lease_until > now)).sum())
+        return counts
+
+    def host_load(self) -> HostLoad:
+        """The plan and the politeness state of every host (copies; see :class:`HostLoad`)."""
+        h = self._hosts
+        n = len(h.origin)
+        active = self.status == ACTIVE
+        return HostLoad(
+            origin=list(h.origin),
+            n_pages=np.bincount(self.host[active], minlength=n)[:n],
+            rate=np.bincount(self.host[active], weights=self.rate[active], minlength=n)[:n],
+            cap=h.cap.copy(),
+            delay_s=h.delay_s.copy(),
+            backoff_until=h.backoff_until.copy(),
+            budget_in_use=float(self.rate[active].sum()),
+        )
+
+    def backlog(self, limit: int, now: float | None = None) -> Backlog:
+        """The ``limit`` active pages due the longest, most overdue first (leased ones included).
+
+        Raises
+        ------
+        ValueError
+            If ``limit`` is negative.
+        """
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0 pages; got {limit!r}")
+        now = time.time() if now is None else float(now)
+        due = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE))
+        top = due[np.argsort(self.next_due[due], kind="stable")[:limit]]
+        return Backlog(
+            n_due=int(due.size),
+            page_id=top + 1,
+            host_id=self.host[top] + 1,
+            next_due=self.next_due[top].copy(),
+            rate=self.rate[top].copy(),
+            leased=self.lease_until[top] > now,
+        )
+
+    # hosts and pages by id (as in the store) -----------------------------------------------------
+    def origins(self) -> list[str]:
+        """The origin (``scheme://host[:port]``) of every host; entry k is host id k + 1."""
+        return list(self._hosts.origin)
+
+    def origin(self, host_id: int) -> str:
+        """The origin of host ``host_id``; IndexError if the crawl has no such host."""
+        if not 1 <= host_id <= len(self._hosts.origin):
+            raise IndexError(
+                f"no host id {host_id!r} in this crawl ({len(self._hosts.origin)} hosts)"
+            )
+        return self._hosts.origin[host_id - 1]
+
+    def host_id(self, origin: str) -> int | None:
+        """The id of the host whose origin is ``origin`` (see :func:`origin_of`), or None."""
+        try:
+            return self._hosts.origin.index(origin) + 1
+        except ValueError:
+            return None
+
+    def ready_hosts(self, now: float | None = None) -> NDArray[np.intp]:
+        """Ids of the hosts :meth:`due` may hand a page of now, increasing.
+
+        A host is ready when one of its active pages is due and not leased, the host is not leased,
+        and its politeness delay and back-off have run out.
+        """
+        now = time.time() if now is None else float(now)
+        h = self._hosts
+        due = (self.next_due <= now) & (self.status == ACTIVE) & (self.lease_until <= now)
+        keep = np.zeros(len(h.origin), dtype=bool)
+        keep[np.unique(self.host[due])] = True
+        keep &= np.maximum(h.ready_at, h.lease_until) <= now
+        return np.flatnonzero(keep) + 1
+
+    def hold(self, page_id: int, until: float, *, only_later: bool = False) -> bool:
+        """Make page ``page_id`` due at ``until`` and keep that date across plans until it passes.
+
+        A due time set from outside the plan: a client's next fetch date, a worker's floor after an
+        error. The page's lease ends; the new due time is committed at once. With ``only_later``, a
+        page already due at ``until`` or later is left as it is.
+
+        Parameters
+        ----------
+        page_id : int
+            The page's id in the store.
+        until : float
+            Seconds since the epoch.
+
+        Returns
+        -------
+        bool
+            Whether the due time was set.
+        """
+        k = page_id - 1
+        until = float(until)
+        if only_later and not until > self.next_due[k]:
+            return False
+        self.next_due[k] = until
+        self.held[k] = until
+        self.store.record([], [{"id": page_id, "next_due": until}], [])
+        self.lease_until[k] = 0.0
+        return True
+
+    def remove(self, page_ids: list[int]) -> None:
+        """Remove pages from the crawl: never visited again, their observation log kept.
+
+        Their leases end; the status is committed at once.
+        """
+        ks = np.asarray(page_ids, dtype=np.intp) - 1
+        self.status[ks] = REMOVED
+        for k in ks.tolist():
+            self.held.pop(k, None)
+        self.lease_until[ks] = 0.0
+        self.store.set_page_status([int(i) for i in page_ids], "removed", removed_at=time.time())
+
+    def remove_host(self, host_id: int) -> int:
+        """Remove every page of host ``host_id`` not yet removed (:meth:`remove`); return how many."""
+        ks = np.flatnonzero(
+            (self.host == host_id - 1) & (self.status != REMOVED) & (self.status != NONE)
+        )
+        self.remove((ks + 1).tolist())
+        return int(ks.size)
+
+    def release_host(self, host_id: int) -> None:
+        """End the lease of host ``host_id`` taken by :meth:`due`.
+
+        Its next request may start as soon as its delay allows; page leases are not touched.
+        """
+        self._free_host(host_id - 1)
+
+    def block_host(self, host_id: int, until: float) -> None:
+        """Send nothing to host ``host_id`` before ``until`` (seconds since the epoch; 0 unblocks).
+
+        Its politeness delay still counts from its last request. Committed at once.
+        """
+        hk = host_id - 1
+        h = self._hosts
+        h.backoff_until[hk] = float(until)
+        h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
+        self.store.save_host(host_id, backoff_until=float(until))
+
+    def set_delay(self, delay_s: float, host_id: int | None = None) -> None:
+        """Least seconds between two request starts on host ``host_id``, or (None) on every host.
+
+        With None the delay is also the default of the hosts to come. robots.txt's Crawl-delay may
+        raise it. Committed at once; the host caps follow at the next plan.
+        """
+        if host_id is None:
+            self.settings = replace(self.settings, min_delay_s=float(delay_s))
+            targets: range | list[int] = range(len(self._hosts.origin))
+        else:
+            targets = [host_id - 1]
+        for hk in targets:
+            self.store.save_host(hk + 1, min_delay_s=float(delay_s))
+            self.set_host_delay(hk, float(delay_s))
 
 
 def _robots_error(out: RobotsOutcome) -> ErrorKind | None:

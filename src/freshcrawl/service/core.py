@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,6 @@ import numpy as np
 from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome
 from freshcrawl.crawler.urls import normalize_url
 from freshcrawl.frontier.frontier import (
-    ACTIVE,
     CrawlSettings,
     Frontier,
     RobotsVisit,
@@ -34,7 +33,6 @@ from freshcrawl.frontier.frontier import (
     origin_of,
 )
 from freshcrawl.store import drop_namespace, list_namespaces, open_store
-from freshcrawl.store.schema import hosts, pages
 
 __all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key", "outcome_from_status"]
 
@@ -169,12 +167,12 @@ class _Crawl:
 
     def queue_of(self, hk: int) -> str:
         """The queue key of host ``hk`` (index): the client's, or :func:`queue_key` of its origin."""
-        return self.host_keys.get(hk) or queue_key(self.frontier._hosts.origin[hk])
+        return self.host_keys.get(hk) or queue_key(self.frontier.origin(hk + 1))
 
     def hosts_of(self, queue: str) -> list[int]:
         """Host indices whose queue is ``queue``; KeyError when none."""
-        origins = self.frontier._hosts.origin
-        out = [hk for hk in range(len(origins)) if self.queue_of(hk) == queue]
+        n_hosts = len(self.frontier.origins())
+        out = [hk for hk in range(n_hosts) if self.queue_of(hk) == queue]
         if not out:
             raise KeyError(f"no queue {queue!r}")
         return out
@@ -218,7 +216,7 @@ class FrontierService:
                 raise KeyError(f"no crawl {crawl_id!r}") from err
             c = _Crawl(Frontier(store, self.settings))
             keys = store.settings().get(self.QUEUE_KEYS_KEY) or {}
-            origins = {o: hk for hk, o in enumerate(c.frontier._hosts.origin)}
+            origins = {o: hk for hk, o in enumerate(c.frontier.origins())}
             c.host_keys = {origins[o]: k for o, k in keys.items() if o in origins}
             self._crawls[crawl_id] = c
             return c
@@ -236,8 +234,9 @@ class FrontierService:
                 if cid != DEFAULT_CRAWL:
                     out.append(cid)
                     continue
-                f = self.crawl(cid).frontier
-                if f.max_page_id and bool((f.status[: f.max_page_id] > 0).any()):
+                counts = self.crawl(cid).frontier.page_counts()
+                counts.pop("leased")
+                if sum(counts.values()) > 0:
                     out.append(cid)
             return out
 
@@ -263,7 +262,7 @@ class FrontierService:
         with self.lock:
             c = self.crawl(crawl_id)
             f = c.frontier
-            origins = {o: hk for hk, o in enumerate(f._hosts.origin)}
+            origins = {o: hk for hk, o in enumerate(f.origins())}
             changed = False
             n = 0
             for url, key in pairs:
@@ -275,15 +274,15 @@ class FrontierService:
                     continue
                 if hk is None or c.queue_of(hk) == key:
                     continue
-                if key == queue_key(f._hosts.origin[hk]):
+                if key == queue_key(f.origin(hk + 1)):
                     c.host_keys.pop(hk, None)
                 else:
                     c.host_keys[hk] = key
                 changed = True
                 n += 1
             if changed:
-                f.store.save_settings({self.QUEUE_KEYS_KEY: {f._hosts.origin[hk]: k
-                                                             for hk, k in sorted(c.host_keys.items())}})
+                keys = {f.origin(hk + 1): k for hk, k in sorted(c.host_keys.items())}
+                f.store.save_settings({self.QUEUE_KEYS_KEY: keys})
             return n
 
     # reports without an outcome ----------------------------------------------------------------
@@ -325,21 +324,7 @@ class FrontierService:
             store = c.frontier.store
             n = int(sum(store.counts()["pages"].values()))
             if crawl_id == DEFAULT_CRAWL:
-                from freshcrawl.store.schema import observations, url_metadata
-
-                with store.engine.begin() as conn:
-                    if conn.dialect.name == "postgresql":
-                        # page and host ids index the frontier's arrays from 1: their sequences
-                        # restart with the emptied crawl (SQLite reuses ids of an empty table)
-                        from sqlalchemy import text
-
-                        names = ", ".join(t.name for t in (url_metadata, observations, pages, hosts))
-                        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY"))
-                    else:
-                        conn.execute(url_metadata.delete())
-                        conn.execute(observations.delete())
-                        conn.execute(pages.delete())
-                        conn.execute(hosts.delete())
+                store.clear()
                 c.frontier = Frontier(store, self.settings)
                 c.page_leases.clear()
                 c.robots_leases.clear()
@@ -381,9 +366,7 @@ class FrontierService:
                 raise ValueError(f"weight must be a finite number >= 0; got {weight!r} for {url!r}")
             rows.append((u, origin_of(u), float(weight)))
         with self._frontier(crawl_id, create=True) as f:
-            ids, known = f.store.add_pages(rows, now=now)
-            f._sync_new_pages(now)
-            return len(ids), known
+            return f.add_urls(rows, now=now, replan=False)
 
     # leasing -------------------------------------------------------------------------------------
     def lease(
@@ -425,7 +408,7 @@ class FrontierService:
                 f.replan(now)
             mask = None
             if queue is not None:
-                mask = np.zeros(len(f._hosts.origin), dtype=bool)
+                mask = np.zeros(len(f.origins()), dtype=bool)
                 try:
                     mask[c.hosts_of(queue)] = True
                 except KeyError:
@@ -446,7 +429,7 @@ class FrontierService:
                 items = keep
             out = []
             for item in items:
-                origin = f._hosts.origin[item.host_id - 1]
+                origin = f.origin(item.host_id)
                 if isinstance(item, RobotsVisit):
                     lease = Lease(crawl_id, "robots", origin + "/robots.txt", c.queue_of(item.host_id - 1), None,
                                   item.host_id, None, None, None, now, now + lease_s)
@@ -481,10 +464,8 @@ class FrontierService:
                 if batch:
                     f.record(batch, source=source)
                     for page_id, floor in floors:
-                        if floor is not None and floor > f.next_due[page_id - 1]:
-                            f.next_due[page_id - 1] = floor
-                            f.held[page_id - 1] = float(floor)
-                            f.store.record([], [dict(id=page_id, next_due=float(floor))], [])
+                        if floor is not None:
+                            f.hold(page_id, floor, only_later=True)
                 batch.clear()
                 floors.clear()
 
@@ -542,19 +523,18 @@ class FrontierService:
             c = self.crawl(crawl_id)
             f = c.frontier
             origin = origin_of(normalize_url(origin_or_url))
-            try:
-                hk = f._hosts.origin.index(origin)
-            except ValueError as err:
-                raise KeyError(f"no host {origin} in this crawl") from err
+            host_id = f.host_id(origin)
+            if host_id is None:
+                raise KeyError(f"no host {origin} in this crawl")
             why = "ok" if status is not None and 200 <= status < 300 else (f"http-{status}" if status else "network")
-            f.record_robots(RobotsVisit(hk + 1, origin),
+            f.record_robots(RobotsVisit(host_id, origin),
                             RobotsOutcome(origin, status, text, fetched_at, elapsed_s, why, retry_after_s))
-            c.robots_leases.pop(hk + 1, None)
+            c.robots_leases.pop(host_id, None)
 
     def schedule(self, crawl_id: str | None, url: str, not_before: float) -> bool:
         """Set a known URL's next due time (a client's date); 0 means never again. False if unknown.
 
-        The date holds across plans until it passes (:attr:`Frontier.held`). A lease of the URL ends
+        The date holds across plans until it passes (:meth:`Frontier.hold`). A lease of the URL ends
         (its host may be handed out again at once, within its delay).
         """
         with self.lock:
@@ -563,18 +543,12 @@ class FrontierService:
             row = f.store.page_by_url(normalize_url(url))
             if row is None:
                 return False
-            k = row["id"] - 1
             if not_before <= 0:
-                f.status[k] = 4  # removed: never visited again, its log kept
-                f.held.pop(k, None)
-                f.store.set_page_status([row["id"]], "removed", removed_at=time.time())
+                f.remove([row["id"]])  # never visited again, its log kept
             else:
-                f.next_due[k] = float(not_before)
-                f.held[k] = float(not_before)
-                f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
-            f.lease_until[k] = 0.0
+                f.hold(row["id"], float(not_before))
             if c.page_leases.pop(row["url"], None) is not None:
-                f._free_host(row["host_id"] - 1)
+                f.release_host(row["host_id"])
             return True
 
     def set_url_metadata(self, crawl_id: str | None, items: dict[str, dict[str, list[str]]], *,
@@ -602,25 +576,18 @@ class FrontierService:
         """Queue keys of the crawl, sorted; only those with a URL due now unless ``include_inactive``."""
         now = time.time() if now is None else float(now)
         with self._frontier(crawl_id) as f:
-            n_hosts = len(f._hosts.origin)
             if include_inactive:
-                keep = np.ones(n_hosts, dtype=bool)
+                hks = range(len(f.origins()))
             else:
-                due = (f.next_due <= now) & (f.status == ACTIVE) & (f.lease_until <= now)
-                keep = np.zeros(n_hosts, dtype=bool)
-                keep[np.unique(f.host[due])] = True
-                keep &= np.maximum(f._hosts.ready_at, f._hosts.lease_until) <= now
+                hks = f.ready_hosts(now) - 1
             c = self.crawl(crawl_id)
-            return sorted({c.queue_of(int(h)) for h in np.flatnonzero(keep)})
+            return sorted({c.queue_of(int(hk)) for hk in hks})
 
     def block_queue(self, crawl_id: str | None, queue: str, until: float) -> None:
         """No URL of ``queue`` is handed out before ``until`` (seconds since the epoch; 0 unblocks)."""
         with self._frontier(crawl_id) as f:
-            h = f._hosts
             for hk in self._hosts_of(crawl_id, queue):
-                h.backoff_until[hk] = float(until)
-                h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
-                f.store.save_host(hk + 1, backoff_until=float(until))
+                f.block_host(hk + 1, until)
 
     def set_delay(self, crawl_id: str | None, queue: str | None, delay_s: float) -> None:
         """Least seconds between two requests to ``queue`` (None or "": every queue, and the default of
@@ -629,20 +596,14 @@ class FrontierService:
             raise ValueError(f"delay must be finite and >= 0 seconds; got {delay_s!r}")
         with self._frontier(crawl_id) as f:
             if not queue:
-                f.settings = replace(f.settings, min_delay_s=float(delay_s))
-            targets = range(len(f._hosts.origin)) if not queue else self._hosts_of(crawl_id, queue)
-            for hk in targets:
-                f.store.save_host(hk + 1, min_delay_s=float(delay_s))
-                f.set_host_delay(hk, float(delay_s))
+                f.set_delay(float(delay_s))
+            for hk in self._hosts_of(crawl_id, queue) if queue else ():
+                f.set_delay(float(delay_s), hk + 1)
 
     def delete_queue(self, crawl_id: str | None, queue: str) -> int:
         """Remove every page of ``queue`` from the crawl (their logs stay); return how many."""
         with self._frontier(crawl_id) as f:
-            hks = self._hosts_of(crawl_id, queue)
-            ks = np.flatnonzero(np.isin(f.host, hks) & (f.status != 4) & (f.status != 0))
-            f.status[ks] = 4
-            f.store.set_page_status((ks + 1).tolist(), "removed", removed_at=time.time())
-            return int(ks.size)
+            return sum(f.remove_host(hk + 1) for hk in self._hosts_of(crawl_id, queue))
 
     # reading -------------------------------------------------------------------------------------
     def count_urls(self, crawl_id: str | None, *, queue: str | None = None, contains: str | None = None,
@@ -681,18 +642,11 @@ class FrontierService:
         """``size`` (active URLs), ``in_process`` (leased), ``counts`` (pages by status), ``queues`` (active)."""
         now = time.time() if now is None else float(now)
         with self._frontier(crawl_id) as f:
-            sel = f.status > 0
-            if queue:
-                sel &= np.isin(f.host, self._hosts_of(crawl_id, queue))
-            active = sel & (f.status == ACTIVE)
-            counts = {name: int((sel & (f.status == code)).sum())
-                      for name, code in (("active", 1), ("disallowed", 2), ("failed", 3), ("removed", 4))}
-            return {
-                "size": int(active.sum()),
-                "in_process": int((active & (f.lease_until > now)).sum()),
-                "counts": counts,
-                "queues": len(self.queues(crawl_id, now=now)) if not queue else int(active.any()),
-            }
+            host_ids = None if not queue else [hk + 1 for hk in self._hosts_of(crawl_id, queue)]
+            counts = f.page_counts(host_ids, now=now)
+            leased = counts.pop("leased")
+            n_queues = len(self.queues(crawl_id, now=now)) if not queue else int(counts["active"] > 0)
+            return {"size": counts["active"], "in_process": leased, "counts": counts, "queues": n_queues}
 
     def set_active(self, crawl_id: str | None, state: bool) -> None:
         """(De)activate leasing of a crawl; reports are still taken."""

@@ -48,14 +48,12 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlalchemy import func, select
 
 from freshcrawl.crawler.urls import normalize_url
-from freshcrawl.frontier.frontier import ACTIVE, origin_of
+from freshcrawl.frontier.frontier import origin_of
 from freshcrawl.frontier.report import crawl_status, explain_page
 from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report, queue_key
 from freshcrawl.store import check_namespace, list_namespaces
-from freshcrawl.store.schema import observations
 
 __all__ = ["create_app", "FreshnessHistory"]
 
@@ -392,23 +390,18 @@ class _CrawlCollector:
         )
         with self.service.lock:
             crawls = list(self.service._crawls.items())  # same package
-            leased = {cid: int(((c.frontier.lease_until > now) & (c.frontier.status == ACTIVE)).sum())
-                      for cid, c in crawls}
+            leased = {cid: c.frontier.n_leased(now) for cid, c in crawls}
             planned = {cid: c.frontier.planned_at for cid, c in crawls}
         for cid, c in crawls:
             store = c.frontier.store
             st = crawl_status(store, now=now)
-            with store.engine.connect() as conn:
-                by_kind = conn.execute(
-                    select(observations.c.outcome, observations.c.error, func.count())
-                    .group_by(observations.c.outcome, observations.c.error)
-                ).all()
+            by_kind = store.outcome_counts()
             for outcome in ("changed", "unchanged", "first", "no-info"):
                 fam["visits"].add_metric([cid, outcome], float(st["observations"].get(outcome, 0)))
             fam["changes"].add_metric([cid], float(st["observations"].get("changed", 0)))
             fam["no_outcome"].add_metric([cid], float(st["reports_without_outcome"]))
             kinds = collections.Counter()
-            for outcome, error, n in by_kind:
+            for (outcome, error), n in by_kind.items():
                 if outcome == "no-info":
                     kinds[error or "unknown"] += n
             for kind in dict.fromkeys(("throttled", "server", "network", "page", "content", "robots", *sorted(kinds))):
@@ -650,7 +643,7 @@ def create_app(
         with service.lock:
             store = _store(service, cid)
             f = service.crawl(cid).frontier
-            planned_at, leased = f.planned_at, int(((f.lease_until > now) & (f.status == ACTIVE)).sum())
+            planned_at, leased = f.planned_at, f.n_leased(now)
         st = crawl_status(store, now=now)
         st.update(crawl_id=cid, now=now, plan_age_s=now - planned_at, leased=leased)
         return _finite(st)
@@ -664,19 +657,22 @@ def create_app(
         with service.lock:
             _store(service, cid)
             f = service.crawl(cid).frontier
-            h = f._hosts  # the frontier's own arrays, read under the service's lock
-            n = len(h.origin)
-            active = f.status == ACTIVE
-            rate = np.bincount(f.host[active], weights=f.rate[active], minlength=n)[:n]
-            count = np.bincount(f.host[active], minlength=n)[:n]
-            order = np.argsort(-rate, kind="stable")[:limit]
-            rows = [HostUse(queue=queue_key(h.origin[k]), origin=h.origin[k], n_pages=int(count[k]),
-                            rate_per_day=float(rate[k]),
-                            cap_per_day=float(h.cap[k]) if math.isfinite(h.cap[k]) else None,
-                            delay_s=float(h.delay_s[k]), in_backoff=bool(h.backoff_until[k] > now))
-                    for k in order]
-            return HostsResponse(crawl_id=cid, budget=f.settings.budget, budget_in_use=float(f.rate[active].sum()),
-                                 n_hosts=n, hosts=rows)
+            h = f.host_load()
+            order = np.argsort(-h.rate, kind="stable")[:limit]
+            rows = [
+                HostUse(
+                    queue=queue_key(h.origin[k]),
+                    origin=h.origin[k],
+                    n_pages=int(h.n_pages[k]),
+                    rate_per_day=float(h.rate[k]),
+                    cap_per_day=float(h.cap[k]) if math.isfinite(h.cap[k]) else None,
+                    delay_s=float(h.delay_s[k]),
+                    in_backoff=bool(h.backoff_until[k] > now),
+                )
+                for k in order
+            ]
+            return HostsResponse(crawl_id=cid, budget=f.settings.budget,
+                                 budget_in_use=h.budget_in_use, n_hosts=len(h.origin), hosts=rows)
 
     @app.get("/overdue", response_model=OverdueResponse, dependencies=reads, tags=["read"])
     def overdue(crawl_id: CrawlQuery = None,
@@ -687,15 +683,20 @@ def create_app(
         with service.lock:
             store = _store(service, cid)
             f = service.crawl(cid).frontier
-            due = np.flatnonzero((f.next_due <= now) & (f.status == ACTIVE))
-            top = due[np.argsort(f.next_due[due], kind="stable")[:limit]]
-            rows = store.page_rows([int(k) + 1 for k in top]) if top.size else {}
-            pages_ = [OverduePage(url=rows[k + 1]["url"], queue=queue_key(f._hosts.origin[f.host[k]]),
-                                  next_due=float(f.next_due[k]), overdue_s=float(now - f.next_due[k]),
-                                  rate=float(f.rate[k]), delta_hat=_finite(rows[k + 1]["delta_hat"]),
-                                  leased=bool(f.lease_until[k] > now))
-                      for k in (int(x) for x in top)]
-            return OverdueResponse(crawl_id=cid, now=now, n_due=int(due.size), pages=pages_)
+            b = f.backlog(limit, now)
+            rows = store.page_rows(b.page_id.tolist()) if b.page_id.size else {}
+            pages_ = []
+            for j, page_id in enumerate(b.page_id.tolist()):
+                pages_.append(OverduePage(
+                    url=rows[page_id]["url"],
+                    queue=queue_key(f.origin(int(b.host_id[j]))),
+                    next_due=float(b.next_due[j]),
+                    overdue_s=float(now - b.next_due[j]),
+                    rate=float(b.rate[j]),
+                    delta_hat=_finite(rows[page_id]["delta_hat"]),
+                    leased=bool(b.leased[j]),
+                ))
+            return OverdueResponse(crawl_id=cid, now=now, n_due=b.n_due, pages=pages_)
 
     @app.get("/history", response_model=HistoryResponse, dependencies=reads, tags=["read"])
     def get_history(crawl_id: CrawlQuery = None) -> HistoryResponse:

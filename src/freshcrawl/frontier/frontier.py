@@ -30,8 +30,8 @@ from yarl import URL
 
 from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
 from freshcrawl.crawler.robots import ROBOTS_MAX_AGE_S, RobotsRules
-from freshcrawl.crawler.urls import normalize_url
 from freshcrawl.errors import UnknownNameError
+from freshcrawl.frontier.limits import check_url
 from freshcrawl.policies import Observations, PolicyContext, PolicyOptions, RatePlan, make_policy
 from freshcrawl.store import Store
 from freshcrawl.units import SECONDS_PER_DAY
@@ -79,6 +79,10 @@ class CrawlSettings:
         URL where site owners learn about the crawl, put in the User-Agent.
     seed : int
         Seed of the policy's and the dispatch's randomness.
+    allow_private : bool
+        Lift the egress policy (:mod:`freshcrawl.crawler.egress`): URLs whose host is a private,
+        link-local, reserved or cloud metadata address are then accepted and fetched (an intranet
+        crawl). Off by default.
     n_bins : int
         Interval slots per page of the binned estimators (``learned:mle-binned``, the default, and
         ``mm-binned``): 4 keeps the estimator at 224 bytes per page (16, the simulation's default, takes
@@ -100,6 +104,7 @@ class CrawlSettings:
     contact_url: str | None = None
     seed: int = 0
     n_bins: int = 4
+    allow_private: bool = False
 
     def __post_init__(self) -> None:
         def positive(name: str, value: float, *, zero: bool = False) -> None:
@@ -170,10 +175,14 @@ def origin_of(url: str) -> str:
     return str(URL(url).origin())
 
 
-def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[str, str, float]]:
+def parse_url_list(
+    lines: list[str], *, source: str = "<input>", allow_private: bool = False
+) -> list[tuple[str, str, float]]:
     """Parse a URL list: one URL per line, optionally followed by white space and a weight >= 0.
 
-    Blank lines and lines starting with ``#`` are skipped.
+    Blank lines and lines starting with ``#`` are skipped. Each URL goes through
+    :func:`freshcrawl.frontier.limits.check_url`: a URL with credentials, or whose host the egress
+    policy refuses (unless `allow_private`), is a bad line.
 
     Returns
     -------
@@ -196,7 +205,7 @@ def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[s
             errors.append(f"{source}:{number}: expected 'URL [weight]'; got {text_!r}")
             continue
         try:
-            url = normalize_url(parts[0])
+            url = check_url(parts[0], allow_private=allow_private)
         except ValueError as err:
             errors.append(f"{source}:{number}: {err}")
             continue

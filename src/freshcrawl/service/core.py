@@ -33,6 +33,7 @@ from freshcrawl.frontier.frontier import (
     Visit,
     origin_of,
 )
+from freshcrawl.frontier.limits import check_url
 from freshcrawl.store import drop_namespace, list_namespaces, open_store
 from freshcrawl.store.schema import hosts, pages
 
@@ -261,12 +262,14 @@ class FrontierService:
         Raises
         ------
         ValueError
-            If a URL is malformed or not http(s), or a weight is negative (nothing is added).
+            If a URL is refused by :func:`freshcrawl.frontier.limits.check_url` (malformed, not
+            http(s), with credentials, or a host the egress policy refuses unless the settings'
+            ``allow_private``), or a weight is negative (nothing is added).
         """
         now = time.time() if now is None else float(now)
         rows = []
         for url, weight in urls:
-            u = normalize_url(url)
+            u = check_url(url, allow_private=self.settings.allow_private)
             if not (np.isfinite(weight) and weight >= 0):
                 raise ValueError(f"weight must be a finite number >= 0; got {weight!r} for {url!r}")
             rows.append((u, origin_of(u), float(weight)))

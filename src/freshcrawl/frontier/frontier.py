@@ -227,6 +227,14 @@ def parse_url_list(
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class PlanJob:
+    """A re-plan under way: when it was prepared (seconds since the epoch) and the pages active then."""
+
+    now: float
+    alive: NDArray[np.bool_]
+
+
 def _capacity(n: int) -> int:
     """Page indices reserved for ``n`` pages: 25% more, in steps of 1024."""
     return 1024 * (1 + int(n * 1.25) // 1024)
@@ -290,6 +298,7 @@ class Frontier:
         self.held: dict[int, float] = {}
         #: visits, changes seen and visits without information since this frontier started
         self.counts = {"visits": 0, "changes": 0, "errors": 0}
+        self._planning_job: PlanJob | None = None
         self._build_policy(now)
         self.replan(now)
 
@@ -453,13 +462,65 @@ class Frontier:
         (or now, when that is past). Pages never visited get a random phase within their first
         period. Pages waiting out an error back-off keep their due time, and so do pages whose due
         time was set from outside (:attr:`held`) until it passes.
+
+        The same as :meth:`prepare_plan`, :meth:`compute_plan` and :meth:`apply_plan` in a row;
+        a caller that must not wait for the plan runs :meth:`compute_plan` in another thread.
         """
+        job = self.prepare_plan(now)
+        self.apply_plan(job, self.compute_plan(job), now=job.now)
+
+    @property
+    def planning(self) -> bool:
+        """Whether a plan is prepared and not yet applied (:meth:`compute_plan` may be running)."""
+        return self._planning_job is not None
+
+    def prepare_plan(self, now: float | None = None) -> PlanJob:
+        """First step of a re-plan: take in new pages and observations and set the policy's context.
+
+        Runs on the thread that owns the frontier. Until :meth:`apply_plan`, the frontier keeps
+        dispatching and recording with the plan in force; observations recorded meanwhile are
+        taught at the next plan.
+
+        Raises
+        ------
+        RuntimeError
+            If a plan is already prepared and not applied.
+        """
+        if self._planning_job is not None:
+            raise RuntimeError("a plan is already being made; apply it before preparing another")
         now = time.time() if now is None else float(now)
         self._sync_new_pages(now)
         self._feed_policy()
         self.policy.update_context(self._context(now))
-        alive = self.status == ACTIVE
-        plan = self.policy.plan(now / SECONDS_PER_DAY, alive)
+        job = PlanJob(now, self.status == ACTIVE)
+        self._planning_job = job
+        return job
+
+    def compute_plan(self, job: PlanJob) -> Any:
+        """Second step: the policy's plan for `job` (the costly part; safe in a worker thread).
+
+        Touches only the policy, which neither :meth:`due` nor :meth:`record` uses, so the owning
+        thread may keep dispatching and recording meanwhile.
+        """
+        return self.policy.plan(job.now / SECONDS_PER_DAY, job.alive)
+
+    def cancel_plan(self, job: PlanJob) -> None:
+        """Drop a prepared plan whose computation failed: the plan in force stays."""
+        if job is self._planning_job:
+            self._planning_job = None
+
+    def apply_plan(self, job: PlanJob, plan: Any, *, now: float | None = None) -> None:
+        """Last step, on the owning thread: set rates and due times from `plan` and commit them.
+
+        `now` (default the clock) is when the plan takes effect; pages that stopped being active
+        since :meth:`prepare_plan` get no visits.
+        """
+        if job is not self._planning_job:
+            raise RuntimeError("apply_plan takes the job of the last prepare_plan")
+        self._planning_job = None
+        now = time.time() if now is None else float(now)
+        now = max(now, job.now)
+        alive = job.alive & (self.status == ACTIVE)
         if isinstance(plan, RatePlan):
             rates = np.where(alive, np.asarray(plan.rates, dtype=np.float64), 0.0)
             first = None
@@ -494,8 +555,8 @@ class Frontier:
         delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)
         ids = np.flatnonzero(self.status > 0)
         self.store.save_plan(ids + 1, self.rate[ids], self.next_due[ids], delta_hat[ids], self.n_obs[ids],
-                             settings={"planned_at": now})
-        self.planned_at = now
+                             settings={"planned_at": job.now})
+        self.planned_at = job.now
         self._new_pages_at = None
 
     def _feed_policy(self) -> None:

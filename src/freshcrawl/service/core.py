@@ -303,7 +303,7 @@ class FrontierService:
             if not c.active or count == 0:
                 return []
             f = c.frontier
-            if now >= f.next_replan:
+            if now >= f.next_replan and not f.planning:
                 f.replan(now)
             limit = count if queue is None else max(count, 1) * 64
             items = f.due(now, limit, lease_s=lease_s)
@@ -562,12 +562,29 @@ class FrontierService:
             self.crawl(crawl_id).active = bool(state)
 
     def replan_all(self, now: float | None = None) -> int:
-        """Re-plan every crawl whose plan is due; return how many were re-planned."""
+        """Re-plan every crawl whose plan is due; return how many were re-planned.
+
+        Each plan is prepared and applied under the service's lock, and computed outside it, so
+        leases and reports are served (with the plan in force) while a plan is made.
+        """
+        fixed = now is not None
         now = time.time() if now is None else float(now)
         n = 0
         with self.lock:
-            for c in self._crawls.values():
-                if now >= c.frontier.next_replan:
-                    c.frontier.replan(now)
-                    n += 1
+            due = [c.frontier for c in self._crawls.values()
+                   if now >= c.frontier.next_replan and not c.frontier.planning]
+        for f in due:
+            with self.lock:
+                if f.planning:
+                    continue
+                job = f.prepare_plan(now)
+            try:
+                plan = f.compute_plan(job)
+            except BaseException:
+                with self.lock:
+                    f.cancel_plan(job)  # the plan in force stays
+                raise
+            with self.lock:
+                f.apply_plan(job, plan, now=now if fixed else time.time())
+                n += 1
         return n

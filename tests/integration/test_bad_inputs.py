@@ -17,6 +17,7 @@ import grpc
 import httpx
 import pytest
 
+from freshcrawl.service.core import Report
 from freshcrawl.service.grpc_server import serve_grpc
 from freshcrawl.service.proto import urlfrontier_pb2 as pb
 from freshcrawl.service.proto import urlfrontier_pb2_grpc as pb_grpc
@@ -274,5 +275,18 @@ def test_read_endpoints_never_show_credentials(tmp_path):
             assert over["pages"], over
             assert all("secret" not in p["url"] and "user" not in p["url"] for p in over["pages"])
             assert "secret" not in http.get("/status").text
+    finally:
+        service.close()
+
+
+def test_sizes_up_to_2_pow_53_are_stored(db_url):
+    """n_bytes at the bound is accepted and kept, on SQLite and on PostgreSQL (a 64-bit column)."""
+    service = make_service(db_url)
+    try:
+        service.add_urls(None, [(PAGE, 1.0)])
+        got = service.report(None, [Report(url=PAGE, status=200, signature="s", n_bytes=2**53)])
+        assert got == ["ok"]
+        store = service.crawl(None).frontier.store
+        assert [r["n_bytes"] for r in store.observation_log()] == [2**53]
     finally:
         service.close()

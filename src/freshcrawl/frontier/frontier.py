@@ -229,10 +229,13 @@ def parse_url_list(
 
 @dataclass(frozen=True, slots=True)
 class PlanJob:
-    """A re-plan under way: when it was prepared (seconds since the epoch) and the pages active then."""
+    """A re-plan under way: when it was prepared (seconds since the epoch), the pages active then,
+    the policy's context and the observations recorded since the last plan."""
 
     now: float
     alive: NDArray[np.bool_]
+    context: PolicyContext
+    pending: list[tuple[int, float, bool, float, float]]
 
 
 def _capacity(n: int) -> int:
@@ -490,24 +493,29 @@ class Frontier:
             raise RuntimeError("a plan is already being made; apply it before preparing another")
         now = time.time() if now is None else float(now)
         self._sync_new_pages(now)
-        self._feed_policy()
-        self.policy.update_context(self._context(now))
-        job = PlanJob(now, self.status == ACTIVE)
+        pending, self._pending = self._pending, []
+        job = PlanJob(now, self.status == ACTIVE, self._context(now), pending)
         self._planning_job = job
         return job
 
     def compute_plan(self, job: PlanJob) -> Any:
-        """Second step: the policy's plan for `job` (the costly part; safe in a worker thread).
+        """Second step: teach the policy `job`'s observations and plan (the costly part: estimator
+        updates, the allocation, a first call's compile; safe in a worker thread).
 
-        Touches only the policy, which neither :meth:`due` nor :meth:`record` uses, so the owning
-        thread may keep dispatching and recording meanwhile.
+        Touches only the policy and `job`, which neither :meth:`due` nor :meth:`record` uses, so the
+        owning thread may keep dispatching and recording meanwhile.
         """
+        self._feed_policy(job.pending)
+        job.pending.clear()  # taught: a cancelled plan does not give them back
+        self.policy.update_context(job.context)
         return self.policy.plan(job.now / SECONDS_PER_DAY, job.alive)
 
     def cancel_plan(self, job: PlanJob) -> None:
-        """Drop a prepared plan whose computation failed: the plan in force stays."""
+        """Drop a prepared plan whose computation failed: the plan in force stays, and observations
+        the policy was not taught wait for the next plan."""
         if job is self._planning_job:
             self._planning_job = None
+            self._pending[:0] = job.pending
 
     def apply_plan(self, job: PlanJob, plan: Any, *, now: float | None = None) -> None:
         """Last step, on the owning thread: set rates and due times from `plan` and commit them.
@@ -559,11 +567,10 @@ class Frontier:
         self.planned_at = job.now
         self._new_pages_at = None
 
-    def _feed_policy(self) -> None:
-        if not self._pending:
+    def _feed_policy(self, pending: list[tuple[int, float, bool, float, float]]) -> None:
+        if not pending:
             return
-        arr = np.array(self._pending, dtype=np.float64)
-        self._pending = []
+        arr = np.array(pending, dtype=np.float64)
         order = np.argsort(arr[:, 1], kind="stable")
         arr = arr[order]
         self.policy.observe(Observations(arr[:, 0].astype(np.intp), arr[:, 1] / SECONDS_PER_DAY,

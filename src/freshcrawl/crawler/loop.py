@@ -8,7 +8,8 @@ process or one served to many fetcher processes.
 Planning never blocks fetching: a frontier that offers ``prepare_plan``, ``compute_plan`` and
 ``apply_plan`` (:class:`freshcrawl.frontier.Frontier` does) has its plan computed in a worker thread
 (``asyncio.to_thread``) while the loop keeps dispatching visits with the plan in force; the new
-plan takes over once it is ready.
+plan takes over once it is ready (such a frontier's ``next_replan`` is ``inf`` while a plan is under
+way).
 """
 
 from __future__ import annotations
@@ -173,8 +174,6 @@ async def crawl(
         if end is not None:
             wake = min(wake, end)
         timeout = min(max(wake - clock(), 0.0), 0.25)
-        if planning is not None:  # next_replan is past until the plan is applied: no busy loop
-            timeout = max(timeout, 0.05)
         waiting = set(tasks) | ({planning} if planning is not None else set())
         if waiting:
             finished, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)

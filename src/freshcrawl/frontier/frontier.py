@@ -451,7 +451,10 @@ class Frontier:
 
         A policy plans for its own ``replan_every`` (the Policy protocol); where that is shorter
         (``learned-bursty`` plans a quarter of the period), the next plan comes when it runs out.
+        While a plan is under way (:attr:`planning`) the next one is not due: ``inf``.
         """
+        if self._planning_job is not None:
+            return math.inf
         period = min(self.settings.replan_every_s, self.policy.replan_every * SECONDS_PER_DAY)
         due = self.planned_at + period
         if self._new_pages_at is not None:

@@ -524,11 +524,16 @@ class Frontier:
         """Last step, on the owning thread: set rates and due times from `plan` and commit them.
 
         `now` (default the clock) is when the plan takes effect; pages that stopped being active
-        since :meth:`prepare_plan` get no visits.
+        since :meth:`prepare_plan` get no visits. A plan made before pages joined and outgrew the
+        policy's room (the policy was rebuilt meanwhile) is dropped, and the next plan comes within
+        :attr:`NEW_PAGES_PLAN_S`.
         """
         if job is not self._planning_job:
             raise RuntimeError("apply_plan takes the job of the last prepare_plan")
         self._planning_job = None
+        if job.alive.shape != self.status.shape:  # pages joined and outgrew the policy meanwhile
+            self._new_pages_at = job.now  # a plan on the new policy soon; the one in force stays
+            return
         now = time.time() if now is None else float(now)
         now = max(now, job.now)
         alive = job.alive & (self.status == ACTIVE)

@@ -8,7 +8,8 @@ Every exception subclasses :class:`FreshcrawlError` and the builtin that matches
     ├── InfeasibleAllocation (ValueError)    budget outside [sum p_min, sum p_max], caps too tight
     ├── TraceFormatError (ValueError)        a malformed or unsorted change history or visit log
     ├── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
-    ├── DatabaseInUseError (RuntimeError)    another serve process already writes this database
+    ├── EgressRefused (ValueError)           a URL whose host the egress policy forbids (SSRF guard)
+    ├── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
     └── TLSFileError (ValueError)            a certificate, key or CA file that TLS cannot use
 
     FreshcrawlWarning (UserWarning)
@@ -23,6 +24,7 @@ __all__ = [
     "InfeasibleAllocation",
     "TraceFormatError",
     "UnknownNameError",
+    "EgressRefused",
     "DatabaseInUseError",
     "TLSFileError",
     "FreshcrawlWarning",
@@ -48,6 +50,10 @@ class TraceFormatError(FreshcrawlError, ValueError):
 
 class UnknownNameError(FreshcrawlError, ValueError):
     """A name (estimator, objective, policy, mode) that freshcrawl does not know."""
+
+
+class EgressRefused(FreshcrawlError, ValueError):
+    """A URL whose host is private, link-local, reserved or a metadata service (see crawler.egress)."""
 
 
 class DatabaseInUseError(FreshcrawlError, RuntimeError):

@@ -42,20 +42,28 @@ def crawl() -> None:
     """Keep real URLs fresh: learn each page's change rate and visit it as the budget allows."""
 
 
+_allow_private_option = click.option(
+    "--allow-private", is_flag=True, default=False,
+    help="Lift the egress policy: accept and fetch private, link-local, reserved and cloud metadata "
+    "addresses (an intranet crawl). Off unless given, at every run.")
+
+
 @crawl.command("add")
 @_db_option
 @click.argument("urls_file", type=click.File("r", encoding="utf-8"))
-def add(db: str, urls_file) -> None:
+@_allow_private_option
+def add(db: str, urls_file, allow_private: bool) -> None:
     """Add the URLs of URLS_FILE (one per line, optional weight; '-' reads standard input).
 
     A file with any bad line is refused whole, with the line numbers; URLs already in the crawl are
-    skipped.
+    skipped. URLs with a user name or password are bad lines, and so are URLs whose host is a
+    private, link-local, reserved or cloud metadata address (unless --allow-private).
     """
     from freshcrawl.frontier import parse_url_list
 
     source = "<stdin>" if urls_file.name == "<stdin>" else urls_file.name
     try:
-        rows = parse_url_list(urls_file.read().splitlines(), source=source)
+        rows = parse_url_list(urls_file.read().splitlines(), source=source, allow_private=allow_private)
     except ValueError as err:
         raise click.ClickException(str(err)) from err
     store = _open(db, create=True)
@@ -113,9 +121,10 @@ def _settings(store, given: dict):
               "TLS.")
 @click.option("--tls-key", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="With grpcs://: PEM private key of --tls-cert (unencrypted).")
+@_allow_private_option
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
         user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, tls_ca,
-        tls_cert, tls_key) -> None:
+        tls_cert, tls_key, allow_private) -> None:
     """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal.
 
     With --frontier, fetch the visits a remote frontier hands out and report their outcomes to it;
@@ -134,7 +143,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
             raise click.UsageError(f"{', '.join(given)}: the remote frontier's settings; not given with --frontier")
         _run_remote(frontier_url, crawl_id, signature=signature or "raw", duration=duration,
                     user_agent=user_agent, contact_url=contact_url, max_in_flight=max_in_flight,
-                    timeout_s=timeout_s, tls_files=(tls_ca, tls_cert, tls_key))
+                    timeout_s=timeout_s, tls_files=(tls_ca, tls_cert, tls_key),
+                    allow_private=allow_private)
         return
     if (tls_ca, tls_cert, tls_key) != (None, None, None):
         raise click.UsageError(
@@ -155,7 +165,7 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
     settings = _settings(store, dict(
         budget=budget, policy=policy, objective=objective, signature=signature, replan_every_s=replan_every,
         min_delay_s=min_delay, max_per_host_day=max_per_host_day, user_agent=user_agent,
-        contact_url=contact_url, seed=seed,
+        contact_url=contact_url, seed=seed, allow_private=allow_private,
     ))
     try:
         frontier = Frontier(store, settings)
@@ -167,7 +177,7 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
 
     fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
                       signature=settings.signature, read_timeout_s=timeout_s,
-                      total_timeout_s=max(60.0, 2 * timeout_s))
+                      total_timeout_s=max(60.0, 2 * timeout_s), allow_private=settings.allow_private)
     try:
         asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress))
     finally:
@@ -203,7 +213,8 @@ def _client_tls(frontier_url: str, tls_ca: str | None, tls_cert: str | None, tls
 def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, duration: float | None,
                 user_agent: str | None, contact_url: str | None, max_in_flight: int,
                 timeout_s: float,
-                tls_files: tuple[str | None, str | None, str | None] = (None, None, None)) -> None:
+                tls_files: tuple[str | None, str | None, str | None] = (None, None, None),
+                allow_private: bool = False) -> None:
     """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier` ($FRESHCRAWL_TOKEN: its token)."""
     import asyncio
     import os
@@ -228,7 +239,7 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
     progress = _RemoteProgress(frontier)
 
     fetcher = Fetcher(user_agent=user_agent, contact_url=contact_url, signature=signature,
-                      read_timeout_s=timeout_s, total_timeout_s=total_timeout_s)
+                      read_timeout_s=timeout_s, total_timeout_s=total_timeout_s, allow_private=allow_private)
     import grpc
 
     try:

@@ -167,8 +167,14 @@ def _reload_on_sighup(tls) -> dict:
 @duration_option("--min-delay", zero=True,
                  help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
 @duration_option("--replan-every", help="Time between two plans (default 1h).")
+@click.option("--allow-private", is_flag=True, default=False,
+              help="Lift the egress policy: accept URLs whose host is a private, link-local, reserved or cloud "
+              "metadata address (an intranet crawl). Off unless given, at every start.")
+@click.option("--max-body", "max_body", type=click.IntRange(1024, 2**31 - 1), default=16 * 1024 * 1024,
+              show_default=True, metavar="BYTES",
+              help="Largest REST request body and gRPC message; a larger one is refused (413, RESOURCE_EXHAUSTED).")
 def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tls_cert, tls_key,
-          client_ca, budget, policy, min_delay, replan_every) -> None:
+          client_ca, budget, policy, min_delay, replan_every, allow_private, max_body) -> None:
     """Serve a crawl database's frontier to crawlers: REST (and gRPC) in one process, one per database.
 
     Workers add URLs, lease due visits and report what they gave; freshcrawl learns the change rates
@@ -226,7 +232,8 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
             values = dict(store.settings().get("settings") or {})
         finally:
             store.close()
-        given = dict(budget=budget, policy=policy, min_delay_s=min_delay, replan_every_s=replan_every)
+        given = dict(budget=budget, policy=policy, min_delay_s=min_delay, replan_every_s=replan_every,
+                     allow_private=allow_private)
         values.update({k: v for k, v in given.items() if v is not None})
         if "budget" not in values:
             raise click.UsageError("the first run of a crawl needs --budget (e.g. --budget 10000/day)")
@@ -235,10 +242,11 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
         except ValueError as err:
             raise click.UsageError(str(err)) from err
         app = create_app(service, token=token, public_reads=not private_reads,
-                         client_certs=tls is not None and tls.client_auth)
+                         client_certs=tls is not None and tls.client_auth, max_body_bytes=max_body)
         if serve_grpc is not None:
             try:
-                grpc_server = serve_grpc(service, f"{grpc[0]}:{grpc[1]}", token=token, tls=tls)
+                grpc_server = serve_grpc(service, f"{grpc[0]}:{grpc[1]}", token=token, tls=tls,
+                                         max_message_bytes=max_body)
             except RuntimeError as err:
                 raise click.ClickException(f"could not serve gRPC: {err}") from err
 

@@ -31,8 +31,8 @@ from yarl import URL
 
 from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
 from freshcrawl.crawler.robots import ROBOTS_MAX_AGE_S, RobotsRules
-from freshcrawl.crawler.urls import normalize_url
 from freshcrawl.errors import UnknownNameError
+from freshcrawl.frontier.limits import check_url
 from freshcrawl.policies import Observations, PolicyContext, PolicyOptions, RatePlan, make_policy
 from freshcrawl.store import Store
 from freshcrawl.units import SECONDS_PER_DAY
@@ -89,6 +89,10 @@ class CrawlSettings:
         URL where site owners learn about the crawl, put in the User-Agent.
     seed : int
         Seed of the policy's and the dispatch's randomness.
+    allow_private : bool
+        Lift the egress policy (:mod:`freshcrawl.crawler.egress`): URLs whose host is a private,
+        link-local, reserved or cloud metadata address are then accepted and fetched (an intranet
+        crawl). Off by default.
     n_bins : int
         Interval slots per page of the binned estimators (``learned:mle-binned``, the default, and
         ``mm-binned``): 4 keeps the estimator at 224 bytes per page (16, the simulation's default, takes
@@ -110,6 +114,7 @@ class CrawlSettings:
     contact_url: str | None = None
     seed: int = 0
     n_bins: int = 4
+    allow_private: bool = False
 
     def __post_init__(self) -> None:
         def positive(name: str, value: float, *, zero: bool = False) -> None:
@@ -180,10 +185,14 @@ def origin_of(url: str) -> str:
     return str(URL(url).origin())
 
 
-def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[str, str, float]]:
+def parse_url_list(
+    lines: list[str], *, source: str = "<input>", allow_private: bool = False
+) -> list[tuple[str, str, float]]:
     """Parse a URL list: one URL per line, optionally followed by white space and a weight >= 0.
 
-    Blank lines and lines starting with ``#`` are skipped.
+    Blank lines and lines starting with ``#`` are skipped. Each URL goes through
+    :func:`freshcrawl.frontier.limits.check_url`: a URL with credentials, or whose host the egress
+    policy refuses (unless `allow_private`), is a bad line.
 
     Returns
     -------
@@ -206,7 +215,7 @@ def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[s
             errors.append(f"{source}:{number}: expected 'URL [weight]'; got {text_!r}")
             continue
         try:
-            url = normalize_url(parts[0])
+            url = check_url(parts[0], allow_private=allow_private)
         except ValueError as err:
             errors.append(f"{source}:{number}: {err}")
             continue
@@ -285,6 +294,17 @@ class Backlog:
     leased: NDArray[np.bool_]
 
 
+@dataclass(frozen=True, slots=True)
+class PlanJob:
+    """A re-plan under way: when it was prepared (seconds since the epoch), the pages active then,
+    the policy's context and the observations recorded since the last plan."""
+
+    now: float
+    alive: NDArray[np.bool_]
+    context: PolicyContext
+    pending: list[tuple[int, float, bool, float, float]]
+
+
 def _capacity(n: int) -> int:
     """Page indices reserved for ``n`` pages: 25% more, in steps of 1024."""
     return 1024 * (1 + int(n * 1.25) // 1024)
@@ -351,6 +371,7 @@ class Frontier:
         self._batches: dict[int, set[int]] = {}
         #: visits, changes seen and visits without information since this frontier started
         self.counts = {"visits": 0, "changes": 0, "errors": 0}
+        self._planning_job: PlanJob | None = None
         self._build_policy(now)
         self.replan(now)
 
@@ -507,7 +528,10 @@ class Frontier:
 
         A policy plans for its own ``replan_every`` (the Policy protocol); where that is shorter
         (``learned-bursty`` plans a quarter of the period), the next plan comes when it runs out.
+        While a plan is under way (:attr:`planning`) the next one is not due: ``inf``.
         """
+        if self._planning_job is not None:
+            return math.inf
         period = min(self.settings.replan_every_s, self.policy.replan_every * SECONDS_PER_DAY)
         due = self.planned_at + period
         if self._new_pages_at is not None:
@@ -521,13 +545,75 @@ class Frontier:
         (or now, when that is past). Pages never visited get a random phase within their first
         period. Pages waiting out an error back-off keep their due time, and so do pages whose due
         time was set from outside (:attr:`held`) until it passes.
+
+        The same as :meth:`prepare_plan`, :meth:`compute_plan` and :meth:`apply_plan` in a row;
+        a caller that must not wait for the plan runs :meth:`compute_plan` in another thread.
         """
+        job = self.prepare_plan(now)
+        self.apply_plan(job, self.compute_plan(job), now=job.now)
+
+    @property
+    def planning(self) -> bool:
+        """Whether a plan is prepared and not yet applied (:meth:`compute_plan` may be running)."""
+        return self._planning_job is not None
+
+    def prepare_plan(self, now: float | None = None) -> PlanJob:
+        """First step of a re-plan: take in new pages and observations and set the policy's context.
+
+        Runs on the thread that owns the frontier. Until :meth:`apply_plan`, the frontier keeps
+        dispatching and recording with the plan in force; observations recorded meanwhile are
+        taught at the next plan.
+
+        Raises
+        ------
+        RuntimeError
+            If a plan is already prepared and not applied.
+        """
+        if self._planning_job is not None:
+            raise RuntimeError("a plan is already being made; apply it before preparing another")
         now = time.time() if now is None else float(now)
         self._sync_new_pages(now)
-        self._feed_policy()
-        self.policy.update_context(self._context(now))
-        alive = self.status == ACTIVE
-        plan = self.policy.plan(now / SECONDS_PER_DAY, alive)
+        pending, self._pending = self._pending, []
+        job = PlanJob(now, self.status == ACTIVE, self._context(now), pending)
+        self._planning_job = job
+        return job
+
+    def compute_plan(self, job: PlanJob) -> Any:
+        """Second step: teach the policy `job`'s observations and plan (the costly part: estimator
+        updates, the allocation, a first call's compile; safe in a worker thread).
+
+        Touches only the policy and `job`, which neither :meth:`due` nor :meth:`record` uses, so the
+        owning thread may keep dispatching and recording meanwhile.
+        """
+        self._feed_policy(job.pending)
+        job.pending.clear()  # taught: a cancelled plan does not give them back
+        self.policy.update_context(job.context)
+        return self.policy.plan(job.now / SECONDS_PER_DAY, job.alive)
+
+    def cancel_plan(self, job: PlanJob) -> None:
+        """Drop a prepared plan whose computation failed: the plan in force stays, and observations
+        the policy was not taught wait for the next plan."""
+        if job is self._planning_job:
+            self._planning_job = None
+            self._pending[:0] = job.pending
+
+    def apply_plan(self, job: PlanJob, plan: Any, *, now: float | None = None) -> None:
+        """Last step, on the owning thread: set rates and due times from `plan` and commit them.
+
+        `now` (default the clock) is when the plan takes effect; pages that stopped being active
+        since :meth:`prepare_plan` get no visits. A plan made before pages joined and outgrew the
+        policy's room (the policy was rebuilt meanwhile) is dropped, and the next plan comes within
+        :attr:`NEW_PAGES_PLAN_S`.
+        """
+        if job is not self._planning_job:
+            raise RuntimeError("apply_plan takes the job of the last prepare_plan")
+        self._planning_job = None
+        if job.alive.shape != self.status.shape:  # pages joined and outgrew the policy meanwhile
+            self._new_pages_at = job.now  # a plan on the new policy soon; the one in force stays
+            return
+        now = time.time() if now is None else float(now)
+        now = max(now, job.now)
+        alive = job.alive & (self.status == ACTIVE)
         if isinstance(plan, RatePlan):
             rates = np.where(alive, np.asarray(plan.rates, dtype=np.float64), 0.0)
             first = None
@@ -562,15 +648,14 @@ class Frontier:
         delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)
         ids = np.flatnonzero(self.status > 0)
         self.store.save_plan(ids + 1, self.rate[ids], self.next_due[ids], delta_hat[ids], self.n_obs[ids],
-                             settings={"planned_at": now})
-        self.planned_at = now
+                             settings={"planned_at": job.now})
+        self.planned_at = job.now
         self._new_pages_at = None
 
-    def _feed_policy(self) -> None:
-        if not self._pending:
+    def _feed_policy(self, pending: list[tuple[int, float, bool, float, float]]) -> None:
+        if not pending:
             return
-        arr = np.array(self._pending, dtype=np.float64)
-        self._pending = []
+        arr = np.array(pending, dtype=np.float64)
         order = np.argsort(arr[:, 1], kind="stable")
         arr = arr[order]
         self.policy.observe(Observations(arr[:, 0].astype(np.intp), arr[:, 1] / SECONDS_PER_DAY,

@@ -32,6 +32,7 @@ from freshcrawl.frontier.frontier import (
     Visit,
     origin_of,
 )
+from freshcrawl.frontier.limits import check_url
 from freshcrawl.store import drop_namespace, list_namespaces, open_store
 
 __all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key", "outcome_from_status"]
@@ -356,12 +357,14 @@ class FrontierService:
         Raises
         ------
         ValueError
-            If a URL is malformed or not http(s), or a weight is negative (nothing is added).
+            If a URL is refused by :func:`freshcrawl.frontier.limits.check_url` (malformed, not
+            http(s), with credentials, or a host the egress policy refuses unless the settings'
+            ``allow_private``), or a weight is negative (nothing is added).
         """
         now = time.time() if now is None else float(now)
         rows = []
         for url, weight in urls:
-            u = normalize_url(url)
+            u = check_url(url, allow_private=self.settings.allow_private)
             if not (np.isfinite(weight) and weight >= 0):
                 raise ValueError(f"weight must be a finite number >= 0; got {weight!r} for {url!r}")
             rows.append((u, origin_of(u), float(weight)))
@@ -404,7 +407,7 @@ class FrontierService:
             if not c.active or count == 0:
                 return []
             f = c.frontier
-            if now >= f.next_replan:
+            if now >= f.next_replan and not f.planning:
                 f.replan(now)
             mask = None
             if queue is not None:
@@ -654,12 +657,29 @@ class FrontierService:
             self.crawl(crawl_id).active = bool(state)
 
     def replan_all(self, now: float | None = None) -> int:
-        """Re-plan every crawl whose plan is due; return how many were re-planned."""
+        """Re-plan every crawl whose plan is due; return how many were re-planned.
+
+        Each plan is prepared and applied under the service's lock, and computed outside it, so
+        leases and reports are served (with the plan in force) while a plan is made.
+        """
+        fixed = now is not None
         now = time.time() if now is None else float(now)
         n = 0
         with self.lock:
-            for c in self._crawls.values():
-                if now >= c.frontier.next_replan:
-                    c.frontier.replan(now)
-                    n += 1
+            due = [c.frontier for c in self._crawls.values()
+                   if now >= c.frontier.next_replan and not c.frontier.planning]
+        for f in due:
+            with self.lock:
+                if f.planning:
+                    continue
+                job = f.prepare_plan(now)
+            try:
+                plan = f.compute_plan(job)
+            except BaseException:
+                with self.lock:
+                    f.cancel_plan(job)  # the plan in force stays
+                raise
+            with self.lock:
+                f.apply_plan(job, plan, now=now if fixed else time.time())
+                n += 1
         return n

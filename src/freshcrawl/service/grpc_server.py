@@ -79,6 +79,14 @@ Other calls
     SetCrawlLimit, PurgeURLs and GetCrawlStats answer UNIMPLEMENTED. Bad arguments answer
     INVALID_ARGUMENT, an unknown crawl NOT_FOUND (GetURLs: nothing; DeleteCrawl: 0; GetStats: zero
     counts), an unknown queue NOT_FOUND for BlockQueueUntil and SetDelay (reads of it give nothing).
+Bounded input
+    The limits of :mod:`freshcrawl.frontier.limits`, as for REST: a discovered URL that is
+    malformed, carries credentials or names a host the egress policy refuses is SKIPPED (logged with
+    the reason); a report with ``freshcrawl.started_at`` outside [now - 7 days, now + 5 min], a
+    status outside 100-599, ``freshcrawl.n_bytes`` over 2^53 or a ``refetchable_from_date`` more than
+    366 days ahead is SKIPPED; ``delay_requestable`` over 86,400 s (GetURLs, SetDelay) is
+    INVALID_ARGUMENT. A message that is not valid protobuf (invalid UTF-8 in a string field) is
+    INVALID_ARGUMENT; one over ``max_message_bytes`` is RESOURCE_EXHAUSTED.
 Security
     Plaintext unless ``tls`` (a :class:`~freshcrawl.service.tls.ServerTLS`) is given: then TLS, and
     with its client CA mutual TLS, where every connection must present a certificate signed by that
@@ -102,6 +110,7 @@ from urllib.parse import urlsplit
 import grpc
 
 from freshcrawl.crawler.urls import normalize_url
+from freshcrawl.frontier import limits
 from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report
 from freshcrawl.service.proto import urlfrontier_pb2 as pb
 from freshcrawl.service.proto import urlfrontier_pb2_grpc as pb_grpc
@@ -282,6 +291,10 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
     # the crawl -----------------------------------------------------------------------------------
     def GetURLs(self, request, context) -> Iterator[pb.URLInfo]:
         lease_s = float(request.delay_requestable) or self.default_lease_s
+        try:
+            limits.check_lease(lease_s, field="delay_requestable")
+        except ValueError as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
         count = request.max_queues or (1 if request.key else 1_000_000)
         if request.WhichOneof("item") == "anyCrawlID":
             crawls = self.service.crawl_ids()
@@ -320,6 +333,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         # batch and acknowledged at once (a client may wait for acks before it sends more)
         end = object()
         inbox: queue_mod.Queue = queue_mod.Queue(maxsize=4 * _PUT_BATCH)
+        malformed: list[_Malformed] = []
 
         def read() -> None:
             try:
@@ -332,6 +346,8 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                             continue
                     else:
                         return
+            except _Malformed as err:  # the stream ends INVALID_ARGUMENT once what came before is acked
+                malformed.append(err)
             except Exception as err:  # noqa: BLE001 - the client went away: nothing more comes
                 log.debug("PutURLs stream ended: %r", err)
             finally:
@@ -361,6 +377,8 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                     break
                 batch.append(item)
             yield from self._put_batch(batch)
+        if malformed:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(malformed[0]))
 
     def PutDiscovered(self, request_iterator, context) -> Iterator[pb.BatchAck]:
         """Batches of discovered URLs (API 2.6), each acknowledged as a whole, in order."""
@@ -478,12 +496,13 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         for _, item in run:
             info = item.discovered.info
             try:
-                url = normalize_url(info.url)
+                url = limits.check_url(info.url, allow_private=self.service.settings.allow_private)
                 weight = _float(info, "freshcrawl.weight")
                 weight = 1.0 if weight is None else weight
                 if weight < 0:
                     raise _Skip(f"freshcrawl.weight must be >= 0; got {weight!r}")
-            except ValueError:
+            except ValueError as err:
+                log.info("PutURLs: discovered URL skipped: %s", err)
                 acks.append(_SKIPPED)
                 continue
             acks.append(_OK)
@@ -512,20 +531,36 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                     text = " ".join(_first(info, key) or "" for key in failed).lower()
                     error = "timeout" if "timeout" in text else "network"
                 date = item.known.refetchable_from_date
+                started_at = _float(info, "freshcrawl.started_at")
+                elapsed_s = _float(info, "freshcrawl.elapsed_s")
                 n_bytes = _float(info, "freshcrawl.n_bytes")
+                retry_after_s = _float(info, "freshcrawl.retry_after_s")
+                try:
+                    if started_at is not None:
+                        limits.check_report_time(started_at, field="freshcrawl.started_at")
+                    if date:
+                        limits.check_not_before(float(date), field="refetchable_from_date")
+                    if elapsed_s is not None:
+                        elapsed_s = limits.check_duration(max(0.0, elapsed_s), field="freshcrawl.elapsed_s")
+                    n_bytes = limits.check_size(n_bytes or 0, field="freshcrawl.n_bytes")
+                    if retry_after_s is not None:
+                        limits.check_retry_after(retry_after_s, field="freshcrawl.retry_after_s")
+                except ValueError as err:
+                    raise _Skip(str(err)) from err
                 rep = Report(
                     url=info.url, status=status, signature=_first(info, k.signature) or None,
-                    started_at=_float(info, "freshcrawl.started_at"),
-                    elapsed_s=max(0.0, _float(info, "freshcrawl.elapsed_s") or 0.0),
-                    n_bytes=int(n_bytes or 0),
+                    started_at=started_at,
+                    elapsed_s=elapsed_s or 0.0,
+                    n_bytes=n_bytes,
                     etag=_first(info, "freshcrawl.etag") or _validator(info, "protocol.etag"),
                     last_modified=_first(info, "freshcrawl.last_modified")
                     or _validator(info, "protocol.last-modified"),
-                    retry_after_s=_float(info, "freshcrawl.retry_after_s"),
+                    retry_after_s=retry_after_s,
                     error=None if status is not None else (error or "network"),
                     refetch_not_before=float(date) if date else None,
                 )
-            except _Skip:
+            except _Skip as err:
+                log.info("PutURLs: report of %r skipped: %s", info.url, err)
                 acks[i] = _SKIPPED
                 continue
             reports.append(rep)
@@ -570,6 +605,8 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             url, date = item.known.info.url, float(item.known.refetchable_from_date)
             try:
                 self._check_status(item.known.info)
+                if date > 0:
+                    limits.check_not_before(date, field="refetchable_from_date")
                 if self._leased(cid, url) and not self._has_outcome(item.known.info):
                     silent.append(url)
                 ok = self._exists(cid) and self.service.schedule(cid, url, date)
@@ -577,7 +614,8 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                     weight = _float(item.known.info, "freshcrawl.weight")
                     self.service.add_urls(cid, [(url, 1.0 if weight is None else weight)])
                     ok = self.service.schedule(cid, url, date)
-            except ValueError:
+            except ValueError as err:
+                log.info("PutURLs: known URL %r skipped: %s", url, err)
                 ok = False
             acks.append(_OK if ok else _SKIPPED)
         if silent:
@@ -593,8 +631,10 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             status = int(text)
         except ValueError as err:
             raise _Skip(f"{self.keys.status} must be an HTTP status; got {text!r}") from err
-        if not 100 <= status <= 999:
-            raise _Skip(f"{self.keys.status} must be an HTTP status; got {text!r}")
+        try:
+            limits.check_status(status, field=self.keys.status)
+        except ValueError as err:
+            raise _Skip(str(err)) from err
         return status
 
     def _without_outcome(self, cid: str, urls: list[str]) -> None:
@@ -619,6 +659,10 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
 
     def SetDelay(self, request, context):
         cid = self._existing(request.crawlID, context)
+        try:
+            limits.check_duration(float(request.delay_requestable), field="delay_requestable")
+        except ValueError as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
         try:
             self.service.set_delay(cid, request.key or None, float(request.delay_requestable))
         except KeyError:
@@ -715,6 +759,88 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         return pb.Long(value=n)
 
 
+class _Malformed(ValueError):
+    """A request message that does not parse (invalid UTF-8 in a string field, bad wire format)."""
+
+
+class _Undecodable:
+    """What the guarded deserializer returns for a message that does not parse."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _malformed_text(err: Exception) -> str:
+    return f"the request is not a valid protobuf message (strings must be valid UTF-8): {err}"
+
+
+class _DecodeGuardInterceptor(grpc.ServerInterceptor):
+    """INVALID_ARGUMENT, instead of INTERNAL, for a request message that does not parse.
+
+    grpc answers INTERNAL when a request deserializer raises; this interceptor lets the deserializer
+    return a marker instead, and the handler aborts with INVALID_ARGUMENT when it meets one (a
+    streaming request's iterator raises :class:`_Malformed`, which PutURLs turns into the abort).
+    """
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        deserialize = handler.request_deserializer
+
+        def guarded(data: bytes):
+            try:
+                return deserialize(data)
+            except Exception as err:  # noqa: BLE001 - protobuf's DecodeError and its kin
+                return _Undecodable(err)
+
+        if handler.request_streaming:
+            def items(request_iterator):
+                for item in request_iterator:
+                    if isinstance(item, _Undecodable):
+                        raise _Malformed(_malformed_text(item.error))
+                    yield item
+
+            if handler.response_streaming:
+                inner = handler.stream_stream
+
+                def behaviour(request_iterator, context):
+                    return inner(items(request_iterator), context)
+
+                return handler._replace(request_deserializer=guarded, stream_stream=behaviour)
+            inner_su = handler.stream_unary
+
+            def behaviour_su(request_iterator, context):
+                try:
+                    return inner_su(items(request_iterator), context)
+                except _Malformed as err:
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+
+            return handler._replace(request_deserializer=guarded, stream_unary=behaviour_su)
+
+        def check(request, context) -> None:
+            if isinstance(request, _Undecodable):
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, _malformed_text(request.error))
+
+        if handler.response_streaming:
+            inner_us = handler.unary_stream
+
+            def behaviour_us(request, context):
+                check(request, context)
+                yield from inner_us(request, context)
+
+            return handler._replace(request_deserializer=guarded, unary_stream=behaviour_us)
+        inner_uu = handler.unary_unary
+
+        def behaviour_uu(request, context):
+            check(request, context)
+            return inner_uu(request, context)
+
+        return handler._replace(request_deserializer=guarded, unary_unary=behaviour_uu)
+
+
 class _TokenInterceptor(grpc.ServerInterceptor):
     """Every call needs the metadata ``authorization: Bearer <token>`` (UNAUTHENTICATED otherwise)."""
 
@@ -797,6 +923,7 @@ def serve_grpc(
     default_lease_s: float = DEFAULT_LEASE_S,
     token: str | None = None,
     tls: ServerTLS | None = None,
+    max_message_bytes: int = limits.DEFAULT_MAX_BODY_BYTES,
 ) -> grpc.Server:
     """Start the URLFrontier API for ``service`` on ``address`` and return the server.
 
@@ -821,6 +948,9 @@ def serve_grpc(
         Serve TLS with its certificate and key (picking up :meth:`ServerTLS.reload` at the next
         connection); with its client CA, mutual TLS: a connection without a client certificate
         signed by that CA fails its handshake. None serves plaintext.
+    max_message_bytes : int, default=16777216 (16 MiB)
+        Largest request message taken (``grpc.max_receive_message_length``); a larger one is
+        refused RESOURCE_EXHAUSTED.
 
     Returns
     -------
@@ -830,18 +960,22 @@ def serve_grpc(
     Raises
     ------
     ValueError
-        If ``max_workers`` < 1 or ``default_lease_s`` is not > 0.
+        If ``max_workers`` < 1, ``default_lease_s`` is not > 0 or ``max_message_bytes`` < 1.
     RuntimeError
         If the address cannot be bound.
     """
     if max_workers < 1:
         raise ValueError(f"max_workers must be >= 1; got {max_workers!r}")
+    if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1:
+        raise ValueError(f"max_message_bytes must be an int >= 1 (bytes); got {max_message_bytes!r}")
     servicer = URLFrontierServicer(service, keys=keys, default_lease_s=default_lease_s)
     interceptors = [] if token is None else [_TokenInterceptor(token)]
     if tls is not None and tls.client_auth:
         interceptors.append(_ClientCertInterceptor())
+    interceptors.append(_DecodeGuardInterceptor())
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="urlfrontier"),
-                         interceptors=interceptors)
+                         interceptors=interceptors,
+                         options=[("grpc.max_receive_message_length", max_message_bytes)])
     pb_grpc.add_URLFrontierServicer_to_server(servicer, server)
     if tls is None:
         port = server.add_insecure_port(address)

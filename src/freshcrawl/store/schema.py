@@ -29,6 +29,7 @@ keeps the due times in memory.
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     Float,
     ForeignKey,
@@ -109,7 +110,7 @@ observations = Table(
     Column("tau_days", Float),
     Column("rate", Float),
     Column("status", Integer),
-    Column("n_bytes", Integer, nullable=False, server_default="0"),
+    Column("n_bytes", BigInteger, nullable=False, server_default="0"),
     Column("elapsed_s", Float, nullable=False, server_default="0"),
     Column("why", String(64), nullable=False),
     Column("error", String(16)),

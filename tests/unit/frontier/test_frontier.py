@@ -313,3 +313,28 @@ def test_robots_txt_is_handed_out_only_when_asked(make):
     assert [(type(v).__name__, v.host_id) for v in got] == [("Visit", 1)]  # host a only, no robots.txt
     later = f.due(T0 + 10, 10)  # a fetcher that enforces robots.txt through the frontier
     assert [type(v).__name__ for v in later] == ["RobotsVisit"]
+
+
+def test_a_plan_in_three_steps_keeps_dispatching_and_recording_meanwhile(make):
+    """prepare_plan / compute_plan / apply_plan: visits and outcomes between the steps are kept, the
+    next plan is not due while one is under way, and a failed plan leaves the plan in force."""
+    urls = [f"http://127.0.0.{2 + k % 2}/p{k}" for k in range(6)]
+    store, f = make(urls, min_delay_s=0.0)
+    t = open_hosts(f) + 1.0
+    job = f.prepare_plan(t)
+    assert f.planning and f.next_replan == np.inf
+    with pytest.raises(RuntimeError):
+        f.prepare_plan(t)
+    visits = f.due(t + 600.0, 10)  # the plan in force still hands out visits
+    assert visits and all(isinstance(v, Visit) for v in visits)
+    f.record([fetched(v, t=t + 2.0) for v in visits])  # and takes their outcomes
+    plan = f.compute_plan(job)
+    f.apply_plan(job, plan, now=t + 3.0)
+    assert not f.planning and f.planned_at == t and np.isfinite(f.next_replan)
+    assert f.last_copy[visits[0].page_id - 1] == t + 2.0
+    rows = store.page_rows([v.page_id for v in visits])
+    assert all(rows[v.page_id]["last_copy_at"] == t + 2.0 for v in visits)
+    job = f.prepare_plan(t + 10.0)
+    n_pending = len(job.pending)
+    f.cancel_plan(job)
+    assert not f.planning and len(f._pending) == n_pending

@@ -18,6 +18,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     **dict.fromkeys(
         [
             "aiohttp",
+            "idna",
             "protego",
             "trafilatura",
             "lxml",

@@ -531,22 +531,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                     text = " ".join(_first(info, key) or "" for key in failed).lower()
                     error = "timeout" if "timeout" in text else "network"
                 date = item.known.refetchable_from_date
-                started_at = _float(info, "freshcrawl.started_at")
-                elapsed_s = _float(info, "freshcrawl.elapsed_s")
-                n_bytes = _float(info, "freshcrawl.n_bytes")
-                retry_after_s = _float(info, "freshcrawl.retry_after_s")
-                try:
-                    if started_at is not None:
-                        limits.check_report_time(started_at, field="freshcrawl.started_at")
-                    if date:
-                        limits.check_not_before(float(date), field="refetchable_from_date")
-                    if elapsed_s is not None:
-                        elapsed_s = limits.check_duration(max(0.0, elapsed_s), field="freshcrawl.elapsed_s")
-                    n_bytes = limits.check_size(n_bytes or 0, field="freshcrawl.n_bytes")
-                    if retry_after_s is not None:
-                        limits.check_retry_after(retry_after_s, field="freshcrawl.retry_after_s")
-                except ValueError as err:
-                    raise _Skip(str(err)) from err
+                started_at, elapsed_s, n_bytes, retry_after_s = self._report_fields(item.known)
                 rep = Report(
                     url=info.url, status=status, signature=_first(info, k.signature) or None,
                     started_at=started_at,
@@ -605,8 +590,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             url, date = item.known.info.url, float(item.known.refetchable_from_date)
             try:
                 self._check_status(item.known.info)
-                if date > 0:
-                    limits.check_not_before(date, field="refetchable_from_date")
+                self._report_fields(item.known)  # a status dump's fields within the same limits
                 if self._leased(cid, url) and not self._has_outcome(item.known.info):
                     silent.append(url)
                 ok = self._exists(cid) and self.service.schedule(cid, url, date)
@@ -621,6 +605,29 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         if silent:
             self._without_outcome(cid, silent)
         return acks
+
+    @staticmethod
+    def _report_fields(known: pb.KnownURLItem) -> tuple[float | None, float | None, int, float | None]:
+        """``started_at``, ``elapsed_s``, ``n_bytes`` and ``retry_after_s`` of a known URL's
+        metadata, within :mod:`freshcrawl.frontier.limits`; _Skip when one is outside them."""
+        info = known.info
+        started_at = _float(info, "freshcrawl.started_at")
+        elapsed_s = _float(info, "freshcrawl.elapsed_s")
+        n_bytes = _float(info, "freshcrawl.n_bytes")
+        retry_after_s = _float(info, "freshcrawl.retry_after_s")
+        try:
+            if started_at is not None:
+                limits.check_report_time(started_at, field="freshcrawl.started_at")
+            if known.refetchable_from_date:
+                limits.check_not_before(float(known.refetchable_from_date), field="refetchable_from_date")
+            if elapsed_s is not None:
+                elapsed_s = limits.check_duration(max(0.0, elapsed_s), field="freshcrawl.elapsed_s")
+            size = limits.check_size(n_bytes or 0, field="freshcrawl.n_bytes")
+            if retry_after_s is not None:
+                limits.check_retry_after(retry_after_s, field="freshcrawl.retry_after_s")
+        except ValueError as err:
+            raise _Skip(str(err)) from err
+        return started_at, elapsed_s, size, retry_after_s
 
     def _check_status(self, info: pb.URLInfo) -> int | None:
         """The HTTP status of a known URL's metadata (None when absent); _Skip when malformed."""

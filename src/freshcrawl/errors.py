@@ -8,7 +8,8 @@ Every exception subclasses :class:`FreshcrawlError` and the builtin that matches
     ├── InfeasibleAllocation (ValueError)    budget outside [sum p_min, sum p_max], caps too tight
     ├── TraceFormatError (ValueError)        a malformed or unsorted change history or visit log
     ├── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
-    └── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
+    ├── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
+    └── ArchiveError (OSError)               the WARC archive cannot be written (not writable, full)
 
     FreshcrawlWarning (UserWarning)
     └── ConvergenceWarning                   a solver stopped at its iteration limit
@@ -23,6 +24,7 @@ __all__ = [
     "TraceFormatError",
     "UnknownNameError",
     "DatabaseInUseError",
+    "ArchiveError",
     "FreshcrawlWarning",
     "ConvergenceWarning",
 ]
@@ -50,6 +52,21 @@ class UnknownNameError(FreshcrawlError, ValueError):
 
 class DatabaseInUseError(FreshcrawlError, RuntimeError):
     """A crawl database that another process holds as its only writer (``freshcrawl serve``)."""
+
+
+class ArchiveError(FreshcrawlError, OSError):
+    """A WARC archive that cannot be written: a directory not writable, a full disk, an I/O error.
+
+    The crawl stops on it; ``n_done`` visits of the batch being written have their records (the
+    crawl commits those and no other), and the original OSError is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, n_done: int = 0) -> None:
+        super().__init__(message)
+        self.n_done = n_done
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class FreshcrawlWarning(UserWarning):

@@ -81,6 +81,33 @@ def _settings(store, given: dict):
         raise click.UsageError(str(err)) from err
 
 
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+               "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+class _Size(click.ParamType):
+    """A size in bytes: ``1048576``, ``100KiB``, ``64MiB``, ``1GiB`` (also kB, MB, GB: powers of 1000)."""
+
+    name = "size"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        number = text.rstrip("abgikm")
+        unit = text[len(number):]
+        try:
+            size = int(float(number) * _SIZE_UNITS[unit])
+        except (KeyError, ValueError):
+            self.fail(f"expected a size such as 1GiB, 64MiB or 1048576; got {value!r}", param, ctx)
+        if size < 1:
+            self.fail(f"must be at least 1 byte; got {value!r}", param, ctx)
+        return size
+
+
+_SIZE = _Size()
+
+
 @crawl.command("run")
 @click.option("--db", default=None, metavar="FILE|URL",
               help=_DB_HELP + " Required unless --frontier is given.")
@@ -105,8 +132,14 @@ def _settings(store, given: dict):
               "URLFrontier server): it plans, this process fetches; several processes may share it. "
               "$FRESHCRAWL_TOKEN is sent as its token.")
 @click.option("--crawl-id", default=None, help="With --frontier: the crawl ID (default: the server's default crawl).")
+@click.option("--warc", "warc_dir", default=None, metavar="DIR",
+              help="Keep the copies: write WARC/1.1 files (request, response, revisit records) and their "
+              "CDXJ indexes in DIR (kept for later runs).")
+@click.option("--warc-max-size", "warc_max_bytes", type=_SIZE, default=None, metavar="SIZE",
+              help="Size at which a WARC file is closed and the next one started (default 1GiB).")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
-        user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id) -> None:
+        user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, warc_dir,
+        warc_max_bytes) -> None:
     """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal.
 
     With --frontier, fetch the visits a remote frontier hands out and report their outcomes to it;
@@ -123,9 +156,10 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         given = [f"--{k.replace('_', '-')}" for k, v in plan_options.items() if v is not None]
         if given:
             raise click.UsageError(f"{', '.join(given)}: the remote frontier's settings; not given with --frontier")
+        archive = _archive(warc_dir, warc_max_bytes, user_agent) if warc_dir else None
         _run_remote(frontier_url, crawl_id, signature=signature or "raw", duration=duration,
                     user_agent=user_agent, contact_url=contact_url, max_in_flight=max_in_flight,
-                    timeout_s=timeout_s)
+                    timeout_s=timeout_s, archive=archive)
         return
     if db is None:
         raise click.UsageError("Missing option '--db' (needed unless --frontier is given).")
@@ -143,7 +177,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
     settings = _settings(store, dict(
         budget=budget, policy=policy, objective=objective, signature=signature, replan_every_s=replan_every,
         min_delay_s=min_delay, max_per_host_day=max_per_host_day, user_agent=user_agent,
-        contact_url=contact_url, seed=seed,
+        contact_url=contact_url, seed=seed, warc_max_bytes=warc_max_bytes,
+        warc=None if warc_dir is None else str(Path(warc_dir).resolve()),
     ))
     try:
         frontier = Frontier(store, settings)
@@ -153,18 +188,47 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         raise click.UsageError(str(err)) from err
     progress = _Progress(frontier)
 
-    fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
-                      signature=settings.signature, read_timeout_s=timeout_s,
-                      total_timeout_s=max(60.0, 2 * timeout_s))
     try:
-        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress))
+        archive = None
+        if settings.warc:
+            archive = _archive(settings.warc, settings.warc_max_bytes, fetcher_agent(settings))
+        fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
+                          signature=settings.signature, read_timeout_s=timeout_s,
+                          total_timeout_s=max(60.0, 2 * timeout_s), keep_copy=archive is not None)
+        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress, archive))
     finally:
         store.close()
         lock.release()
 
 
+def fetcher_agent(settings) -> str:
+    """The User-Agent a crawl with `settings` sends."""
+    from freshcrawl.crawler.fetcher import default_user_agent
+
+    return settings.user_agent or default_user_agent(settings.contact_url)
+
+
+def _archive(directory: str, max_bytes: int | None, user_agent: str | None):
+    """An open :class:`WarcArchive` in `directory`; a one-line error when it cannot be written."""
+    try:
+        from freshcrawl.archive import DEFAULT_MAX_FILE_BYTES, WarcArchive
+    except ImportError as err:
+        raise click.ClickException(f"--warc needs the 'warc' extra (pip install 'freshcrawl[warc]'): {err}") from err
+    from freshcrawl.crawler.fetcher import default_user_agent
+    from freshcrawl.errors import ArchiveError
+
+    info = {"http-header-user-agent": user_agent or default_user_agent(), "robots": "obey",
+            "description": "freshcrawl crawl run"}
+    archive = WarcArchive(directory, max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES, info=info)
+    try:
+        return archive.open()
+    except ArchiveError as err:
+        raise click.ClickException(str(err)) from err
+
+
 def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, duration: float | None,
-                user_agent: str | None, contact_url: str | None, max_in_flight: int, timeout_s: float) -> None:
+                user_agent: str | None, contact_url: str | None, max_in_flight: int, timeout_s: float,
+                archive=None) -> None:
     """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier` ($FRESHCRAWL_TOKEN: its token)."""
     import asyncio
     import os
@@ -182,31 +246,46 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
     progress = _RemoteProgress(frontier)
 
     fetcher = Fetcher(user_agent=user_agent, contact_url=contact_url, signature=signature,
-                      read_timeout_s=timeout_s, total_timeout_s=total_timeout_s)
+                      read_timeout_s=timeout_s, total_timeout_s=total_timeout_s,
+                      keep_copy=archive is not None)
     import grpc
 
     try:
-        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress))
+        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress, archive))
     except grpc.RpcError as err:
         raise click.ClickException(f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
     finally:
         frontier.close()
 
 
-async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress) -> None:
-    """The crawl loop until ``--for`` elapses or SIGINT/SIGTERM; the visits in flight finish first."""
+async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress, archive=None) -> None:
+    """The crawl loop until ``--for`` elapses or SIGINT/SIGTERM; the visits in flight finish first.
+
+    With an archive, its current WARC file is closed (renamed, indexed) at the end, also after an
+    archive error (then with the records it holds).
+    """
     import asyncio
     import signal
 
     from freshcrawl.crawler.loop import crawl as crawl_loop
+    from freshcrawl.errors import ArchiveError
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with fetcher:
-        stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
-                                 stop=stop, on_progress=progress.update)
+    try:
+        async with fetcher:
+            stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
+                                     stop=stop, on_progress=progress.update, archive=archive)
+    except ArchiveError as err:
+        raise click.ClickException(f"{err}; the crawl stopped (visits without a record were not committed)") from err
+    finally:
+        if archive is not None:
+            try:
+                archive.close()
+            except ArchiveError as err:
+                click.echo(f"Error: {err}", err=True)
     progress.done(stats)
 
 

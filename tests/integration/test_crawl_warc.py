@@ -1,0 +1,286 @@
+"""``freshcrawl crawl run --warc DIR`` against loopback servers: the WARC files pass ``warcio check``,
+an independent reader (FastWARC) finds one response per first or changed observation and one revisit
+per unchanged one, every ``WARC-Refers-To`` resolves, pywb replays a changed page's captures, and an
+archive that cannot be written stops the crawl without committing a visit that has no record."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from freshcrawl.store import open_store
+from freshcrawl.testing import HostSpec, TestWeb, make_pages
+
+from ..warc_checks import (
+    PROFILE_IDENTICAL,
+    PROFILE_NOT_MODIFIED,
+    check_structure,
+    epoch,
+    match_observations,
+    read_records,
+    warcio_check,
+)
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "freshcrawl", "crawl", *args]
+
+
+def _run(db: str, warc: Path, *extra: str, duration: str = "6s", **kw) -> subprocess.CompletedProcess:
+    args = _cli("run", "--db", db, "--budget", "8/s", "--for", duration, "--replan-every", "1s",
+                "--min-delay", "0.1s", "--timeout", "2s", "--warc", str(warc), *extra)
+    return subprocess.run(args, capture_output=True, text=True, timeout=180, check=False, **kw)
+
+
+def _add(db: str, urls: list[str], tmp: Path) -> None:
+    f = tmp / "urls.txt"
+    f.write_text("\n".join(urls) + "\n")
+    res = subprocess.run(_cli("add", "--db", db, str(f)), capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+
+
+def _log(db: str) -> tuple[list[dict], dict[int, str]]:
+    store = open_store(db)
+    try:
+        log = store.observation_log()
+        url_of = {pid: r["url"] for pid, r in store.page_rows(range(1, 100)).items()}
+    finally:
+        store.close()
+    return log, url_of
+
+
+@pytest.fixture(scope="module")
+def test_web_crawl(tmp_path_factory):
+    """A 6 s crawl of 8 changing pages on 2 hosts, WARC files rotated at 12 KiB."""
+    tmp = tmp_path_factory.mktemp("warc-crawl")
+    db = str(tmp / "crawl.db")
+    warc = tmp / "warc"
+    pages = make_pages(8, 2, (0.2, 1.0), seed=4)
+    with TestWeb(pages, hosts=[HostSpec(), HostSpec()], seed=4) as web_:
+        _add(db, web_.urls(), tmp)
+        res = _run(db, warc, "--warc-max-size", "12KiB")
+        assert res.returncode == 0, res.stderr
+        requests = [r for r in web_.requests() if r.page is not None]
+    log, url_of = _log(db)
+    return dict(db=db, warc=warc, log=log, url_of=url_of, requests=requests, tmp=tmp)
+
+
+def test_warc_files_are_valid_and_hold_one_record_per_observation(test_web_crawl):
+    warc, log = test_web_crawl["warc"], test_web_crawl["log"]
+    warcio_check(warc)
+    records = read_records(warc)
+    check_structure(warc, records)
+    assert len(list(warc.glob("*.warc.gz"))) >= 2  # rotated at 12 KiB
+    kinds = Counter(o["outcome"] for o in log)
+    types = Counter(r["type"] for r in records)
+    # response = first + changed observations, revisit = unchanged (raw signature: bytes decide both)
+    assert types["response"] == kinds["first"] + kinds["changed"], (types, kinds)
+    assert types["revisit"] == kinds["unchanged"], (types, kinds)
+    assert types["request"] == types["response"] + types["revisit"]
+    assert kinds["changed"] >= 2 and kinds["unchanged"] >= 2, kinds
+    matched = match_observations(records, log, test_web_crawl["url_of"])
+    for o in log:
+        if o["id"] in matched:
+            r = matched[o["id"]]
+            assert r["type"] == ("revisit" if o["outcome"] == "unchanged" else "response")
+            if r["type"] == "revisit":  # the test web answers 304 to the conditional request
+                assert r["profile"] == PROFILE_NOT_MODIFIED and r["refers_to"] is not None
+    # the CDXJ indexes list every response and revisit
+    lines = [ln for p in warc.glob("*.cdxj") for ln in p.read_text().splitlines()]
+    assert len(lines) == types["response"] + types["revisit"]
+    assert len(test_web_crawl["requests"]) == sum(kinds[k] for k in ("first", "changed", "unchanged"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, deadline: float) -> tuple[int, bytes]:
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback only
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read()
+        except OSError as err:
+            last = err
+            time.sleep(0.3)
+    raise AssertionError(f"pywb did not answer {url}: {last}")
+
+
+def test_pywb_replays_each_capture_of_a_changed_page_at_its_time(test_web_crawl, tmp_path):
+    records = read_records(test_web_crawl["warc"])
+    by_url: dict[str, list[dict]] = {}
+    for r in records:
+        if r["type"] == "response":
+            by_url.setdefault(r["url"], []).append(r)
+    url, caps = next((u, c) for u, c in by_url.items()
+                     if len({r["body"] for r in c}) >= 2 and len({r["date"][:19] for r in c}) >= 2)
+    first, second = sorted(caps, key=lambda r: r["date"])[:2]
+    assert first["body"] != second["body"]
+    coll = tmp_path / "collections" / "crawl"
+    (coll / "archive").mkdir(parents=True)
+    (coll / "indexes").mkdir()
+    for p in test_web_crawl["warc"].glob("*.warc.gz"):
+        os.symlink(p, coll / "archive" / p.name)
+    for p in test_web_crawl["warc"].glob("*.cdxj"):
+        os.symlink(p, coll / "indexes" / p.name)
+    port = _free_port()
+    wayback = Path(sys.executable).with_name("wayback")
+    proc = subprocess.Popen([str(wayback), "-p", str(port), "-b", "127.0.0.1", "-t", "2", "-d", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        for cap in (first, second):
+            ts = cap["date"][:19].replace("-", "").replace("T", "").replace(":", "")
+            status, body = _get(f"http://127.0.0.1:{port}/crawl/{ts}id_/{url}", deadline)
+            assert status == 200 and body == cap["body"], (ts, status, body[:200])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
+            proc.wait(timeout=20)
+        proc.stderr.close()
+
+
+class _Site:
+    """A loopback server without validators: a static page (identical payloads), a page whose bytes
+    change but not its text, a gzip-coded page, a binary file and a body over the 10 MiB cap."""
+
+    def __init__(self) -> None:
+        self.hits: Counter = Counter()
+        self.html = b"<html><head><title>T</title></head><body><p>" + b"Same words every time. " * 40 + b"</p></body></html>"
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        self.hits[path] += 1
+        n = self.hits[path]
+        if path == "/robots.txt":
+            return web.Response(status=404)
+        if path == "/static":
+            return web.Response(body=self.html, content_type="text/html")
+        if path == "/noise":  # a comment that changes: other bytes, the same main text
+            return web.Response(body=self.html.replace(b"<body>", f"<body><!-- {n} -->".encode()),
+                                content_type="text/html")
+        if path == "/gz":
+            body = gzip.compress(self.html, mtime=0)
+            return web.Response(body=body, headers={"Content-Encoding": "gzip", "Content-Type": "text/html"})
+        if path == "/data.bin":
+            return web.Response(body=bytes(range(256)) * 4, content_type="application/octet-stream")
+        if path == "/huge":
+            return web.Response(body=b"x" * (10 * 1024 * 1024 + 10), content_type="text/plain")
+        return web.Response(status=404)
+
+    def __enter__(self) -> _Site:
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self.port = _free_port()
+
+        async def start():
+            app = web.Application()
+            app.router.add_route("GET", "/{tail:.*}", self.handle)
+            self.runner = web.AppRunner(app)
+            await self.runner.setup()
+            await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+            ready.set()
+
+        self.thread = threading.Thread(target=lambda: (self.loop.run_until_complete(start()), self.loop.run_forever()),
+                                       daemon=True)
+        self.thread.start()
+        assert ready.wait(10)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+
+def test_payload_digest_decides_revisits_and_bytes_are_kept_as_received(tmp_path):
+    db, warc = str(tmp_path / "crawl.db"), tmp_path / "warc"
+    with _Site() as site:
+        paths = ["/static", "/noise", "/gz", "/data.bin", "/huge"]
+        _add(db, [site.url(p) for p in paths], tmp_path)
+        res = _run(db, warc, "--signature", "text", "--policy", "uniform", "--min-delay", "0.05s", duration="5s")
+        assert res.returncode == 0, res.stderr
+        html = site.html
+    log, url_of = _log(db)
+    warcio_check(warc)
+    records = read_records(warc)
+    check_structure(warc, records)
+    match_observations(records, log, url_of)
+    main = [r for r in records if r["type"] in ("response", "revisit")]
+    by_path = {p: [r for r in main if r["url"] == site.url(p)] for p in paths}
+    outcomes = {p: [o["outcome"] for o in log if url_of[o["page_id"]] == site.url(p)] for p in paths}
+    # the same bytes again: one response, then identical-payload-digest revisits
+    static = by_path["/static"]
+    assert len(static) >= 3 and static[0]["type"] == "response"
+    assert all(r["type"] == "revisit" and r["profile"] == PROFILE_IDENTICAL for r in static[1:])
+    # the same main text over other bytes: unchanged for the estimator, a new response for the archive
+    assert set(outcomes["/noise"][1:]) == {"unchanged"} and len(outcomes["/noise"]) >= 3
+    assert [r["type"] for r in by_path["/noise"]] == ["response"] * len(outcomes["/noise"])
+    # gzip stays gzip in the record; the signature was taken on the decoded body
+    gz = by_path["/gz"]
+    assert gz[0]["type"] == "response" and gzip.decompress(gz[0]["body"]) == html
+    assert set(outcomes["/gz"]) <= {"first", "unchanged"} and len(gz) >= 2
+    # a binary body is archived as bytes
+    assert by_path["/data.bin"][0]["body"] == bytes(range(256)) * 4
+    # a body over the size cap is recorded as before and not archived
+    assert outcomes["/huge"] and set(outcomes["/huge"]) == {"no-info"}
+    assert by_path["/huge"] == []
+
+
+def test_an_archive_that_cannot_be_written_stops_the_crawl_clearly(pg_url, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    pages = make_pages(4, 1, (0.2, 1.0), seed=3)
+    with TestWeb(pages, hosts=[HostSpec()], seed=3) as web_:
+        _add(pg_url, web_.urls(), tmp_path)
+        # a directory that cannot be created: refused before any visit
+        res = _run(pg_url, blocker / "warc", duration="3s")
+        assert res.returncode == 1
+        err = res.stderr.strip().splitlines()
+        assert err[-1].startswith("Error: cannot write the WARC archive in ") and "Not a directory" in err[-1]
+        assert not [r for r in web_.requests() if r.page is not None]
+        # a disk that fills up (the file-size limit of the process): the crawl stops, one line
+        warc = tmp_path / "warc"
+        import resource
+
+        def limit() -> None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+        res = _run(pg_url, warc, duration="20s", preexec_fn=limit)
+        requests = [r for r in web_.requests() if r.page is not None]
+    assert res.returncode == 1, res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: cannot write the WARC archive in ") and "File too large" in last, last
+    assert "visits without a record were not committed" in last
+    log, url_of = _log(pg_url)
+    fetched = [o for o in log if o["outcome"] in ("first", "changed", "unchanged")]
+    assert fetched and len(requests) > len(fetched)  # some visits were made, not all committed
+    warcio_check(warc)
+    records = read_records(warc)
+    check_structure(warc, records)
+    match_observations(records, log, url_of)  # every committed observation has its record
+    assert epoch(max(r["date"] for r in records if r["date"])) <= time.time()

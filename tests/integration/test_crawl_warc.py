@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -263,19 +264,33 @@ def test_an_archive_that_cannot_be_written_stops_the_crawl_clearly(pg_url, tmp_p
         err = res.stderr.strip().splitlines()
         assert err[-1].startswith("Error: cannot write the WARC archive in ") and "Not a directory" in err[-1]
         assert not [r for r in web_.requests() if r.page is not None]
-        # a disk that fills up (the file-size limit of the process): the crawl stops, one line
+        # a disk that fills up: once the crawl has written a few records, its file-size limit is set
+        # 8000 bytes past the open WARC file's size (set late: start-up writes compiled-kernel caches)
         warc = tmp_path / "warc"
-        import resource
-
-        def limit() -> None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
-
-        res = _run(pg_url, warc, duration="20s", preexec_fn=limit)
+        args = _cli("run", "--db", pg_url, "--budget", "8/s", "--for", "30s", "--replan-every", "1s",
+                    "--min-delay", "0.1s", "--timeout", "2s", "--warc", str(warc))
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and proc.poll() is None:
+                open_files = list(warc.glob("*.warc.gz.open")) if warc.exists() else []
+                if open_files and open_files[0].stat().st_size > 3000:
+                    size = open_files[0].stat().st_size + 8000
+                    resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (size, size))
+                    break
+                time.sleep(0.05)
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:  # pragma: no cover - only when the test fails
+                proc.kill()
+                proc.communicate(timeout=30)
+        res = subprocess.CompletedProcess(args, proc.returncode, "", stderr)
         requests = [r for r in web_.requests() if r.page is not None]
     assert res.returncode == 1, res.stderr
-    last = res.stderr.strip().splitlines()[-1]
-    assert last.startswith("Error: cannot write the WARC archive in ") and "File too large" in last, last
-    assert "visits without a record were not committed" in last
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("Error:")]
+    assert len(errors) == 1, res.stderr[-3000:]
+    assert errors[0].startswith("Error: cannot write the WARC archive in ") and "File too large" in errors[0]
+    assert "visits without a record were not committed" in errors[0]
     log, url_of = _log(pg_url)
     fetched = [o for o in log if o["outcome"] in ("first", "changed", "unchanged")]
     assert fetched and len(requests) > len(fetched)  # some visits were made, not all committed

@@ -1,6 +1,7 @@
 """``freshcrawl crawl``: keep real URLs fresh, politely, with the crawl state in a database.
 
 Subcommands: ``add`` (URLs from a file), ``run`` (the crawl loop), ``status``, ``explain`` (one page),
+``history`` and ``diff`` (a page's captures in the WARC files and the change between two),
 ``export`` (the visit log for ``freshcrawl estimate``).
 """
 
@@ -428,3 +429,98 @@ def export(db: str, out: Path) -> None:
     finally:
         store.close()
     click.echo(f"wrote {n:,} visits to {out}")
+
+
+def _page_url(url: str) -> str:
+    from freshcrawl.crawler.urls import normalize_url
+
+    try:
+        return normalize_url(url)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="URL") from err
+
+
+@crawl.command("history")
+@click.argument("url")
+@_db_option
+@click.option("--warc", "warc_dir", default=None, metavar="DIR",
+              help="The WARC directory (default: the crawl's --warc setting).")
+@click.option("--json", "as_json", is_flag=True, help="Print the captures as JSON.")
+def history(url: str, db: str, warc_dir: str | None, as_json: bool) -> None:
+    """URL's captures in the WARC files: time, status, changed, payload digest, file and offset."""
+    from freshcrawl.archive.history import page_history
+
+    key = _page_url(url)
+    store = _open(db)
+    try:
+        hist = page_history(store, key, warc_dir)
+    except (KeyError, LookupError, FileNotFoundError) as err:
+        raise click.ClickException(str(err.args[0]) if err.args else str(err)) from err
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(hist, indent=2))
+        return
+    caps = hist["captures"]
+    click.echo(f"{key}: {len(caps)} capture(s) in {hist['warc']}")
+    for c in caps:
+        changed = {None: "-", True: "changed", False: "unchanged"}[c["changed"]]
+        if c["outcome"] == "first":
+            changed = "first"
+        kind = c["kind"] if c["profile"] is None else c["profile"].rsplit("/", 1)[-1]
+        click.echo(f"  {c['date']}  {c['status'] or '-':>3}  {changed:<9}  {kind:<26}  {c['digest']}  "
+                   f"{c['filename']}:{c['offset']}")
+
+
+@crawl.command("diff")
+@click.argument("url")
+@_db_option
+@click.option("--at", "at", default=None, metavar="TIME",
+              help="Compare the capture at or before TIME (ISO 8601, UTC unless a zone is given, or "
+              "seconds since the epoch) with the one before it; default: the latest change.")
+@click.option("--text/--raw", "text", default=True,
+              help="Diff the main text (default, a line per paragraph) or the raw decoded body.")
+@click.option("--warc", "warc_dir", default=None, metavar="DIR",
+              help="The WARC directory (default: the crawl's --warc setting).")
+@click.option("--json", "as_json", is_flag=True, help="Print the diff and both captures as JSON.")
+def diff(url: str, db: str, at: str | None, text: bool, warc_dir: str | None, as_json: bool) -> None:
+    """The change between two captures of URL, as a unified diff read from the WARC files."""
+    from freshcrawl.archive.history import page_diff, warc_directory
+
+    key = _page_url(url)
+    when = None if at is None else _parse_at(at)
+    store = _open(db)
+    try:
+        if store.page_by_url(key) is None:
+            raise click.ClickException(f"{key} is not in this crawl")
+        directory = warc_dir or warc_directory(store)
+        result = page_diff(directory, key, at=when, mode="text" if text else "raw")
+    except (LookupError, FileNotFoundError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    if not result.diff:
+        click.echo(f"no difference in the {result.mode} between {result.old.date} and {result.new.date}")
+        return
+    click.echo(result.diff, nl=False)
+
+
+def _parse_at(value: str) -> float:
+    """Seconds since the epoch of ``--at``: a number, or an ISO 8601 time (UTC without a zone)."""
+    import datetime
+
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as err:
+        raise click.BadParameter(f"expected ISO 8601 time or epoch seconds; got {value!r}",
+                                 param_hint="--at") from err
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()

@@ -32,13 +32,24 @@ def read_records(directory: Path) -> list[dict]:
             kind = str(rec.record_type)
             payload = rec.reader.read() if kind == "response" else b""
             body = payload.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in payload else b""
-            rows.append(dict(
-                file=path.name, index=k, pos=rec.stream_pos, type=kind,
-                id=rec.record_id, url=h.get("WARC-Target-URI"), date=h.get("WARC-Date"),
-                profile=h.get("WARC-Profile"), refers_to=h.get("WARC-Refers-To"),
-                refers_uri=h.get("WARC-Refers-To-Target-URI"), refers_date=h.get("WARC-Refers-To-Date"),
-                digest=h.get("WARC-Payload-Digest"), concurrent=h.get("WARC-Concurrent-To"), body=body,
-            ))
+            rows.append(
+                {
+                    "file": path.name,
+                    "index": k,
+                    "pos": rec.stream_pos,
+                    "type": kind,
+                    "id": rec.record_id,
+                    "url": h.get("WARC-Target-URI"),
+                    "date": h.get("WARC-Date"),
+                    "profile": h.get("WARC-Profile"),
+                    "refers_to": h.get("WARC-Refers-To"),
+                    "refers_uri": h.get("WARC-Refers-To-Target-URI"),
+                    "refers_date": h.get("WARC-Refers-To-Date"),
+                    "digest": h.get("WARC-Payload-Digest"),
+                    "concurrent": h.get("WARC-Concurrent-To"),
+                    "body": body,
+                }
+            )
     return rows
 
 
@@ -46,8 +57,13 @@ def warcio_check(directory: Path) -> None:
     """``warcio check`` passes on every WARC file of `directory` (digests verified)."""
     files = sorted(str(p) for p in directory.glob("*.warc.gz"))
     assert files
-    res = subprocess.run([sys.executable, "-m", "warcio.cli", "check", "-v", *files],
-                         capture_output=True, text=True, timeout=120, check=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "check", "-v", *files],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     assert "digest pass" in res.stdout and "fail" not in res.stdout
 

@@ -17,6 +17,7 @@ import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
+from typing import Self
 
 import pytest
 from aiohttp import web
@@ -39,16 +40,36 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "freshcrawl", "crawl", *args]
 
 
-def _run(db: str, warc: Path, *extra: str, duration: str = "6s", **kw) -> subprocess.CompletedProcess:
-    args = _cli("run", "--db", db, "--budget", "8/s", "--for", duration, "--replan-every", "1s",
-                "--min-delay", "0.1s", "--timeout", "2s", "--warc", str(warc), *extra)
+def _run(
+    db: str, warc: Path, *extra: str, duration: str = "6s", **kw
+) -> subprocess.CompletedProcess:
+    args = _cli(
+        "run",
+        "--db",
+        db,
+        "--budget",
+        "8/s",
+        "--for",
+        duration,
+        "--replan-every",
+        "1s",
+        "--min-delay",
+        "0.1s",
+        "--timeout",
+        "2s",
+        "--warc",
+        str(warc),
+        *extra,
+    )
     return subprocess.run(args, capture_output=True, text=True, timeout=180, check=False, **kw)
 
 
 def _add(db: str, urls: list[str], tmp: Path) -> None:
     f = tmp / "urls.txt"
     f.write_text("\n".join(urls) + "\n")
-    res = subprocess.run(_cli("add", "--db", db, str(f)), capture_output=True, text=True, timeout=60, check=False)
+    res = subprocess.run(
+        _cli("add", "--db", db, str(f)), capture_output=True, text=True, timeout=60, check=False
+    )
     assert res.returncode == 0, res.stderr
 
 
@@ -75,7 +96,7 @@ def test_web_crawl(tmp_path_factory):
         assert res.returncode == 0, res.stderr
         requests = [r for r in web_.requests() if r.page is not None]
     log, url_of = _log(db)
-    return dict(db=db, warc=warc, log=log, url_of=url_of, requests=requests, tmp=tmp)
+    return {"db": db, "warc": warc, "log": log, "url_of": url_of, "requests": requests, "tmp": tmp}
 
 
 def test_warc_files_are_valid_and_hold_one_record_per_observation(test_web_crawl):
@@ -101,7 +122,9 @@ def test_warc_files_are_valid_and_hold_one_record_per_observation(test_web_crawl
     # the CDXJ indexes list every response and revisit
     lines = [ln for p in warc.glob("*.cdxj") for ln in p.read_text().splitlines()]
     assert len(lines) == types["response"] + types["revisit"]
-    assert len(test_web_crawl["requests"]) == sum(kinds[k] for k in ("first", "changed", "unchanged"))
+    assert len(test_web_crawl["requests"]) == sum(
+        kinds[k] for k in ("first", "changed", "unchanged")
+    )
 
 
 def _free_port() -> int:
@@ -114,7 +137,7 @@ def _get(url: str, deadline: float) -> tuple[int, bytes]:
     last = None
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback only
+            with urllib.request.urlopen(url, timeout=10) as resp:
                 return resp.status, resp.read()
         except urllib.error.HTTPError as err:
             return err.code, err.read()
@@ -130,8 +153,11 @@ def test_pywb_replays_each_capture_of_a_changed_page_at_its_time(test_web_crawl,
     for r in records:
         if r["type"] == "response":
             by_url.setdefault(r["url"], []).append(r)
-    url, caps = next((u, c) for u, c in by_url.items()
-                     if len({r["body"] for r in c}) >= 2 and len({r["date"][:19] for r in c}) >= 2)
+    url, caps = next(
+        (u, c)
+        for u, c in by_url.items()
+        if len({r["body"] for r in c}) >= 2 and len({r["date"][:19] for r in c}) >= 2
+    )
     first, second = sorted(caps, key=lambda r: r["date"])[:2]
     assert first["body"] != second["body"]
     coll = tmp_path / "collections" / "crawl"
@@ -143,8 +169,12 @@ def test_pywb_replays_each_capture_of_a_changed_page_at_its_time(test_web_crawl,
         os.symlink(p, coll / "indexes" / p.name)
     port = _free_port()
     wayback = Path(sys.executable).with_name("wayback")
-    proc = subprocess.Popen([str(wayback), "-p", str(port), "-b", "127.0.0.1", "-t", "2", "-d", str(tmp_path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [str(wayback), "-p", str(port), "-b", "127.0.0.1", "-t", "2", "-d", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
     try:
         deadline = time.monotonic() + 60
         for cap in (first, second):
@@ -167,7 +197,11 @@ class _Site:
 
     def __init__(self) -> None:
         self.hits: Counter = Counter()
-        self.html = b"<html><head><title>T</title></head><body><p>" + b"Same words every time. " * 40 + b"</p></body></html>"
+        self.html = (
+            b"<html><head><title>T</title></head><body><p>"
+            + b"Same words every time. " * 40
+            + b"</p></body></html>"
+        )
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -178,18 +212,22 @@ class _Site:
         if path == "/static":
             return web.Response(body=self.html, content_type="text/html")
         if path == "/noise":  # a comment that changes: other bytes, the same main text
-            return web.Response(body=self.html.replace(b"<body>", f"<body><!-- {n} -->".encode()),
-                                content_type="text/html")
+            return web.Response(
+                body=self.html.replace(b"<body>", f"<body><!-- {n} -->".encode()),
+                content_type="text/html",
+            )
         if path == "/gz":
             body = gzip.compress(self.html, mtime=0)
-            return web.Response(body=body, headers={"Content-Encoding": "gzip", "Content-Type": "text/html"})
+            return web.Response(
+                body=body, headers={"Content-Encoding": "gzip", "Content-Type": "text/html"}
+            )
         if path == "/data.bin":
             return web.Response(body=bytes(range(256)) * 4, content_type="application/octet-stream")
         if path == "/huge":
             return web.Response(body=b"x" * (10 * 1024 * 1024 + 10), content_type="text/plain")
         return web.Response(status=404)
 
-    def __enter__(self) -> _Site:
+    def __enter__(self) -> Self:
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
         self.port = _free_port()
@@ -202,8 +240,10 @@ class _Site:
             await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
             ready.set()
 
-        self.thread = threading.Thread(target=lambda: (self.loop.run_until_complete(start()), self.loop.run_forever()),
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=lambda: (self.loop.run_until_complete(start()), self.loop.run_forever()),
+            daemon=True,
+        )
         self.thread.start()
         assert ready.wait(10)
         return self
@@ -223,7 +263,17 @@ def test_payload_digest_decides_revisits_and_bytes_are_kept_as_received(tmp_path
     with _Site() as site:
         paths = ["/static", "/noise", "/gz", "/data.bin", "/huge"]
         _add(db, [site.url(p) for p in paths], tmp_path)
-        res = _run(db, warc, "--signature", "text", "--policy", "uniform", "--min-delay", "0.05s", duration="5s")
+        res = _run(
+            db,
+            warc,
+            "--signature",
+            "text",
+            "--policy",
+            "uniform",
+            "--min-delay",
+            "0.05s",
+            duration="5s",
+        )
         assert res.returncode == 0, res.stderr
         html = site.html
     log, url_of = _log(db)
@@ -233,7 +283,9 @@ def test_payload_digest_decides_revisits_and_bytes_are_kept_as_received(tmp_path
     match_observations(records, log, url_of)
     main = [r for r in records if r["type"] in ("response", "revisit")]
     by_path = {p: [r for r in main if r["url"] == site.url(p)] for p in paths}
-    outcomes = {p: [o["outcome"] for o in log if url_of[o["page_id"]] == site.url(p)] for p in paths}
+    outcomes = {
+        p: [o["outcome"] for o in log if url_of[o["page_id"]] == site.url(p)] for p in paths
+    }
     # the same bytes again: one response, then identical-payload-digest revisits
     static = by_path["/static"]
     assert len(static) >= 3 and static[0]["type"] == "response"
@@ -262,13 +314,31 @@ def test_an_archive_that_cannot_be_written_stops_the_crawl_clearly(pg_url, tmp_p
         res = _run(pg_url, blocker / "warc", duration="3s")
         assert res.returncode == 1
         err = res.stderr.strip().splitlines()
-        assert err[-1].startswith("Error: cannot write the WARC archive in ") and "Not a directory" in err[-1]
+        assert (
+            err[-1].startswith("Error: cannot write the WARC archive in ")
+            and "Not a directory" in err[-1]
+        )
         assert not [r for r in web_.requests() if r.page is not None]
         # a disk that fills up: once the crawl has written a few records, its file-size limit is set
         # 8000 bytes past the open WARC file's size (set late: start-up writes compiled-kernel caches)
         warc = tmp_path / "warc"
-        args = _cli("run", "--db", pg_url, "--budget", "8/s", "--for", "30s", "--replan-every", "1s",
-                    "--min-delay", "0.1s", "--timeout", "2s", "--warc", str(warc))
+        args = _cli(
+            "run",
+            "--db",
+            pg_url,
+            "--budget",
+            "8/s",
+            "--for",
+            "30s",
+            "--replan-every",
+            "1s",
+            "--min-delay",
+            "0.1s",
+            "--timeout",
+            "2s",
+            "--warc",
+            str(warc),
+        )
         proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 60
@@ -289,7 +359,10 @@ def test_an_archive_that_cannot_be_written_stops_the_crawl_clearly(pg_url, tmp_p
     assert res.returncode == 1, res.stderr
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("Error:")]
     assert len(errors) == 1, res.stderr[-3000:]
-    assert errors[0].startswith("Error: cannot write the WARC archive in ") and "File too large" in errors[0]
+    assert (
+        errors[0].startswith("Error: cannot write the WARC archive in ")
+        and "File too large" in errors[0]
+    )
     assert "visits without a record were not committed" in errors[0]
     log, url_of = _log(pg_url)
     fetched = [o for o in log if o["outcome"] in ("first", "changed", "unchanged")]
@@ -299,3 +372,89 @@ def test_an_archive_that_cannot_be_written_stops_the_crawl_clearly(pg_url, tmp_p
     check_structure(warc, records)
     match_observations(records, log, url_of)  # every committed observation has its record
     assert epoch(max(r["date"] for r in records if r["date"])) <= time.time()
+
+
+def test_history_and_diff_read_the_captures_from_the_warc_files(test_web_crawl):
+    import json
+
+    import httpx
+    from click.testing import CliRunner
+
+    from freshcrawl.cli import main
+    from freshcrawl.frontier import CrawlSettings
+    from freshcrawl.service import FrontierService
+    from freshcrawl.service.rest import create_app
+
+    from .rest_server import TOKEN, running
+
+    db, log, url_of = test_web_crawl["db"], test_web_crawl["log"], test_web_crawl["url_of"]
+    records = read_records(test_web_crawl["warc"])
+    main_records: dict[str, list[dict]] = {}
+    for r in records:
+        if r["type"] in ("response", "revisit"):
+            main_records.setdefault(r["url"], []).append(r)
+    url = next(u for u, rs in main_records.items() if sum(r["type"] == "response" for r in rs) >= 2)
+    mine = sorted(main_records[url], key=lambda r: r["date"])
+    runner = CliRunner()
+
+    res = runner.invoke(
+        main, ["crawl", "history", url, "--db", db, "--json"], catch_exceptions=False
+    )
+    assert res.exit_code == 0, res.output
+    hist = json.loads(res.output)
+    caps = hist["captures"]
+    assert [c["date"] for c in caps] == [r["date"] for r in mine]
+    assert [c["kind"] for c in caps] == [r["type"] for r in mine]
+    obs = [o for o in log if url_of[o["page_id"]] == url]
+    for c in caps:
+        (hit,) = [o for o in obs if abs(o["time"] - c["time"]) < 2e-6]
+        assert c["outcome"] == hit["outcome"]
+        assert c["changed"] == {"first": None, "changed": True, "unchanged": False}[c["outcome"]]
+        assert (c["kind"] == "response") == (c["outcome"] in ("first", "changed"))
+    text = runner.invoke(main, ["crawl", "history", url, "--db", db]).output
+    assert f"{len(caps)} capture(s)" in text and caps[-1]["filename"] in text
+
+    responses = [c for c in caps if c["kind"] == "response"]
+    res = runner.invoke(main, ["crawl", "diff", url, "--db", db, "--json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["old"]["date"] == responses[-2]["date"] and d["new"]["date"] == responses[-1]["date"]
+    assert d["mode"] == "text" and d["added"] >= 1 and d["removed"] >= 1
+    lines = d["diff"].splitlines()
+    assert lines[0] == f"--- {url} {responses[-2]['date']}" and lines[1].startswith(f"+++ {url} ")
+    assert not any("<p" in ln for ln in lines)  # main text, not markup
+    raw = runner.invoke(main, ["crawl", "diff", url, "--db", db, "--raw"], catch_exceptions=False)
+    assert raw.exit_code == 0 and "<" in raw.output and raw.output.startswith(f"--- {url}")
+    first = runner.invoke(
+        main, ["crawl", "diff", url, "--db", db, "--at", str(responses[0]["time"])]
+    )
+    assert first.exit_code == 1 and "a diff needs two" in first.output
+    at = runner.invoke(
+        main, ["crawl", "diff", url, "--db", db, "--at", responses[1]["date"], "--json"]
+    )
+    assert at.exit_code == 0 and json.loads(at.output)["new"]["date"] == responses[1]["date"]
+
+    store_settings = open_store(db)
+    try:
+        settings = CrawlSettings.from_dict(store_settings.settings()["settings"])
+    finally:
+        store_settings.close()
+    service = FrontierService(db, settings)
+    try:
+        with (
+            running(create_app(service, token=TOKEN)) as base,
+            httpx.Client(base_url=base, timeout=30) as c,
+        ):
+            r = c.get("/history", params={"url": url})
+            assert r.status_code == 200, r.text
+            assert r.json()["captures"] == caps and r.json()["url"] == url
+            assert c.get("/history").json()["captures"] is None
+            r = c.get("/diff", params={"url": url})
+            assert r.status_code == 200 and r.json()["diff"] == d["diff"], r.text
+            r = c.get("/diff", params={"url": url, "at": responses[0]["time"]})
+            assert r.status_code == 404 and "a diff needs two" in r.text
+            assert c.get("/diff", params={"url": "http://127.0.0.9:1/nowhere"}).status_code == 404
+            assert c.get("/diff", params={"url": "not a url"}).status_code == 422
+            assert '"explain-copies"' in c.get("/").text  # the explanation links to both
+    finally:
+        service.close()

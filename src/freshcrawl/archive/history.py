@@ -2,7 +2,7 @@
 
 :func:`page_captures` lists the response and revisit records of one URL, from the CDXJ index of
 each closed file and from an index made on the spot of each file still being written (up to its
-last whole record); :func:`page_diff` reads two captures' payloads from the WARC files and gives a
+last whole record) or not indexed yet; :func:`page_diff` reads two captures' payloads from the WARC files and gives a
 unified diff of their main text (as the ``text`` signature sees it, a line per paragraph) or of the
 raw decoded body, as urlwatch and changedetection.io show changes.
 """
@@ -168,7 +168,12 @@ def page_captures(directory: str | os.PathLike, url: str) -> list[CaptureInfo]:
     if not directory.is_dir():
         raise FileNotFoundError(f"no WARC directory {directory}")
     rows = [r for r in iter_cdxj(directory) if r[2].get("url") == url]
-    for path in sorted(directory.glob(f"*{WARC_SUFFIX}{OPEN_SUFFIX}")):
+    unindexed = [
+        p
+        for p in sorted(directory.glob(f"*{WARC_SUFFIX}"))
+        if not p.with_name(p.name[: -len(WARC_SUFFIX)] + CDXJ_SUFFIX).exists()
+    ]
+    for path in unindexed + sorted(directory.glob(f"*{WARC_SUFFIX}{OPEN_SUFFIX}")):
         rows.extend(r for r in _cdxj_of_open_file(path) if r[2].get("url") == url)
     out = []
     for _, _, row in rows:

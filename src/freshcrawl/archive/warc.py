@@ -13,11 +13,13 @@
   when the archive holds one. The payload digest decides, not the crawl's signature: an equal text
   signature over different bytes is a new response for the archive;
 - each record its own gzip member; files named
-  ``<prefix>-<UTC time>-<serial>-<pid>-<host>.warc.gz``, written as ``*.warc.gz.open`` and renamed
+  ``<prefix>-<UTC time to the millisecond>-<serial>-<pid>-<host>.warc.gz`` (as Heritrix names them), written as ``*.warc.gz.open`` and renamed
   when closed (at ``max_file_bytes``, or by :meth:`WarcArchive.close`), then indexed as
-  ``*.cdxj`` (sorted CDXJ, the format pywb and other replay tools read) by cdxj-indexer;
+  ``*.cdxj`` (sorted CDXJ, the format pywb and other replay tools read) by cdxj-indexer, in a
+  worker thread so that the crawl goes on meanwhile (:meth:`WarcArchive.close` waits for it);
 - after a crash, :meth:`WarcArchive.open` truncates every ``*.warc.gz.open`` it can lock back to
-  its last whole gzip member (one whole record), then closes and indexes it.
+  its last whole gzip member (one whole record), then closes and indexes it (and indexes a closed
+  file whose index the crash prevented).
 
 Records reach the disk (written and ``fsync``-ed by :meth:`WarcArchive.write_visits`) before the
 crawl commits the observations of their visits, so every committed observation has its record; a
@@ -40,6 +42,7 @@ import socket
 import time
 import zlib
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -212,6 +215,8 @@ class WarcArchive:
         self._serial = 0
         self._last: dict[str, _Stored] = {}
         self._broken: str | None = None
+        self._indexer: ThreadPoolExecutor | None = None
+        self._pending: list[Future] = []
         self.counts = {"response": 0, "revisit": 0, "request": 0, "files": 0, "bytes": 0}
 
     # ------------------------------------------------------------------------------ lifecycle
@@ -231,9 +236,6 @@ class WarcArchive:
             probe.unlink()
             for path in sorted(self.directory.glob(f"*{WARC_SUFFIX}{OPEN_SUFFIX}")):
                 self._recover(path)
-            for path in sorted(self.directory.glob(f"*{WARC_SUFFIX}")):
-                if not path.with_name(path.name[: -len(WARC_SUFFIX)] + CDXJ_SUFFIX).exists():
-                    _index(path)
             self._load_last()
         except OSError as err:
             raise ArchiveError(self._message(err)) from err
@@ -257,12 +259,17 @@ class WarcArchive:
             else:
                 os.fsync(fh.fileno())
                 os.replace(path, final)
-        if not empty:
-            _index(final)
 
     def _load_last(self) -> None:
-        """The last response record of each URL, from the CDXJ files (in file-name order)."""
-        for cdxj in sorted(self.directory.glob(f"*{CDXJ_SUFFIX}")):
+        """The last response record of each URL, from the CDXJ files (in file-name order); a file
+        without its index yet (closed by a crash) is read record by record, and indexed in the
+        background so that the crawl does not wait for it."""
+        for path in sorted(self.directory.glob(f"*{WARC_SUFFIX}")):
+            cdxj = path.with_name(path.name[: -len(WARC_SUFFIX)] + CDXJ_SUFFIX)
+            if not cdxj.exists():
+                self._scan(path)
+                self._index_later(path)
+                continue
             rows = []
             for line in cdxj.read_text(encoding="utf-8").splitlines():
                 parts = line.split(" ", 2)
@@ -278,6 +285,30 @@ class WarcArchive:
                     digest = "sha1:" + digest
                 self._last[row["url"]] = _Stored(digest, row["filename"], offset)
 
+    def _scan(self, path: Path) -> None:
+        """The last response of each URL in one WARC file, read with warcio."""
+        from warcio.archiveiterator import ArchiveIterator
+
+        with open(path, "rb") as fh:
+            it = ArchiveIterator(fh)
+            for record in it:
+                if record.rec_type != "response":
+                    continue
+                h = record.rec_headers
+                self._last[h.get_header("WARC-Target-URI")] = _Stored(
+                    h.get_header("WARC-Payload-Digest"),
+                    path.name,
+                    it.get_record_offset(),
+                    h.get_header("WARC-Record-ID"),
+                    h.get_header("WARC-Date"),
+                )
+
+    def _index_later(self, path: Path) -> None:
+        """Write `path`'s CDXJ in a worker thread (one at a time); :meth:`close` waits for it."""
+        if self._indexer is None:
+            self._indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdxj")
+        self._pending.append(self._indexer.submit(_index, path))
+
     def close(self) -> None:
         """Close the current file (rename it to ``*.warc.gz`` and index it); safe to call twice.
 
@@ -288,8 +319,15 @@ class WarcArchive:
         """
         try:
             self._close_file()
+            pending, self._pending = self._pending, []
+            for future in pending:
+                future.result()
         except OSError as err:
             raise ArchiveError(self._message(err)) from err
+        finally:
+            if self._indexer is not None and not self._pending:
+                self._indexer.shutdown(wait=True)
+                self._indexer = None
 
     def __enter__(self) -> Self:
         return self.open()
@@ -299,11 +337,18 @@ class WarcArchive:
 
     # ------------------------------------------------------------------------------- files
     def _new_file(self) -> None:
-        self._serial += 1
-        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        now = time.time()
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(now)) + f"{int(now * 1000) % 1000:03d}"
         host = socket.gethostname().split(".")[0] or "localhost"
-        name = f"{self.prefix}-{stamp}-{self._serial:05d}-{os.getpid()}-{host}{WARC_SUFFIX}"
-        fh = io.FileIO(self.directory / (name + OPEN_SUFFIX), "xb")
+        while True:  # a name no file of this directory has, closed or open
+            self._serial += 1
+            name = f"{self.prefix}-{stamp}-{self._serial:05d}-{os.getpid()}-{host}{WARC_SUFFIX}"
+            if not (self.directory / name).exists():
+                try:
+                    fh = io.FileIO(self.directory / (name + OPEN_SUFFIX), "xb")
+                except FileExistsError:
+                    continue
+                break
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._fh, self._name, self._size = fh, name, 0
         fields = {
@@ -329,7 +374,7 @@ class WarcArchive:
         for stored in self._last.values():
             if stored.filename == name + OPEN_SUFFIX:
                 stored.filename = name
-        _index(final)
+        self._index_later(final)
 
     def _append(self, data: bytes) -> int:
         assert self._fh is not None

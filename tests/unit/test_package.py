@@ -31,7 +31,8 @@ PUBLIC = {
         'Harmonic', 'OBJECTIVE_NAMES', 'Objective', 'Status', 'SyncCost', 'allocate', 'get_objective',
     ],
     'freshcrawl.archive': [
-        'DEFAULT_MAX_FILE_BYTES', 'PROFILE_IDENTICAL', 'PROFILE_NOT_MODIFIED', 'StoredRecord', 'WarcArchive',
+        'DEFAULT_MAX_FILE_BYTES', 'LatestCopies', 'PROFILE_IDENTICAL', 'PROFILE_NOT_MODIFIED', 'StoredRecord',
+        'WarcArchive',
         'payload_digest', 'recover_open_file',
     ],
     'freshcrawl.bulk': [

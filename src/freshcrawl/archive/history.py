@@ -23,6 +23,8 @@ from freshcrawl.archive.warc import CDXJ_SUFFIX, OPEN_SUFFIX, WARC_SUFFIX, iter_
 __all__ = [
     "CaptureInfo",
     "PageDiff",
+    "diff_bodies",
+    "latest_diff",
     "page_captures",
     "page_diff",
     "page_history",
@@ -319,14 +321,71 @@ def page_diff(
         )
     old, new = responses[-2], responses[-1]
     bodies = [read_payload(directory, c) for c in (old, new)]
+    text, added, removed = diff_bodies(
+        bodies[0], bodies[1], mode, f"{url} {old.date}", f"{url} {new.date}"
+    )
+    return PageDiff(old, new, mode, text, added, removed)
+
+
+def diff_bodies(
+    old: tuple[bytes, str | None],
+    new: tuple[bytes, str | None],
+    mode: str,
+    old_label: str,
+    new_label: str,
+) -> tuple[str, int, int]:
+    """Unified diff of two (body, Content-Type) pairs; returns (diff, lines added, lines removed).
+
+    `mode` ``"text"`` compares :func:`text_lines`, ``"raw"`` the bodies decoded as UTF-8.
+    """
     if mode == "text":
-        a, b = (text_lines(body, ctype) for body, ctype in bodies)
+        a, b = (text_lines(body, ctype) for body, ctype in (old, new))
     else:
-        a, b = (body.decode("utf-8", errors="replace").splitlines() for body, _ in bodies)
-    lines = list(difflib.unified_diff(a, b, f"{url} {old.date}", f"{url} {new.date}", lineterm=""))
+        a, b = (body.decode("utf-8", errors="replace").splitlines() for body, _ in (old, new))
+    lines = list(difflib.unified_diff(a, b, old_label, new_label, lineterm=""))
     added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
     removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
-    return PageDiff(old, new, mode, "\n".join(lines) + ("\n" if lines else ""), added, removed)
+    return "\n".join(lines) + ("\n" if lines else ""), added, removed
+
+
+def latest_diff(directory: str | os.PathLike, url: str, *, mode: str = "text") -> dict:
+    """The change between the previous and the current copy kept by ``--keep-latest``.
+
+    Returns
+    -------
+    dict
+        ``old`` and ``new`` (time, status, content_type, sha256), ``mode``, ``diff``, ``added``,
+        ``removed``.
+
+    Raises
+    ------
+    ValueError
+        If `mode` is unknown or fewer than two copies of `url` are kept.
+    """
+    from freshcrawl.archive.latest import LatestCopies
+
+    if mode not in ("text", "raw"):
+        raise ValueError(f"mode must be 'text' or 'raw'; got {mode!r}")
+    copies = LatestCopies(directory)
+    meta = copies.meta(url)
+    n = 0 if meta is None else 1 + (meta["previous"] is not None)
+    if n < 2:
+        raise ValueError(f"{url} has {n} kept copy(ies): a diff needs two")
+    old, new = meta["previous"], meta["current"]
+    text, added, removed = diff_bodies(
+        (copies.read(url, "previous"), old["content_type"]),
+        (copies.read(url, "current"), new["content_type"]),
+        mode,
+        f"{url} {_iso(old['time'])}",
+        f"{url} {_iso(new['time'])}",
+    )
+    return {"old": old, "new": new, "mode": mode, "diff": text, "added": added, "removed": removed}
+
+
+def _iso(t: float) -> str:
+    from freshcrawl.archive.warc import warc_date
+
+    return warc_date(t)
 
 
 def warc_directory(store) -> str:

@@ -138,9 +138,12 @@ _SIZE = _Size()
               "CDXJ indexes in DIR (kept for later runs).")
 @click.option("--warc-max-size", "warc_max_bytes", type=_SIZE, default=None, metavar="SIZE",
               help="Size at which a WARC file is closed and the next one started (default 1GiB).")
+@click.option("--keep-latest", "latest_dir", default=None, metavar="DIR",
+              help="Without --warc: keep only the latest copy of each page (and the one before it) in DIR, "
+              "content-addressed (kept for later runs).")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
         user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, warc_dir,
-        warc_max_bytes) -> None:
+        warc_max_bytes, latest_dir) -> None:
     """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal.
 
     With --frontier, fetch the visits a remote frontier hands out and report their outcomes to it;
@@ -157,7 +160,11 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         given = [f"--{k.replace('_', '-')}" for k, v in plan_options.items() if v is not None]
         if given:
             raise click.UsageError(f"{', '.join(given)}: the remote frontier's settings; not given with --frontier")
+        if warc_dir and latest_dir:
+            raise click.UsageError("--warc and --keep-latest exclude each other (a WARC archive keeps every copy)")
         archive = _archive(warc_dir, warc_max_bytes, user_agent) if warc_dir else None
+        if latest_dir:
+            archive = _latest(latest_dir)
         _run_remote(frontier_url, crawl_id, signature=signature or "raw", duration=duration,
                     user_agent=user_agent, contact_url=contact_url, max_in_flight=max_in_flight,
                     timeout_s=timeout_s, archive=archive)
@@ -180,6 +187,7 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         min_delay_s=min_delay, max_per_host_day=max_per_host_day, user_agent=user_agent,
         contact_url=contact_url, seed=seed, warc_max_bytes=warc_max_bytes,
         warc=None if warc_dir is None else str(Path(warc_dir).resolve()),
+        keep_latest=None if latest_dir is None else str(Path(latest_dir).resolve()),
     ))
     try:
         frontier = Frontier(store, settings)
@@ -193,6 +201,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         archive = None
         if settings.warc:
             archive = _archive(settings.warc, settings.warc_max_bytes, fetcher_agent(settings))
+        elif settings.keep_latest:
+            archive = _latest(settings.keep_latest)
         fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
                           signature=settings.signature, read_timeout_s=timeout_s,
                           total_timeout_s=max(60.0, 2 * timeout_s), keep_copy=archive is not None)
@@ -223,6 +233,17 @@ def _archive(directory: str, max_bytes: int | None, user_agent: str | None):
     archive = WarcArchive(directory, max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES, info=info)
     try:
         return archive.open()
+    except ArchiveError as err:
+        raise click.ClickException(str(err)) from err
+
+
+def _latest(directory: str):
+    """Open :class:`LatestCopies` in `directory`; a one-line error when it cannot be written."""
+    from freshcrawl.archive.latest import LatestCopies
+    from freshcrawl.errors import ArchiveError
+
+    try:
+        return LatestCopies(directory).open()
     except ArchiveError as err:
         raise click.ClickException(str(err)) from err
 
@@ -485,27 +506,33 @@ def history(url: str, db: str, warc_dir: str | None, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the diff and both captures as JSON.")
 def diff(url: str, db: str, at: str | None, text: bool, warc_dir: str | None, as_json: bool) -> None:
     """The change between two captures of URL, as a unified diff read from the WARC files."""
-    from freshcrawl.archive.history import page_diff, warc_directory
+    from freshcrawl.archive.history import latest_diff, page_diff, warc_directory
 
     key = _page_url(url)
     when = None if at is None else _parse_at(at)
+    mode = "text" if text else "raw"
     store = _open(db)
     try:
         if store.page_by_url(key) is None:
             raise click.ClickException(f"{key} is not in this crawl")
-        directory = warc_dir or warc_directory(store)
-        result = page_diff(directory, key, at=when, mode="text" if text else "raw")
+        latest = (store.settings().get("settings") or {}).get("keep_latest")
+        if warc_dir is None and latest:  # --keep-latest keeps the current copy and the one before
+            if when is not None:
+                raise click.UsageError("--at needs WARC files; --keep-latest keeps only the last change")
+            result = latest_diff(latest, key, mode=mode)
+        else:
+            result = page_diff(warc_dir or warc_directory(store), key, at=when, mode=mode).to_dict()
     except (LookupError, FileNotFoundError, ValueError) as err:
         raise click.ClickException(str(err)) from err
     finally:
         store.close()
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json.dumps(result, indent=2))
         return
-    if not result.diff:
-        click.echo(f"no difference in the {result.mode} between {result.old.date} and {result.new.date}")
+    if not result["diff"]:
+        click.echo(f"no difference in the {mode} between the two copies")
         return
-    click.echo(result.diff, nl=False)
+    click.echo(result["diff"], nl=False)
 
 
 def _parse_at(value: str) -> float:

@@ -89,6 +89,9 @@ class CrawlSettings:
         no copies.
     warc_max_bytes : int
         Size at which a WARC file is closed and the next one started, bytes (default 1 GiB).
+    keep_latest : str or None
+        Directory of the latest copy of each page (:class:`freshcrawl.archive.LatestCopies`),
+        for crawls without ``warc``; None keeps none.
     """
 
     budget: float = 2000.0
@@ -107,6 +110,7 @@ class CrawlSettings:
     n_bins: int = 4
     warc: str | None = None
     warc_max_bytes: int = 1024**3
+    keep_latest: str | None = None
 
     def __post_init__(self) -> None:
         def positive(name: str, value: float, *, zero: bool = False) -> None:
@@ -127,6 +131,8 @@ class CrawlSettings:
             raise ValueError(f"signature must be 'raw' or 'text'; got {self.signature!r}")
         if not (isinstance(self.warc_max_bytes, int) and self.warc_max_bytes >= 1):
             raise ValueError(f"warc_max_bytes must be an int >= 1 bytes; got {self.warc_max_bytes!r}")
+        if self.warc and self.keep_latest:
+            raise ValueError("warc and keep_latest exclude each other: a WARC archive keeps every copy")
         if self.policy.partition(":")[0] == "oracle":
             raise UnknownNameError("policy 'oracle' needs the true change rates and cannot run live")
 

@@ -234,7 +234,7 @@ class _Site:
 
         async def start():
             app = web.Application()
-            app.router.add_route("GET", "/{tail:.*}", self.handle)
+            app.router.add_route("*", "/{tail:.*}", self.handle)
             self.runner = web.AppRunner(app)
             await self.runner.setup()
             await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
@@ -458,3 +458,64 @@ def test_history_and_diff_read_the_captures_from_the_warc_files(test_web_crawl):
             assert '"explain-copies"' in c.get("/").text  # the explanation links to both
     finally:
         service.close()
+
+
+class _Receiver(_Site):
+    """A loopback Apprise ``json://`` endpoint that fails its first `n_fail` posts with a 500."""
+
+    def __init__(self, n_fail: int = 2) -> None:
+        super().__init__()
+        self.n_fail = n_fail
+        self.posts: list[tuple[str, dict]] = []
+        self.n_failed = 0
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if self.n_failed < self.n_fail:
+            self.n_failed += 1
+            return web.Response(status=500)
+        self.posts.append((request.path, await request.json()))
+        return web.Response(text="ok")
+
+
+def test_notify_sends_one_message_per_change_and_survives_failures(tmp_path):
+    db, warc = str(tmp_path / "crawl.db"), tmp_path / "warc"
+    pages = make_pages(6, 3, (0.5, 2.0), seed=8)
+    hosts = [HostSpec(), HostSpec(), HostSpec()]
+    with _Receiver(n_fail=2) as rx, TestWeb(pages, hosts=hosts, seed=8) as web_:
+        urls = web_.urls()
+        _add(db, urls[1:], tmp_path)
+        one = tmp_path / "one.txt"
+        one.write_text(urls[0] + "\n")
+        target_one = f"json://127.0.0.1:{rx.port}/one"
+        res = subprocess.run(
+            _cli("add", "--db", db, str(one), "--notify", target_one),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr
+        all_ = f"json://127.0.0.1:{rx.port}/all"
+        res = _run(db, warc, "--notify", all_, "--policy", "uniform", duration="8s")
+        assert res.returncode == 0, res.stderr
+        posts = list(rx.posts)
+        n_failed = rx.n_failed
+        requests = [r for r in web_.requests() if r.page is not None]
+    log, url_of = _log(db)
+    changes = [o for o in log if o["outcome"] == "changed"]
+    assert len(changes) >= 1, Counter(o["outcome"] for o in log)
+    assert (
+        n_failed == 2 and "retrying in" in res.stderr
+    )  # failures logged, retried, the crawl went on
+    assert len(requests) == sum(o["outcome"] != "no-info" for o in log if o["why"] != "robots")
+    to_all = [p for path, p in posts if path == "/all"]
+    to_one = [p for path, p in posts if path == "/one"]
+    # one message per change to the crawl-wide target; the page's own target only for its changes
+    assert len(to_all) == len(changes), (len(to_all), len(changes))
+    assert len(to_one) == sum(url_of[o["page_id"]] == urls[0] for o in changes)
+    by_url = Counter(url_of[o["page_id"]] for o in changes)
+    assert Counter(p["title"].removeprefix("Changed: ") for p in to_all) == by_url
+    for p in to_all:
+        url = p["title"].removeprefix("Changed: ")
+        assert p["message"].startswith(f"{url} changed at ") and "line(s) added" in p["message"]
+        assert "\n@@ " in p["message"]  # the first lines of the diff

@@ -28,6 +28,7 @@ __all__ = [
     "page_captures",
     "page_diff",
     "page_history",
+    "payload_at",
     "read_payload",
     "text_lines",
     "warc_directory",
@@ -223,11 +224,18 @@ def read_payload(directory: str | os.PathLike, capture: CaptureInfo) -> tuple[by
     ValueError
         If `capture` is a revisit (it has no payload of its own).
     """
-    from freshcrawl.crawler.capture import decode_content
-
     if capture.kind != "response":
         raise ValueError(f"a {capture.kind} record has no payload; read the response it refers to")
-    fh, record = _record_at(Path(directory), capture.filename, capture.offset)
+    return payload_at(directory, capture.filename, capture.offset)
+
+
+def payload_at(
+    directory: str | os.PathLike, filename: str, offset: int
+) -> tuple[bytes, str | None]:
+    """The decoded body and Content-Type of the response record at `offset` of `filename`."""
+    from freshcrawl.crawler.capture import decode_content
+
+    fh, record = _record_at(Path(directory), filename, offset)
     try:
         raw = record.raw_stream.read()
         headers = record.http_headers

@@ -214,6 +214,7 @@ class WarcArchive:
         self._size = 0
         self._serial = 0
         self._last: dict[str, _Stored] = {}
+        self._prev: dict[str, _Stored] = {}
         self._broken: str | None = None
         self._indexer: ThreadPoolExecutor | None = None
         self._pending: list[Future] = []
@@ -498,6 +499,8 @@ class WarcArchive:
         self.counts["request"] += 1
         filename = self._name + OPEN_SUFFIX  # type: ignore[operator]
         if kind == "response":
+            if last is not None:
+                self._prev[url] = last
             self._last[url] = _Stored(digest, filename, offset, record_id, date)
         result = StoredRecord(
             kind,
@@ -523,6 +526,18 @@ class WarcArchive:
             record = next(iter(ArchiveIterator(fh)))
             stored.record_id = record.rec_headers.get_header("WARC-Record-ID")
             stored.date = record.rec_headers.get_header("WARC-Date")
+
+    def last_two(self, url: str) -> list[tuple[str, int]]:
+        """(file name, offset) of `url`'s response before the last one and of the last one, of those
+        this archive knows (the last of earlier runs, and all of this run); fewer when it has fewer."""
+        out = []
+        for stored in (self._prev.get(url), self._last.get(url)):
+            if stored is not None:
+                name = stored.filename
+                if name.endswith(OPEN_SUFFIX) and not (self.directory / name).exists():
+                    name = name[: -len(OPEN_SUFFIX)]
+                out.append((name, stored.offset))
+        return out
 
     def files(self) -> list[Path]:
         """The archive's WARC files (closed ones, then any still open), sorted by name."""

@@ -46,11 +46,14 @@ def crawl() -> None:
 @crawl.command("add")
 @_db_option
 @click.argument("urls_file", type=click.File("r", encoding="utf-8"))
-def add(db: str, urls_file) -> None:
+@click.option("--notify", "notify", multiple=True, metavar="APPRISE_URL",
+              help="Send a message to this Apprise URL (json://, mailto://, slack://, ...) on each change "
+              "of these pages; repeatable.")
+def add(db: str, urls_file, notify: tuple[str, ...]) -> None:
     """Add the URLs of URLS_FILE (one per line, optional weight; '-' reads standard input).
 
     A file with any bad line is refused whole, with the line numbers; URLs already in the crawl are
-    skipped.
+    skipped (their --notify targets are still added).
     """
     from freshcrawl.frontier import parse_url_list
 
@@ -59,10 +62,18 @@ def add(db: str, urls_file) -> None:
         rows = parse_url_list(urls_file.read().splitlines(), source=source)
     except ValueError as err:
         raise click.ClickException(str(err)) from err
+    if notify:
+        _check_apprise(notify)
     store = _open(db, create=True)
     try:
         ids, n_known = store.add_pages(rows, now=time.time())
         n_hosts = store.counts()["hosts"]
+        if notify:
+            saved = store.settings()
+            per_page = dict(saved.get("notify_pages") or {})
+            for url, _, _ in rows:
+                per_page[url] = sorted({*per_page.get(url, []), *notify})
+            store.save_settings({"notify_pages": per_page})
     finally:
         store.close()
     click.echo(f"added {len(ids)} page(s) ({n_known} already in the crawl); {n_hosts} host(s) in all")
@@ -141,9 +152,12 @@ _SIZE = _Size()
 @click.option("--keep-latest", "latest_dir", default=None, metavar="DIR",
               help="Without --warc: keep only the latest copy of each page (and the one before it) in DIR, "
               "content-addressed (kept for later runs).")
+@click.option("--notify", "notify", multiple=True, metavar="APPRISE_URL",
+              help="Send a message to this Apprise URL on each change detected on any page (URL, time, "
+              "size, first lines of the diff); repeatable; kept for later runs.")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
         user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, warc_dir,
-        warc_max_bytes, latest_dir) -> None:
+        warc_max_bytes, latest_dir, notify) -> None:
     """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal.
 
     With --frontier, fetch the visits a remote frontier hands out and report their outcomes to it;
@@ -165,9 +179,10 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         archive = _archive(warc_dir, warc_max_bytes, user_agent) if warc_dir else None
         if latest_dir:
             archive = _latest(latest_dir)
+        notifier = _notifier(list(notify), {}, archive, latest_dir) if notify else None
         _run_remote(frontier_url, crawl_id, signature=signature or "raw", duration=duration,
                     user_agent=user_agent, contact_url=contact_url, max_in_flight=max_in_flight,
-                    timeout_s=timeout_s, archive=archive)
+                    timeout_s=timeout_s, archive=archive, notifier=notifier)
         return
     if db is None:
         raise click.UsageError("Missing option '--db' (needed unless --frontier is given).")
@@ -188,6 +203,7 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         contact_url=contact_url, seed=seed, warc_max_bytes=warc_max_bytes,
         warc=None if warc_dir is None else str(Path(warc_dir).resolve()),
         keep_latest=None if latest_dir is None else str(Path(latest_dir).resolve()),
+        notify=list(notify) or None,
     ))
     try:
         frontier = Frontier(store, settings)
@@ -197,17 +213,26 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         raise click.UsageError(str(err)) from err
     progress = _Progress(frontier)
 
+    from freshcrawl.archive.notify import NotifyingFrontier
+
+    notifier = None
     try:
         archive = None
         if settings.warc:
             archive = _archive(settings.warc, settings.warc_max_bytes, fetcher_agent(settings))
         elif settings.keep_latest:
             archive = _latest(settings.keep_latest)
+        per_page = store.settings().get("notify_pages") or {}
+        if settings.notify or per_page:
+            notifier = _notifier(list(settings.notify or []), per_page, archive, settings.keep_latest)
+            frontier = NotifyingFrontier(frontier, notifier)
         fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
                           signature=settings.signature, read_timeout_s=timeout_s,
                           total_timeout_s=max(60.0, 2 * timeout_s), keep_copy=archive is not None)
         asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress, archive))
     finally:
+        if notifier is not None:
+            notifier.close()
         store.close()
         lock.release()
 
@@ -237,6 +262,41 @@ def _archive(directory: str, max_bytes: int | None, user_agent: str | None):
         raise click.ClickException(str(err)) from err
 
 
+def _check_apprise(targets) -> None:
+    try:
+        import apprise
+    except ImportError as err:
+        raise click.ClickException(f"--notify needs the 'warc' extra (pip install 'freshcrawl[warc]'): {err}") from err
+    for t in targets:
+        if apprise.Apprise.instantiate(t) is None:
+            raise click.BadParameter(f"not an Apprise URL Apprise can use: {t!r}", param_hint="--notify")
+
+
+def _notifier(targets: list[str], per_page: dict, archive, latest_dir: str | None):
+    """A :class:`ChangeNotifier` whose messages carry the diff read from the crawl's copies."""
+    from freshcrawl.archive.history import diff_bodies, latest_diff, payload_at
+    from freshcrawl.archive.notify import ChangeNotifier
+    from freshcrawl.archive.warc import WarcArchive, warc_date
+
+    _check_apprise([*targets, *(t for v in per_page.values() for t in v)])
+
+    def describe(url: str, out) -> tuple[str, str]:
+        if isinstance(archive, WarcArchive):
+            two = archive.last_two(url)
+            if len(two) < 2:
+                return "", ""
+            old, new = (payload_at(archive.directory, name, offset) for name, offset in two)
+            text, added, removed = diff_bodies(old, new, "text", f"{url} before", f"{url} {warc_date(out.started_at)}")
+        elif latest_dir:
+            d = latest_diff(latest_dir, url)
+            text, added, removed = d["diff"], d["added"], d["removed"]
+        else:
+            return f"{out.n_bytes:,} bytes now", ""
+        return f"{added} line(s) added, {removed} removed", text
+
+    return ChangeNotifier(targets, per_page, describe=describe)
+
+
 def _latest(directory: str):
     """Open :class:`LatestCopies` in `directory`; a one-line error when it cannot be written."""
     from freshcrawl.archive.latest import LatestCopies
@@ -250,7 +310,7 @@ def _latest(directory: str):
 
 def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, duration: float | None,
                 user_agent: str | None, contact_url: str | None, max_in_flight: int, timeout_s: float,
-                archive=None) -> None:
+                archive=None, notifier=None) -> None:
     """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier` ($FRESHCRAWL_TOKEN: its token)."""
     import asyncio
     import os
@@ -266,6 +326,10 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--frontier") from err
     progress = _RemoteProgress(frontier)
+    if notifier is not None:
+        from freshcrawl.archive.notify import NotifyingFrontier
+
+        frontier = NotifyingFrontier(frontier, notifier)
 
     fetcher = Fetcher(user_agent=user_agent, contact_url=contact_url, signature=signature,
                       read_timeout_s=timeout_s, total_timeout_s=total_timeout_s,
@@ -277,6 +341,8 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
     except grpc.RpcError as err:
         raise click.ClickException(f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
     finally:
+        if notifier is not None:
+            notifier.close()
         frontier.close()
 
 

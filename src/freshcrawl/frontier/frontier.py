@@ -92,6 +92,8 @@ class CrawlSettings:
     keep_latest : str or None
         Directory of the latest copy of each page (:class:`freshcrawl.archive.LatestCopies`),
         for crawls without ``warc``; None keeps none.
+    notify : list of str or None
+        Apprise URLs told of every change (:class:`freshcrawl.archive.notify.ChangeNotifier`).
     """
 
     budget: float = 2000.0
@@ -111,6 +113,7 @@ class CrawlSettings:
     warc: str | None = None
     warc_max_bytes: int = 1024**3
     keep_latest: str | None = None
+    notify: list[str] | None = None
 
     def __post_init__(self) -> None:
         def positive(name: str, value: float, *, zero: bool = False) -> None:

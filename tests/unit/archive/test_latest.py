@@ -24,13 +24,22 @@ def test_latest_copy_and_the_one_before(tmp_path):
     with pytest.raises(ValueError, match="1 kept copy"):
         latest_diff(tmp_path, URL)
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
-    assert copies.write_visits([visit(1001.0, one), visit(1002.0, b"", status=304)]) == ["unchanged"] * 2
-    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == before  # nothing written
+    assert (
+        copies.write_visits([visit(1001.0, one), visit(1002.0, b"", status=304)])
+        == ["unchanged"] * 2
+    )
+    assert {
+        p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()
+    } == before  # nothing written
     assert copies.write_visits([visit(1003.0, two)]) == ["written"]
     assert copies.read(URL) == two and copies.read(URL, "previous") == one
     d = latest_diff(tmp_path, URL)
     assert d["old"]["time"] == 1000.0 and d["new"]["time"] == 1003.0
-    assert "-Second." in d["diff"] and "+Second, changed." in d["diff"] and d["added"] == d["removed"] == 1
+    assert (
+        "-Second." in d["diff"]
+        and "+Second, changed." in d["diff"]
+        and d["added"] == d["removed"] == 1
+    )
     copies.write_visits([visit(1004.0, three)])
     objects = [f for f in files(tmp_path) if f.startswith("objects/")]
     assert len(objects) == 2  # the first body is linked by no page any more: removed

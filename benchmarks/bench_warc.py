@@ -56,14 +56,13 @@ def _record_sizes(directory: Path) -> dict:
     }
 
 
-def run_once(mode: str, urls: list[str], seconds: float, tmp: Path) -> dict:
+def run_once(mode: str, urls: list[str], seconds: float, work: Path) -> dict:
     from freshcrawl.archive import LatestCopies, WarcArchive
     from freshcrawl.crawler.fetcher import Fetcher
     from freshcrawl.crawler.loop import crawl
     from freshcrawl.frontier import CrawlSettings, Frontier, parse_url_list
     from freshcrawl.store import open_store
 
-    work = tmp / mode
     work.mkdir()
     store = open_store(str(work / "crawl.db"))
     store.add_pages(parse_url_list(urls), now=time.time())
@@ -94,13 +93,59 @@ def run_once(mode: str, urls: list[str], seconds: float, tmp: Path) -> dict:
     return row
 
 
+def bench_write(n_visits: int, body_bytes: int) -> dict:
+    """CPU seconds per visit that WarcArchive.write_visits spends (gzip, digests, fsync per batch of
+    64), for changed visits (response + request) and for unchanged ones (revisit + request), on
+    synthetic captures of HTML-like bodies: the archive's cost without the network or the load."""
+    import random
+
+    from freshcrawl.archive import WarcArchive
+    from freshcrawl.crawler.capture import HttpCapture
+    from freshcrawl.crawler.outcome import FetchOutcome, Outcome
+
+    rng = random.Random(0)
+    words = [w.encode() for w in "the river council market station library opened closed news page".split()]
+
+    def capture(k: int, version: int) -> FetchOutcome:
+        r = random.Random(k * 1000 + version)
+        body = b"<html><body>" + b" ".join(r.choice(words) for _ in range(body_bytes // 6)) + b"</body></html>"
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        url = f"http://127.0.0.2:8000/page/{k}"
+        cap = HttpCapture(url, b"GET /page/%d HTTP/1.1\r\nHost: 127.0.0.2:8000\r\n\r\n" % k, head, body, 200)
+        return FetchOutcome(url, Outcome.CHANGED, "x", time.time(), 0.01, 200, len(body), capture=cap)
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = WarcArchive(tmp).open()
+        for label, version in (("changed", 0), ("unchanged", 0), ("changed_again", 1)):
+            batch = [(None, capture(k, version)) for k in range(n_visits)]
+            rng.shuffle(batch)
+            size0 = archive.counts["bytes"]
+            t = time.process_time()
+            w = time.perf_counter()
+            for lo in range(0, n_visits, 64):
+                archive.write_visits(batch[lo : lo + 64])
+            out[label] = {
+                "cpu_ms_per_visit": 1000 * (time.process_time() - t) / n_visits,
+                "wall_ms_per_visit": 1000 * (time.perf_counter() - w) / n_visits,
+                "bytes_per_visit": (archive.counts["bytes"] - size0) / n_visits,
+            }
+        archive.close()
+    return {"benchmark": "write", "visits": n_visits, "body_bytes": body_bytes, **out}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--hosts", type=int, default=100)
     ap.add_argument("--modes", default="none,keep-latest,warc")
+    ap.add_argument("--write-only", type=int, default=0, metavar="N",
+                    help="Only time WarcArchive.write_visits on N synthetic visits (no crawl).")
     args = ap.parse_args()
+    if args.write_only:
+        print(json.dumps(bench_write(args.write_only, 4000)))
+        return
     tmp = Path(tempfile.mkdtemp(prefix="freshcrawl-bench-warc-"))
     urls_file = tmp / "urls.txt"
     modes = args.modes.split(",")
@@ -117,8 +162,8 @@ def main() -> None:
             time.sleep(0.1)
         time.sleep(0.5)
         urls = urls_file.read_text().splitlines()
-        for mode in modes:
-            print(json.dumps(run_once(mode, urls, args.seconds, tmp)), flush=True)
+        for k, mode in enumerate(modes):
+            print(json.dumps(run_once(mode, urls, args.seconds, tmp / f"{k}-{mode}")), flush=True)
     finally:
         web.terminate()
         web.wait(timeout=30)

@@ -44,8 +44,10 @@ class ChangeNotifier:
     per_page : dict of str to list of str, optional
         Apprise URLs told of a change on one page (``crawl add --notify``), by page URL.
     describe : callable, optional
-        ``describe(url, out) -> (size, diff)``: the size of the change (a short text) and its diff,
-        read from the crawl's copies; None sends the URL and time only.
+        ``describe(url, out)``, called when the change is committed, returns a callable that the
+        worker thread calls to get ``(size, diff)``: the size of the change (a short text) and its
+        diff, read from the crawl's copies (so the crawl does not wait for the reading and the text
+        extraction); None sends the URL and time only.
     retry_base_s : float, default=1.0
         First back-off after a failed send, seconds; doubled after each failure.
     max_attempts : int, default=5
@@ -64,7 +66,7 @@ class ChangeNotifier:
         all_pages: Sequence[str] = (),
         per_page: dict[str, list[str]] | None = None,
         *,
-        describe: Callable[[str, FetchOutcome], tuple[str, str]] | None = None,
+        describe: Callable[[str, FetchOutcome], Callable[[], tuple[str, str]]] | None = None,
         retry_base_s: float = 1.0,
         max_attempts: int = 5,
     ) -> None:
@@ -79,7 +81,7 @@ class ChangeNotifier:
         self.retry_base_s = float(retry_base_s)
         self.max_attempts = int(max_attempts)
         self.counts = {"queued": 0, "sent": 0, "failed_attempts": 0, "dropped": 0}
-        self._queue: queue.Queue[_Message | None] = queue.Queue()
+        self._queue: queue.Queue[tuple | None] = queue.Queue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="notify", daemon=True)
         self._thread.start()
@@ -94,11 +96,21 @@ class ChangeNotifier:
         if not targets:
             return
         try:
-            size, diff = self.describe(url, out) if self.describe is not None else ("", "")
+            later = self.describe(url, out) if self.describe is not None else None
+        except Exception as err:  # noqa: BLE001 - a diff that cannot be located still gets a message
+            log.warning("notify: no diff for %s: %s", url, err)
+            later = None
+        self._queue.put((targets, url, out.started_at, later))
+        self.counts["queued"] += 1
+
+    @staticmethod
+    def _message(targets, url: str, started_at: float, later) -> _Message:
+        try:
+            size, diff = later() if later is not None else ("", "")
         except Exception as err:  # noqa: BLE001 - a diff that cannot be read still gets a message
             log.warning("notify: no diff for %s: %s", url, err)
             size, diff = "", ""
-        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(out.started_at))
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started_at))
         lines = diff.splitlines()
         body = f"{url} changed at {when}."
         if size:
@@ -107,8 +119,7 @@ class ChangeNotifier:
             shown = lines[:DIFF_LINES]
             more = len(lines) - len(shown)
             body += "\n\n" + "\n".join(shown) + (f"\n... ({more} more lines)" if more > 0 else "")
-        self._queue.put(_Message(targets, f"Changed: {url}", body))
-        self.counts["queued"] += 1
+        return _Message(targets, f"Changed: {url}", body)
 
     def _send(self, msg: _Message) -> bool:
         import apprise
@@ -124,9 +135,10 @@ class ChangeNotifier:
 
     def _run(self) -> None:
         while True:
-            msg = self._queue.get()
-            if msg is None:
+            item = self._queue.get()
+            if item is None:
                 return
+            msg = self._message(*item)
             for attempt in range(self.max_attempts):
                 if self._send(msg):
                     self.counts["sent"] += 1

@@ -280,19 +280,25 @@ def _notifier(targets: list[str], per_page: dict, archive, latest_dir: str | Non
 
     _check_apprise([*targets, *(t for v in per_page.values() for t in v)])
 
-    def describe(url: str, out) -> tuple[str, str]:
-        if isinstance(archive, WarcArchive):
-            two = archive.last_two(url)
-            if len(two) < 2:
-                return "", ""
-            old, new = (payload_at(archive.directory, name, offset) for name, offset in two)
-            text, added, removed = diff_bodies(old, new, "text", f"{url} before", f"{url} {warc_date(out.started_at)}")
-        elif latest_dir:
-            d = latest_diff(latest_dir, url)
-            text, added, removed = d["diff"], d["added"], d["removed"]
-        else:
-            return f"{out.n_bytes:,} bytes now", ""
-        return f"{added} line(s) added, {removed} removed", text
+    def describe(url: str, out):
+        """Locate the two copies now (on the crawl's thread); read and diff them later (worker)."""
+        two = archive.last_two(url) if isinstance(archive, WarcArchive) else []
+
+        def later() -> tuple[str, str]:
+            if isinstance(archive, WarcArchive):
+                if len(two) < 2:
+                    return "", ""
+                old, new = (payload_at(archive.directory, name, offset) for name, offset in two)
+                text, added, removed = diff_bodies(old, new, "text", f"{url} before",
+                                                   f"{url} {warc_date(out.started_at)}")
+            elif latest_dir:
+                d = latest_diff(latest_dir, url)
+                text, added, removed = d["diff"], d["added"], d["removed"]
+            else:
+                return f"{out.n_bytes:,} bytes now", ""
+            return f"{added} line(s) added, {removed} removed", text
+
+        return later
 
     return ChangeNotifier(targets, per_page, describe=describe)
 

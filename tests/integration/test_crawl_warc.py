@@ -497,3 +497,33 @@ def test_notify_sends_one_message_per_change_and_survives_failures(tmp_path, cap
         url = p["title"].removeprefix("Changed: ")
         assert p["message"].startswith(f"{url} changed at ") and "line(s) added" in p["message"]
         assert "\n@@ " in p["message"]  # the first lines of the diff
+
+
+def test_keep_latest_keeps_the_present_and_the_last_change(tmp_path):
+    from freshcrawl.archive import LatestCopies
+
+    db, latest = str(tmp_path / "crawl.db"), tmp_path / "latest"
+    with _Site() as site:
+        urls = [site.url(p) for p in ("/static", "/noise")]
+        _add(db, urls, tmp_path)
+        args = ["crawl", "run", "--db", db, "--budget", "8/s", "--for", "4s", "--replan-every", "1s",
+                "--min-delay", "0.05s", "--policy", "uniform", "--keep-latest", str(latest)]  # fmt: skip
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 0, res.output
+        both = CliRunner().invoke(main, [*args, "--warc", str(tmp_path / "warc")])
+        assert both.exit_code == 2 and "exclude each other" in both.output
+    log, url_of = _log(db)
+    copies = LatestCopies(latest)
+    n_static = sum(url_of[o["page_id"]] == urls[0] for o in log)
+    assert n_static >= 2 and copies.meta(urls[0])["previous"] is None  # the same bytes: one copy
+    noise = copies.meta(urls[1])
+    assert noise["previous"] is not None and noise["current"]["time"] == max(
+        o["time"] for o in log if url_of[o["page_id"]] == urls[1]
+    )
+    assert len(list((latest / "objects").rglob("*/*"))) == 3  # static, and the two of /noise
+    raw = CliRunner().invoke(main, ["crawl", "diff", urls[1], "--db", db, "--raw"])
+    assert raw.exit_code == 0 and raw.output.count("\n-<html>") == 1, raw.output
+    text = CliRunner().invoke(main, ["crawl", "diff", urls[1], "--db", db])
+    assert text.exit_code == 0 and "no difference in the text" in text.output
+    one = CliRunner().invoke(main, ["crawl", "diff", urls[0], "--db", db])
+    assert one.exit_code == 1 and "1 kept copy" in one.output

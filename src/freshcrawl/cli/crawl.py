@@ -47,8 +47,8 @@ def crawl() -> None:
 @_db_option
 @click.argument("urls_file", type=click.File("r", encoding="utf-8"))
 @click.option("--notify", "notify", multiple=True, metavar="APPRISE_URL",
-              help="Send a message to this Apprise URL (json://, mailto://, slack://, ...) on each change "
-              "of these pages; repeatable.")
+              help="Send a message to this Apprise URL (json://, mailto://, slack://, ...) on "
+              "each change of these pages; repeatable.")
 def add(db: str, urls_file, notify: tuple[str, ...]) -> None:
     """Add the URLs of URLS_FILE (one per line, optional weight; '-' reads standard input).
 
@@ -98,7 +98,7 @@ _SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
 
 
 class _Size(click.ParamType):
-    """A size in bytes: ``1048576``, ``100KiB``, ``64MiB``, ``1GiB`` (also kB, MB, GB: powers of 1000)."""
+    """A size in bytes: ``1048576``, ``100KiB``, ``64MiB``, ``1GiB`` (kB, MB, GB: powers of 10)."""
 
     name = "size"
 
@@ -145,16 +145,16 @@ _SIZE = _Size()
               "$FRESHCRAWL_TOKEN is sent as its token.")
 @click.option("--crawl-id", default=None, help="With --frontier: the crawl ID (default: the server's default crawl).")
 @click.option("--warc", "warc_dir", default=None, metavar="DIR",
-              help="Keep the copies: write WARC/1.1 files (request, response, revisit records) and their "
-              "CDXJ indexes in DIR (kept for later runs).")
+              help="Keep the copies: write WARC/1.1 files (request, response, revisit records) "
+              "and their CDXJ indexes in DIR (kept for later runs).")
 @click.option("--warc-max-size", "warc_max_bytes", type=_SIZE, default=None, metavar="SIZE",
               help="Size at which a WARC file is closed and the next one started (default 1GiB).")
 @click.option("--keep-latest", "latest_dir", default=None, metavar="DIR",
-              help="Without --warc: keep only the latest copy of each page (and the one before it) in DIR, "
-              "content-addressed (kept for later runs).")
+              help="Without --warc: keep only the latest copy of each page (and the one before "
+              "it) in DIR, content-addressed (kept for later runs).")
 @click.option("--notify", "notify", multiple=True, metavar="APPRISE_URL",
-              help="Send a message to this Apprise URL on each change detected on any page (URL, time, "
-              "size, first lines of the diff); repeatable; kept for later runs.")
+              help="Send a message to this Apprise URL on each change detected on any page "
+              "(URL, time, size, first lines of the diff); repeatable; kept for later runs.")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
         user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, warc_dir,
         warc_max_bytes, latest_dir, notify) -> None:
@@ -175,7 +175,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         if given:
             raise click.UsageError(f"{', '.join(given)}: the remote frontier's settings; not given with --frontier")
         if warc_dir and latest_dir:
-            raise click.UsageError("--warc and --keep-latest exclude each other (a WARC archive keeps every copy)")
+            raise click.UsageError(
+                "--warc and --keep-latest exclude each other (a WARC archive keeps every copy)")
         archive = _archive(warc_dir, warc_max_bytes, user_agent) if warc_dir else None
         if latest_dir:
             archive = _latest(latest_dir)
@@ -224,12 +225,14 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
             archive = _latest(settings.keep_latest)
         per_page = store.settings().get("notify_pages") or {}
         if settings.notify or per_page:
-            notifier = _notifier(list(settings.notify or []), per_page, archive, settings.keep_latest)
+            notifier = _notifier(list(settings.notify or []), per_page, archive,
+                                 settings.keep_latest)
             frontier = NotifyingFrontier(frontier, notifier)
         fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
                           signature=settings.signature, read_timeout_s=timeout_s,
                           total_timeout_s=max(60.0, 2 * timeout_s), keep_copy=archive is not None)
-        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress, archive))
+        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
+                                         archive))
     finally:
         if notifier is not None:
             notifier.close()
@@ -249,7 +252,8 @@ def _archive(directory: str, max_bytes: int | None, user_agent: str | None):
     try:
         from freshcrawl.archive import DEFAULT_MAX_FILE_BYTES, WarcArchive
     except ImportError as err:
-        raise click.ClickException(f"--warc needs the 'warc' extra (pip install 'freshcrawl[warc]'): {err}") from err
+        raise click.ClickException(
+            f"--warc needs the 'warc' extra (pip install 'freshcrawl[warc]'): {err}") from err
     from freshcrawl.crawler.fetcher import default_user_agent
     from freshcrawl.errors import ArchiveError
 
@@ -266,10 +270,12 @@ def _check_apprise(targets) -> None:
     try:
         import apprise
     except ImportError as err:
-        raise click.ClickException(f"--notify needs the 'warc' extra (pip install 'freshcrawl[warc]'): {err}") from err
+        raise click.ClickException(
+            f"--notify needs the 'warc' extra (pip install 'freshcrawl[warc]'): {err}") from err
     for t in targets:
         if apprise.Apprise.instantiate(t) is None:
-            raise click.BadParameter(f"not an Apprise URL Apprise can use: {t!r}", param_hint="--notify")
+            raise click.BadParameter(f"not an Apprise URL Apprise can use: {t!r}",
+                                     param_hint="--notify")
 
 
 def _notifier(targets: list[str], per_page: dict, archive, latest_dir: str | None):
@@ -343,7 +349,8 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
     import grpc
 
     try:
-        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress, archive))
+        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
+                                         archive))
     except grpc.RpcError as err:
         raise click.ClickException(f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
     finally:
@@ -352,7 +359,8 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
         frontier.close()
 
 
-async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress, archive=None) -> None:
+async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
+                               archive=None) -> None:
     """The crawl loop until ``--for`` elapses or SIGINT/SIGTERM; the visits in flight finish first.
 
     With an archive, its current WARC file is closed (renamed, indexed) at the end, also after an
@@ -373,7 +381,8 @@ async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progr
             stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
                                      stop=stop, on_progress=progress.update, archive=archive)
     except ArchiveError as err:
-        raise click.ClickException(f"{err}; the crawl stopped (visits without a record were not committed)") from err
+        raise click.ClickException(
+            f"{err}; the crawl stopped (visits without a record were not committed)") from err
     finally:
         if archive is not None:
             try:
@@ -561,22 +570,23 @@ def history(url: str, db: str, warc_dir: str | None, as_json: bool) -> None:
         if c["outcome"] == "first":
             changed = "first"
         kind = c["kind"] if c["profile"] is None else c["profile"].rsplit("/", 1)[-1]
-        click.echo(f"  {c['date']}  {c['status'] or '-':>3}  {changed:<9}  {kind:<26}  {c['digest']}  "
-                   f"{c['filename']}:{c['offset']}")
+        click.echo(f"  {c['date']}  {c['status'] or '-':>3}  {changed:<9}  {kind:<26}  "
+                   f"{c['digest']}  {c['filename']}:{c['offset']}")
 
 
 @crawl.command("diff")
 @click.argument("url")
 @_db_option
 @click.option("--at", "at", default=None, metavar="TIME",
-              help="Compare the capture at or before TIME (ISO 8601, UTC unless a zone is given, or "
-              "seconds since the epoch) with the one before it; default: the latest change.")
+              help="Compare the capture at or before TIME (ISO 8601, UTC unless a zone is "
+              "given, or seconds since the epoch) with the one before it; default: the latest.")
 @click.option("--text/--raw", "text", default=True,
               help="Diff the main text (default, a line per paragraph) or the raw decoded body.")
 @click.option("--warc", "warc_dir", default=None, metavar="DIR",
               help="The WARC directory (default: the crawl's --warc setting).")
 @click.option("--json", "as_json", is_flag=True, help="Print the diff and both captures as JSON.")
-def diff(url: str, db: str, at: str | None, text: bool, warc_dir: str | None, as_json: bool) -> None:
+def diff(url: str, db: str, at: str | None, text: bool, warc_dir: str | None,
+         as_json: bool) -> None:
     """The change between two captures of URL, as a unified diff read from the WARC files."""
     from freshcrawl.archive.history import latest_diff, page_diff, warc_directory
 
@@ -590,7 +600,8 @@ def diff(url: str, db: str, at: str | None, text: bool, warc_dir: str | None, as
         latest = (store.settings().get("settings") or {}).get("keep_latest")
         if warc_dir is None and latest:  # --keep-latest keeps the current copy and the one before
             if when is not None:
-                raise click.UsageError("--at needs WARC files; --keep-latest keeps only the last change")
+                raise click.UsageError(
+                    "--at needs WARC files; --keep-latest keeps only the last change")
             result = latest_diff(latest, key, mode=mode)
         else:
             result = page_diff(warc_dir or warc_directory(store), key, at=when, mode=mode).to_dict()
@@ -616,7 +627,7 @@ def _parse_at(value: str) -> float:
     except ValueError:
         pass
     try:
-        when = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        when = datetime.datetime.fromisoformat(value)
     except ValueError as err:
         raise click.BadParameter(f"expected ISO 8601 time or epoch seconds; got {value!r}",
                                  param_hint="--at") from err

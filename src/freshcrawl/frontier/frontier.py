@@ -133,9 +133,11 @@ class CrawlSettings:
         if self.signature not in ("raw", "text"):
             raise ValueError(f"signature must be 'raw' or 'text'; got {self.signature!r}")
         if not (isinstance(self.warc_max_bytes, int) and self.warc_max_bytes >= 1):
-            raise ValueError(f"warc_max_bytes must be an int >= 1 bytes; got {self.warc_max_bytes!r}")
+            raise ValueError(
+                f"warc_max_bytes must be an int >= 1 bytes; got {self.warc_max_bytes!r}")
         if self.warc and self.keep_latest:
-            raise ValueError("warc and keep_latest exclude each other: a WARC archive keeps every copy")
+            raise ValueError(
+                "warc and keep_latest exclude each other: a WARC archive keeps every copy")
         if self.policy.partition(":")[0] == "oracle":
             raise UnknownNameError("policy 'oracle' needs the true change rates and cannot run live")
 

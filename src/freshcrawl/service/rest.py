@@ -15,7 +15,8 @@ For crawlers without a gRPC client. :func:`create_app` serves one :class:`Fronti
 ``GET /overdue``           the pages most overdue
 ``GET /history``           estimated freshness over time (samples kept in memory); with ``?url=``
                            also the page's captures in the crawl's WARC files
-``GET /diff?url=``         the change between two captures of a page (unified diff, from the WARC files)
+``GET /diff?url=``         the change between two captures of a page (a unified diff, from the
+                           WARC files)
 ``GET /metrics``           Prometheus metrics (``freshcrawl_*``)
 ``GET /``                  the dashboard (HTML and plain JS drawing SVG; nothing fetched elsewhere)
 ``GET /openapi.json``      the OpenAPI document
@@ -308,7 +309,7 @@ class PageCapture(_Model):
     filename: str = Field(..., description="WARC file name.")
     offset: int = Field(..., description="Byte offset of the record in the file.")
     length: int = Field(..., description="Compressed length of the record, bytes.")
-    outcome: str | None = Field(None, description="The crawl's observation at that time, if committed.")
+    outcome: str | None = Field(None, description="The observation committed at that time.")
     changed: bool | None = Field(None, description="I of that observation; null for a first copy.")
 
 
@@ -317,7 +318,7 @@ class HistoryResponse(_Model):
     samples: list[HistorySample]
     url: str | None = Field(None, description="The page asked for with ?url=.")
     captures: list[PageCapture] | None = Field(
-        None, description="With ?url=: the page's captures in the crawl's WARC files, oldest first.")
+        None, description="With ?url=: the page's captures in the WARC files, oldest first.")
 
 
 class DiffResponse(_Model):
@@ -658,7 +659,8 @@ def create_app(
         try:
             return _finite(explain_page(store, key))
         except KeyError as err:
-            raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}", "not_found") from err
+            raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}",
+                           "not_found") from err
 
     @app.get("/status", dependencies=reads, tags=["read"])
     def status(crawl_id: CrawlQuery = None) -> dict[str, Any]:
@@ -725,10 +727,10 @@ def create_app(
 
     @app.get("/history", response_model=HistoryResponse, dependencies=reads, tags=["read"])
     def get_history(crawl_id: CrawlQuery = None, url: PageQuery = None) -> HistoryResponse:
-        """Estimated freshness over time (a sample after each plan, and at most every minute on demand).
+        """Estimated freshness over time (a sample after each plan, at most every minute on demand).
 
-        With ``url``: also that page's captures in the crawl's WARC files (``crawl run --warc``), each
-        with the observation committed at its time; the content of ``freshcrawl crawl history``."""
+        With ``url``: also that page's captures in the crawl's WARC files (``crawl run --warc``),
+        each with the observation committed at its time; the content of ``crawl history``."""
         cid = crawl_q(crawl_id)
         store = _store(service, cid)
         samples = [HistorySample(**_finite(s)) for s in history.get(cid)]
@@ -740,7 +742,8 @@ def create_app(
         try:
             hist = page_history(store, key)
         except KeyError as err:
-            raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}", "not_found") from err
+            raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}",
+                           "not_found") from err
         except (LookupError, FileNotFoundError) as err:
             raise _problem(404, ["query", "url"], str(err), "not_found") from err
         return HistoryResponse(crawl_id=cid, samples=samples, url=key,
@@ -753,10 +756,10 @@ def create_app(
         at: Annotated[float | None, Query(allow_inf_nan=False, description=(
             "Seconds since the epoch: compare the response captured at or before it with the one "
             "before; default the latest."))] = None,
-        mode: Annotated[Literal["text", "raw"], Query(description="Main text or raw body.")] = "text",
+        mode: Annotated[Literal["text", "raw"], Query(description="Main text or raw.")] = "text",
     ) -> DiffResponse:
-        """The change between two captures of a page, read from the crawl's WARC files; the content of
-        ``freshcrawl crawl diff``. 404 when the page has fewer than two response captures."""
+        """The change between two captures of a page, read from the crawl's WARC files; the
+        content of ``crawl diff``. 404 when the page has fewer than two response captures."""
         from freshcrawl.archive.history import page_diff, warc_directory
 
         cid = crawl_q(crawl_id)

@@ -73,6 +73,9 @@ def run(kind: str, n_hosts: int, per_host: int, get_batch: int, rounds: int) -> 
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = pb_grpc.URLFrontierStub(channel)
 
+            # a fetcher that enforces robots.txt through the server (as `crawl run --frontier` does)
+            ROBOTS = (("freshcrawl-robots", "lease"),)
+
             def put(items) -> int:
                 acks = list(stub.PutURLs(iter(items), timeout=600))
                 bad = sum(a.status != pb.AckMessage.OK for a in acks)
@@ -82,7 +85,8 @@ def run(kind: str, n_hosts: int, per_host: int, get_batch: int, rounds: int) -> 
             def get_all(expected: int, limit_calls: int = 100_000) -> list:
                 got, empty_since = [], None
                 for _ in range(limit_calls):  # bounded: stops when all came, or nothing for 2 s
-                    batch = list(stub.GetURLs(pb.GetParams(max_queues=get_batch, delay_requestable=600), timeout=600))
+                    batch = list(stub.GetURLs(pb.GetParams(max_queues=get_batch, max_urls_per_queue=1, delay_requestable=600),
+                                              timeout=600, metadata=ROBOTS))
                     got += batch
                     if len(got) >= expected:
                         break
@@ -118,7 +122,8 @@ def run(kind: str, n_hosts: int, per_host: int, get_batch: int, rounds: int) -> 
             def cycle() -> int:
                 n = 0
                 for r in range(rounds):
-                    batch = list(stub.GetURLs(pb.GetParams(max_queues=get_batch, delay_requestable=600), timeout=600))
+                    batch = list(stub.GetURLs(pb.GetParams(max_queues=get_batch, max_urls_per_queue=1, delay_requestable=600),
+                                              timeout=600, metadata=ROBOTS))
                     if not batch:
                         break
                     put(known(i.url, **{"fetch.statusCode": 200, "signature": f"s{r}"}) for i in batch)

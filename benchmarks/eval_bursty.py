@@ -6,7 +6,7 @@ case and policy and, with ``--out``, writes every run to a CSV.
 
 Two sets of cases:
 
-* ``eval``: the windows of the README tables (each history at two budgets);
+* ``eval``: the windows of the tables of docs/benchmarks.md (each history at two budgets);
 * ``tune`` (names starting with ``t-``): earlier windows of the same histories (no overlap with
   ``eval``), on which the settings of ``learned-bursty`` were chosen, ``t-peps2y`` being the
   counterpart of ``peps2y`` (two years at a low budget); ``ota-pga-versions`` (whole history in
@@ -38,7 +38,7 @@ def _day(text: str) -> float:
 
 #: name -> (history, start or None, days or None, budgets)
 CASES = {
-    # evaluation windows (README "Results on the shipped histories" and "forgetting")
+    # evaluation windows (docs/benchmarks.md, "Simulation")
     "ota": ("ota-pga-versions", None, None, (5.0, 20.0)),
     "peps": ("peps", "2022-08-22", 1461, (10.0, 40.0)),
     "peps2y": ("peps", "2024-08-22", 730, (5.0,)),

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need on a fresh machine, then runs pytest.
-#   - the package with its test extras, at the exact versions of uv.lock, in .venv (uv, itself
-#     installed by pip at a pinned version; `uv sync --locked` fails if uv.lock is out of date with
-#     pyproject.toml). Refresh the lock with `uv lock --upgrade`, then run this script before
-#     committing the new uv.lock;
+#   - the package with its test extras (every optional extra and the docs tools included), at the
+#     exact versions of uv.lock, in .venv (uv, itself installed by pip at a pinned version;
+#     `uv sync --locked` fails if uv.lock is out of date with pyproject.toml). Refresh the lock with
+#     `uv lock --upgrade`, then run this script before committing the new uv.lock;
 #   - a PostgreSQL server on 127.0.0.1:5432 that user postgres reaches without a password (the store
 #     tests create and drop their own databases on it): started if installed and stopped, installed
 #     from Debian's packages if missing.
 #   - Debian's chromium and chromium-driver when /usr/bin/chromium is missing (the dashboard test drives
 #     it headless through Playwright's Python package; no browser is downloaded by Playwright).
-# Without arguments it runs the default suite in two phases: every test but the `realtime` ones on two
-# worker processes (pytest-xdist, a test file to a worker: the machine has two cores, and most of this
-# phase compiles the numba kernels), then the `realtime` ones alone (end-to-end crawls graded on the
-# wall clock, which need the whole machine). `-p no:benchmark`: where pytest-benchmark is installed it
-# warns under xdist, and the suite turns warnings into errors. With arguments: `python -m pytest ARGS`.
+# Without arguments it first builds the documentation site (`mkdocs build --strict`, into a temporary
+# directory that is removed; any warning, such as a broken link or a docstring mkdocstrings cannot
+# read, fails the build and the command), then runs the default suite in two phases: every test but
+# the `realtime` ones on two worker processes (pytest-xdist, a test file to a worker: the machine has
+# two cores, and most of this phase compiles the numba kernels), then the `realtime` ones alone
+# (end-to-end crawls graded on the wall clock, which need the whole machine). `-p no:benchmark`: where
+# pytest-benchmark is installed it warns under xdist, and the suite turns warnings into errors. With
+# arguments: `python -m pytest ARGS` (no docs build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,8 +52,12 @@ if [ "$#" -gt 0 ]; then
   exec python -m pytest "$@"
 fi
 start=$(date +%s)
-status=0  # both phases run; the command fails if either does
+status=0  # the docs build and both phases run; the command fails if any does
+site_dir=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$site_dir" || status=$?
+rm -rf "$site_dir"
+[ "$status" -eq 0 ] || echo "mkdocs build --strict failed" >&2
 python -m pytest -n 2 --dist loadfile -p no:benchmark -m "not slow and not realtime" || status=$?
 python -m pytest -p no:xdist -m "realtime and not slow" || status=$?
-echo "test run: $(( $(date +%s) - start )) s (both phases)"
+echo "test run: $(( $(date +%s) - start )) s (docs build and both phases)"
 exit "$status"

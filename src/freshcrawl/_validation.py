@@ -21,6 +21,7 @@ __all__ = [
     "check_interval",
     "check_array",
     "check_rng",
+    "check_half_life",
 ]
 
 
@@ -127,6 +128,24 @@ def _report(name, arr, bad, expect, unit, error, negate=False) -> None:
             f"{name} {what}{_u(unit)}; {n_bad} of {arr.size} entries are not, "
             f"first at index {i} ({arr.ravel()[i]!r})"
         )
+
+
+def check_half_life(half_life: object) -> float | None:
+    """Return ``half_life`` (days) as float if finite and > 0, or None; the memory of forgetting estimators.
+
+    Raises ``TypeError`` for a value that is not a number (or None), ``ValueError`` for one not finite
+    and > 0.
+    """
+    if half_life is None:
+        return None
+    if isinstance(half_life, bool) or not isinstance(half_life, (int, float, np.integer, np.floating)):
+        raise TypeError(
+            f"half_life must be a number of days > 0 or None; got {type(half_life).__name__} {half_life!r}"
+        )
+    v = float(half_life)
+    if not (v > 0.0 and math.isfinite(v)):
+        raise ValueError(f"half_life must be finite and > 0 days (or None for no forgetting); got {half_life!r}")
+    return v
 
 
 def check_rng(rng: np.random.Generator | int | None) -> np.random.Generator:

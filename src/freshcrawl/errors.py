@@ -8,7 +8,9 @@ Every exception subclasses :class:`FreshcrawlError` and the builtin that matches
     ├── InfeasibleAllocation (ValueError)    budget outside [sum p_min, sum p_max], caps too tight
     ├── TraceFormatError (ValueError)        a malformed or unsorted change history or visit log
     ├── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
+    ├── EgressRefused (ValueError)           a URL whose host the egress policy forbids (SSRF guard)
     ├── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
+    ├── TLSFileError (ValueError)            a certificate, key or CA file that TLS cannot use
     └── ArchiveError (OSError)               the WARC archive cannot be written (not writable, full)
 
     FreshcrawlWarning (UserWarning)
@@ -23,7 +25,9 @@ __all__ = [
     "InfeasibleAllocation",
     "TraceFormatError",
     "UnknownNameError",
+    "EgressRefused",
     "DatabaseInUseError",
+    "TLSFileError",
     "ArchiveError",
     "FreshcrawlWarning",
     "ConvergenceWarning",
@@ -50,8 +54,16 @@ class UnknownNameError(FreshcrawlError, ValueError):
     """A name (estimator, objective, policy, mode) that freshcrawl does not know."""
 
 
+class EgressRefused(FreshcrawlError, ValueError):
+    """A URL whose host is private, link-local, reserved or a metadata service (see crawler.egress)."""
+
+
 class DatabaseInUseError(FreshcrawlError, RuntimeError):
     """A crawl database that another process holds as its only writer (``freshcrawl serve``)."""
+
+
+class TLSFileError(FreshcrawlError, ValueError):
+    """A certificate, key or CA file that TLS cannot use; the message names the file and why."""
 
 
 class ArchiveError(FreshcrawlError, OSError):

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from freshcrawl.allocation import OBJECTIVE_NAMES, allocate
 from freshcrawl.bulk import DaskEngine, StreamEngine, allocate_partitioned, estimate_partitioned
 from freshcrawl.cli import main
-from freshcrawl.cli.estimate import estimate_visit_log
 from freshcrawl.traces import read_visit_log
+from freshcrawl.traces.visit_log import estimate_visit_log
 
 #: Pages per partition: very different sizes and one empty partition (the pages without a host are spread
 #: over them).

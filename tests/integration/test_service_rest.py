@@ -194,7 +194,7 @@ def test_bad_requests_name_the_field_and_apply_nothing(service):
         obs_cases = [
             ([ok, {"url": "http://a.test/1", "status": 99}], ["body", "reports", 1, "status"]),
             ([ok, {"url": "http://a.test/1", "status": 200, "elapsed_s": -1}], ["body", "reports", 1, "elapsed_s"]),
-            ([ok, {"url": "http://a.test/1", "status": 200, "n_bytes": 2**40}], ["body", "reports", 1, "n_bytes"]),
+            ([ok, {"url": "http://a.test/1", "status": 200, "n_bytes": 2**53 + 2}], ["body", "reports", 1, "n_bytes"]),
             ([ok, {"url": "mailto:x@a.test", "status": 200}], ["body", "reports", 1, "url"]),
             ([ok, {"url": "http://a.test/1", "status": 200, "signature": "x" * 200}],
              ["body", "reports", 1, "signature"]),

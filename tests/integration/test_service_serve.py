@@ -122,7 +122,7 @@ def test_serve_refuses_other_machines_without_a_token(tmp_path):
                         "100/day", "--http", "0.0.0.0:0", "--no-grpc"],
                        capture_output=True, text=True, env={**os.environ, "FRESHCRAWL_TOKEN": ""}, timeout=60)
     assert r.returncode == 2
-    assert "not a loopback address: give a token" in r.stderr
+    assert "not a loopback address: serving other machines needs TLS" in r.stderr
     assert not (tmp_path / "c.db").exists()  # refused before touching the database
     r = subprocess.run([sys.executable, "-m", "freshcrawl", "serve", "--db", str(tmp_path / "c.db"), "--no-grpc",
                         "--http", f"127.0.0.1:{_free_port()}"], capture_output=True, text=True, timeout=60,

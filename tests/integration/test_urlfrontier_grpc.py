@@ -1,7 +1,8 @@
 """The URLFrontier API (gRPC) against freshcrawl's server, over a real channel on loopback.
 
 A conformance suite written from the API's documented behaviour: URLs handed out by due time, at most
-``max_queues`` queues, held for ``delay_requestable`` unless updated, never again after a date of 0,
+``max_queues`` queues and ``max_urls_per_queue`` URLs of each, held for ``delay_requestable`` unless
+updated, never again after a date of 0,
 queues named by host, blocked and delayed, crawl IDs kept apart, every item acknowledged by its ID, a
 dump (ListURLs) put back into another crawl, and calls outside freshcrawl's scope UNIMPLEMENTED. Known
 URLs that report a fetch become observations of freshcrawl's estimators (checked in the store).
@@ -58,13 +59,15 @@ def put(fr, *items) -> list[tuple[str, int]]:
     return [(a.ID, a.status) for a in fr.stub.PutURLs(iter(items), timeout=10)]
 
 
-def get(fr, crawl: str = "", *, any_crawl: bool = False, **params) -> list[pb.URLInfo]:
+def get(fr, crawl: str = "", *, any_crawl: bool = False, robots: bool = False, **params) -> list[pb.URLInfo]:
     params.setdefault("delay_requestable", 60)
+    params.setdefault("max_urls_per_queue", 1)
     if any_crawl:
         req = pb.GetParams(anyCrawlID=pb.AnyCrawlID(), **params)
     else:
         req = pb.GetParams(crawlID=crawl, **params)
-    return list(fr.stub.GetURLs(req, timeout=10))
+    call_md = (("freshcrawl-robots", "lease"),) if robots else ()
+    return list(fr.stub.GetURLs(req, timeout=10, metadata=call_md))
 
 
 def urls(infos) -> list[str]:
@@ -75,7 +78,7 @@ def seed(fr, *url_list: str, crawl: str = "") -> None:
     """Add URLs and answer the robots.txt of their hosts (404: everything allowed)."""
     assert {s for _, s in put(fr, *(discovered(u, crawl) for u in url_list))} == {pb.AckMessage.OK}
     for _ in range(10):
-        got = get(fr, crawl)
+        got = get(fr, crawl, robots=True)
         robots = [i for i in got if i.metadata["freshcrawl.kind"].values[0] == "robots"]
         pages = [i for i in got if i not in robots]  # handed out: given back below
         items = [known(i.url, time.time(), crawl, fetch__statusCode=404) for i in robots]
@@ -103,7 +106,7 @@ def test_urls_handed_out_by_due_time_one_per_queue(fr):
     first = get(fr, max_queues=1)
     assert urls(first) == [f"{A}/2"]  # the earliest due of all queues
     assert first[0].key == "a.example" and first[0].crawlID == DEFAULT_CRAWL
-    both = get(fr)  # A is held: only B is handed out, whatever max_urls_per_queue asks
+    both = get(fr)  # A is held: only B is handed out
     assert urls(both) == [f"{B}/1"]
     assert get(fr, max_urls_per_queue=5) == []
     order = []
@@ -112,6 +115,24 @@ def test_urls_handed_out_by_due_time_one_per_queue(fr):
         got = get(fr, key="a.example")
         order += urls(got)
     assert order == [f"{A}/3", f"{A}/1"]
+
+
+def test_up_to_max_urls_per_queue_handed_out_together(fr):
+    seed(fr, *(f"{A}/{j}" for j in range(12)), f"{B}/1", f"{B}/2")
+    now = int(time.time())
+    put(fr, *(known(f"{A}/{j}", now - 100 + j) for j in range(12)), known(f"{B}/1", now - 50),
+        known(f"{B}/2", now - 40))
+    got = get(fr, max_urls_per_queue=10, max_queues=10)
+    by_queue = {}
+    for info in got:
+        by_queue.setdefault(info.key, []).append(info.url)
+    assert by_queue == {"a.example": [f"{A}/{j}" for j in range(10)], "b.example": [f"{B}/1", f"{B}/2"]}
+    assert get(fr, max_urls_per_queue=10) == []  # both queues are held until their URLs are reported
+    put(fr, *(known(f"{A}/{j}", now + 3600, fetch__statusCode=200, signature="s") for j in range(9)))
+    assert get(fr, key="a.example", max_urls_per_queue=10) == []  # one of the ten still out
+    put(fr, known(f"{A}/9", now + 3600, fetch__statusCode=200, signature="s"))
+    assert urls(get(fr, key="a.example", max_urls_per_queue=0)) == [f"{A}/10", f"{A}/11"]  # 0: no limit
+    assert len(fr.service.crawl(None).frontier.store.observation_log()) == 10
 
 
 def test_queue_names_are_hosts_with_their_port(fr):
@@ -219,7 +240,8 @@ def test_crawl_ids_are_separate_crawls(fr):
     assert len(fr.service.crawl("two").frontier.store.observation_log()) == 1
     assert fr.stub.DeleteCrawl(pb.DeleteCrawlMessage(value="one"), timeout=10).value == 2
     assert list(fr.stub.ListCrawls(pb.Local(), timeout=10).values) == [DEFAULT_CRAWL, "two"]
-    assert status_code(fr.stub.GetStats, pb.QueueWithinCrawlParams(crawlID="one")) is grpc.StatusCode.NOT_FOUND
+    stats = fr.stub.GetStats(pb.QueueWithinCrawlParams(crawlID="one"), timeout=10)  # deleted: nothing in it
+    assert (stats.crawlID, stats.size, stats.inProcess, stats.numberOfQueues) == ("one", 0, 0, 0)
     assert get(fr, "one") == []
     assert status_code(fr.stub.ListQueues, pb.Pagination(crawlID="a/b")) is grpc.StatusCode.INVALID_ARGUMENT
     assert fr.stub.DeleteCrawl(pb.DeleteCrawlMessage(value="never"), timeout=10).value == 0
@@ -232,9 +254,10 @@ def test_acks_by_id_and_bad_input_skipped(fr):
                known(f"{A}/1", 1, ID="s", fetch__statusCode="abc"), known(f"{A}/1", 1, crawl="a/b"),
                pb.URLItem(ID="empty"), known(f"{A}/1", int(time.time()), ID="ok"))
     S, K = pb.AckMessage.SKIPPED, pb.AckMessage.OK
-    assert acks == [("id-2", K), ("bad", S), ("ftp://a.example/x", S), ("w", S), (f"{A}/unknown", S), ("s", S),
+    # a known URL the crawl does not hold is stored at its date (a re-seeded or restarted frontier)
+    assert acks == [("id-2", K), ("bad", S), ("ftp://a.example/x", S), ("w", S), (f"{A}/unknown", K), ("s", S),
                     (f"{A}/1", S), ("empty", S), ("ok", K)]
-    assert fr.stub.CountURLs(pb.CountUrlParams(), timeout=10).value == 2
+    assert fr.stub.CountURLs(pb.CountUrlParams(), timeout=10).value == 3
 
 
 def test_known_url_reports_become_observations(fr):
@@ -259,28 +282,29 @@ def test_known_url_reports_become_observations(fr):
     assert store.observation_log()[-1]["outcome"] == "unchanged"
     assert store.page_by_url(f"{A}/p")["next_due"] < now + 10**6
     # no answer at all (StormCrawler's fetch.exception, or freshcrawl's own error key)
-    put(fr, known(f"{A}/p", now, fetch__exception="java.net.SocketTimeoutException"))
-    put(fr, known(f"{A}/p", now, freshcrawl__error="timeout"))
+    put(fr, known(f"{A}/p", now, fetch__exception="java.net.SocketTimeoutException", freshcrawl__started_at=now))
+    put(fr, known(f"{A}/p", now, freshcrawl__error="timeout", freshcrawl__started_at=now))
     assert [(o["outcome"], o["error"]) for o in store.observation_log()[-2:]] == [("no-info", "network")] * 2
 
 
 def test_robots_txt_handed_out_and_reported(fr):
     put(fr, discovered(f"{A}/open"), discovered(f"{A}/private/x"))
-    infos = get(fr)
+    infos = get(fr, robots=True)  # a client that asks for robots.txt leases (freshcrawl's own fetcher)
     assert [(i.url, i.metadata["freshcrawl.kind"].values[0]) for i in infos] == [(f"{A}/robots.txt", "robots")]
     text = "User-agent: *\nDisallow: /private/\nCrawl-delay: 1.5\n"
     assert put(fr, known(f"{A}/robots.txt", time.time(), fetch__statusCode=200, freshcrawl__robots=text)) == [
         (f"{A}/robots.txt", pb.AckMessage.OK)]
     t0 = time.time()
-    while not (got := urls(get(fr))) and time.time() < t0 + 5:
+    while not (got := urls(get(fr, robots=True))) and time.time() < t0 + 5:
         time.sleep(0.1)
     assert got == [f"{A}/open"]
     assert time.time() - t0 > 1.2  # Crawl-delay: 1.5 s after the robots.txt request
     f = fr.service.crawl(None).frontier
-    assert f._hosts.delay_s[0] == 1.5 and f._hosts.cap[0] == 86_400 / 1.5  # the host's delay and cap
+    load = f.host_load()
+    assert load.delay_s[0] == 1.5 and load.cap[0] == 86_400 / 1.5  # the host's delay and cap
     put(fr, known(f"{A}/open", 1, fetch__statusCode=200, signature="o"))
     time.sleep(1.7)
-    assert get(fr) == []  # the disallowed page is never handed out
+    assert get(fr) == [] and get(fr, robots=True) == []  # the disallowed page is never handed out
     assert fr.stub.GetURLStatus(pb.URLStatusRequest(url=f"{A}/private/x"), timeout=10).known.info.metadata[
         "freshcrawl.status"].values == ["disallowed"]
 
@@ -341,7 +365,7 @@ def test_client_dates_hold_across_plans_and_default_delay_of_new_queues(fr):
     assert f.store.page_by_url(f"{A}/1")["next_due"] == later
     fr.stub.SetDelay(pb.QueueDelayParams(delay_requestable=7), timeout=10)
     put(fr, discovered(f"{B}/new"))
-    assert list(f._hosts.delay_s) == [7.0, 7.0]
+    assert list(f.host_load().delay_s) == [7.0, 7.0]
 
 
 def test_remote_frontier_leases_and_reports_for_the_crawl_loop(fr):
@@ -403,7 +427,7 @@ def test_a_token_is_needed_when_the_server_has_one(tmp_path):
                 list(stub.PutURLs(iter([discovered(f"{A}/1")]), timeout=10))
             assert err.value.code() is grpc.StatusCode.UNAUTHENTICATED
             auth = (("authorization", "Bearer s3cret"),)
-            assert list(stub.ListCrawls(pb.Local(), metadata=auth, timeout=10).values) == [DEFAULT_CRAWL]
+            assert list(stub.ListCrawls(pb.Local(), metadata=auth, timeout=10).values) == []  # nothing yet
         with RemoteFrontier(f"127.0.0.1:{server.port}", token="s3cret") as remote:
             assert remote.due() == []
         with RemoteFrontier(f"127.0.0.1:{server.port}", token="wrong") as remote, pytest.raises(grpc.RpcError):
@@ -468,10 +492,10 @@ def test_client_metadata_round_trips(fr):
     put(fr, known(f"{A}/m", time.time() - 10))  # no metadata: what was kept stays
     put(fr, discovered(f"{A}/m", depth=9))  # known already: ignored
     assert kept(get(fr)[0]) == {"depth": ["1"], "url.path": ["seed"]}  # the first discovery's
-    put(fr, known(f"{A}/m", time.time() - 10, depth=2, fetch__error__count=1, fetch__statusCode=200, signature="z"))
+    put(fr, known(f"{A}/m", time.time() - 10, depth=2, fetch__loadingTime=7, fetch__statusCode=200, signature="z"))
     put(fr, known(f"{A}/m", time.time() - 10))  # due again (freshcrawl's plan would wait a period)
     (info,) = get(fr)
-    assert kept(info) == {"depth": ["2"], "fetch.error.count": ["1"], "fetch.statusCode": ["200"], "signature": ["z"]}
+    assert kept(info) == {"depth": ["2"], "fetch.loadingTime": ["7"], "fetch.statusCode": ["200"], "signature": ["z"]}
     assert info.metadata["freshcrawl.kind"].values == ["page"]
     # a report that is only a fetch outcome (freshcrawl's own fetcher) leaves the client's metadata
     put(fr, known(f"{A}/m", time.time() - 10, fetch__statusCode=200, signature="q", freshcrawl__elapsed_s=0.1))

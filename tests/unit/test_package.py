@@ -40,7 +40,7 @@ PUBLIC = {
         'allocate_partitioned', 'estimate_partitioned', 'make_engine', 'partition_by',
     ],
     'freshcrawl.cli': [
-        'main',
+        'EXTRA_OF_MODULE', 'main', 'missing_extra',
     ],
     'freshcrawl.crawler': [
         'DEFAULT_MAX_BYTES', 'ErrorKind', 'FetchOutcome', 'FetchRequest', 'Fetcher', 'HTML_CONTENT_TYPES',
@@ -49,7 +49,8 @@ PUBLIC = {
         'host_of', 'main_text', 'normalize_url', 'parse_retry_after', 'signature',
     ],
     'freshcrawl.frontier': [
-        'CrawlSettings', 'Frontier', 'RobotsVisit', 'Visit', 'origin_of', 'parse_url_list',
+        'Backlog', 'CrawlSettings', 'Frontier', 'HostLoad', 'RobotsVisit', 'Visit', 'origin_of',
+        'parse_url_list',
     ],
     'freshcrawl.service': [
         'DEFAULT_CRAWL', 'FrontierService', 'Lease', 'Report', 'outcome_from_status', 'queue_key',
@@ -92,7 +93,7 @@ PUBLIC = {
         'VisitPlan', 'make_policy', 'policy_names',
     ],
     'freshcrawl.scheduling': [
-        'EDFSchedule', 'edf2_choose', 'edf_schedule',
+        'EDFSchedule', 'edf2_choose', 'edf_schedule', 'periodic_visits',
     ],
     'freshcrawl.simulation': [
         'SimulationResult', 'TokenBucket', 'VISIT_PROCESSES', 'periodic_visits', 'poisson_visits',

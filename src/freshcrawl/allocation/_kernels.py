@@ -66,9 +66,8 @@ def per_page(x, dtype=np.float64):
 def _mask(x):
     """An index mask for a per-page input: ``x[j & _mask(x)]`` is :func:`_get` without a select.
 
-    In the packing loop of :func:`_resp_chunk` the select of :func:`_get` made a Lambert-W pass over
-    10^6 pages 2.5 times as slow (30-33 ms instead of 11-12 with the inputs passed as floats); through
-    the masks it takes 12-15 ms.
+    In the packing loop of :func:`_resp_chunk` the select of :func:`_get` kept a Lambert-W pass from
+    running as fast as with the inputs passed as floats; through the masks it does.
     """
     return 0 if x.shape[0] == 1 else -1
 
@@ -279,8 +278,8 @@ _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8 = [(-1.0) ** k / math.factorial(k) for k 
 @njit(cache=True, error_model="numpy", inline="always")
 def _exp_neg_small(x):
     """e^{-x} for 0 <= x < 8, within 1 ulp: e^{-j/64} from a table times e^{-r}, r = x - j/64 (exact) in
-    [0, 1/64), by its series to r^8 (the rest is below 1e-19). No call and no branch: :func:`_lambert_table`
-    alone in a loop took 13-15 ns a page with the math library's exp, 10-11 with this."""
+    [0, 1/64), by its series to r^8 (the rest is below 1e-19). No call and no branch, so a loop of
+    :func:`_lambert_table` runs faster than with the math library's exp."""
     j = min(int(x * (1.0 / _EXP_STEP)), _EXP_TAB.shape[0] - 1)
     r = x - j * _EXP_STEP
     q = _E7 + r * _E8
@@ -773,8 +772,8 @@ def _resp_chunk_ol(tok, m, kv, lb, wv, av, bv, lov, hiv, pb, db, ib, fb):
     :func:`lambert_x` (y, λ, Δ, p_min, p_max side by side in ``fb``; the page in ``ib``), listing the
     few that need the general path from ``ib[CHUNK]``, without a branch; the second runs the table over
     the packed pages and clips their rates, without a branch, a scattered
-    store or a read through ``ib`` (reading per-page bounds through it cost a pass at 10^4 pages with
-    folded host caps 190 µs instead of 80: the loop's loads no longer overlapped); the third puts them in place;
+    store or a read through ``ib`` (reading per-page bounds through it keeps the loop's loads from
+    overlapping); the third puts them in place;
     the fourth runs the scalar response over the general ones. In one loop, a page at a time, a
     branch on whether the page is at p_min mispredicts about as often as not where the two kinds are
     mixed, as in any real crawl, and the branches to the general path keep the pages from overlapping in
@@ -861,8 +860,8 @@ def global_sum(tok, n, lam, k, w, a, b, lo, hi):
     """Σ p_i(λ) and Σ dp_i/dλ over all pages (no host caps).
 
     Chosen in Python: the chunked pass for the Lambert-W kinds, the page-by-page one for the others, so
-    that numba compiles only the pass an objective uses (a compiled choice compiled both: a first
-    uncapped call of a closed form then compiled the chunked Lambert-W pass too, about 0.8 s).
+    that numba compiles only the pass an objective uses (a compiled choice compiles both, so a first
+    uncapped call of a closed form would compile the chunked Lambert-W pass too).
     """
     return (_global_sum_chunked if is_lambert(tok) else _global_sum_loop)(tok, n, lam, k, w, a, b, lo, hi)
 
@@ -936,9 +935,8 @@ HOST_ULPS_STOP = 1e-10
 #: Passes :func:`capped_newton` goes on making for the binding hosts once λ has settled, where its passes
 #: run over the pages listed near a bound (cheap); the hosts still open then go to the per-host loop.
 #: What it buys (Poisson freshness with caps, the only case with a listing): on the first-call benchmark's
-#: instance (2,000 pages, 50 hosts) it finishes every host, so the per-host loop is not even compiled, and
-#: a first call takes 13.3 s instead of 16.5; solves at 10^6-10^7 pages take 3-9% less
-#: (docs/allocation-notes.md, 2026-11-27).
+#: instance (2,000 pages, 50 hosts) it finishes every host, so the per-host loop is not even compiled and
+#: a first call is shorter; large solves take a few percent less.
 WAIT_PASSES = 8
 #: Outcomes of :func:`capped_newton` (its docstring says what each leaves in its arguments).
 JOINT_FAILED, JOINT_CONVERGED, JOINT_HOSTS_OPEN, JOINT_ON_JUMP = -1, 0, 1, 2
@@ -1273,10 +1271,9 @@ def _shared_as_floats(tok, w, lo, hi):
     and shared weights too when the bounds are shared; the Lambert-W and mixed kinds keep the arrays.
 
     A pass that stores page by page is not unswitched by the compiler on whether an input is shared, and
-    reading one through :func:`_get`'s select kept the loop from vectorising (Poisson freshness at 10^6
-    pages, final rates 5.3-5.9 ms instead of 1.3 without weights, 2.0-2.2 ms instead of 1.3 with them).
-    Chosen in Python, so that numba compiles only the version a problem uses (three chosen in compiled
-    code added 1.2-2.1 s to a first uncapped call of the closed forms); the Lambert-W kinds get the one
+    reading one through :func:`_get`'s select keeps the loop from vectorising. Chosen in Python, so
+    that numba compiles only the version a problem uses (three chosen in compiled code would all
+    compile on a first uncapped call of the closed forms); the Lambert-W kinds get the one
     general version, so as not to compile their large response more than once.
     """
     if _BY_DTYPE[tok.dtype.name] is None or is_lambert(tok) or lo.shape[0] != 1 or hi.shape[0] != 1:
@@ -1804,8 +1801,8 @@ def _host_breakpoints(tok, q0, q1, k, w, a, b, lo, hi, e_lo, e_hi):
     """The breakpoints of pages q0 to q1 into e_lo[:q1 - q0] (where a page leaves p_min, w f'(p_min)) and
     e_hi (where it reaches a finite p_max); NaN where a page has none (p_max <= p_min, no value).
 
-    The breakpoints of :func:`_page_breakpoints`, written out: a helper returning both for each page made
-    the per-host loop 4% slower (detection at 10^5 pages).
+    The breakpoints of :func:`_page_breakpoints`, written out: a function returning both for each page
+    slows the per-host loop down.
     """
     for q in range(q0, q1):
         ki, wi, ai, bi, lo_i, hi_i = _get(k, q), _get(w, q), _get(a, q), _get(b, q), _get(lo, q), _get(hi, q)
@@ -1867,15 +1864,12 @@ def host_newton(tok, perm, start, target, lam_g, s_lam, ds_lam, k, w, a, b, lo, 
 
     A round takes one step in every open group, then evaluates the pages of all of them together by full
     chunks of :data:`_CHUNK` pages (:func:`_resp_chunk`), each group's pages in order, so that its sum
-    adds them in the order it would alone. Solved one at a time, a group of about 10 pages had its rates
-    on the scalar path, about 28 ns a page under periodic freshness (a chunk of 10 pages costs 37 ns a
-    page, the fixed cost of its loops); by rounds the per-host loop at 10^5 pages of the benchmark went
-    from 4.4 to 2.9 ms. The rounds run over batches of groups of up to :data:`_BATCH` pages (a larger
-    group alone), each batch's pages packed once, so that its rounds read them from cache: gathered
-    through ``perm`` at every round, the capped solves at 10^7 pages took 1.33 s instead of 1.14. A
-    group's breakpoints are listed once, from the batch's packed pages, at its first step that looks for
-    them: listed again at each such step, through ``perm`` (a cache miss a page), the per-host loop under
-    detection at 10^6 pages took 18 ms instead of 14.
+    adds them in the order it would alone. Solved one at a time, a small group would have its rates on
+    the scalar path and pay a chunk's fixed cost for a few pages; by rounds the chunks stay full. The
+    rounds run over batches of groups of up to :data:`_BATCH` pages (a larger group alone), each batch's
+    pages packed once, so that its rounds read them from cache rather than through ``perm`` at every
+    round. A group's breakpoints are listed once, from the batch's packed pages, at its first step that
+    looks for them, not again at each such step through ``perm`` (a cache miss a page).
     """
     G = target.shape[0]
     size = 0
@@ -2120,8 +2114,7 @@ def _track_chunk(tok, m, kv, wv, av, bv, lov, hiv, lb, lam_at, db, bits, start, 
 
     Breakpoints w f'(p_min) are never NaN nor below zero, and non-negative floats order as their bit
     patterns, so the three reductions run on the int64 view of ``db``: LLVM vectorises integer min and
-    max; it did not vectorise the floating-point ones (the tracking in a pass over 10^6 pages under
-    detection took 2.5 ms; 1.3 ms this way). A scalar p_min <= 0 folds the marginal value
+    max; it does not vectorise the floating-point ones. A scalar p_min <= 0 folds the marginal value
     at 0 to its short form.
     """
     if _nonpos_scalar(lov):
@@ -2723,8 +2716,8 @@ def _takeout_root(tok, idx, R, D, lam, l_a, l_b, k, w, a, b, lo, hi):
 # breakpoints and takes pages out of F only where Σp may be singular (``singular``: flat or constant
 # marginals). numba compiles every function a kernel calls, whether its branch runs or not; under the
 # other kinds these wrappers resolve to stubs that raise if reached, which spares compiling the real
-# ones (with the other compile-time cuts in docs/allocation-notes.md, a fifth to a third of a capped
-# first call). The token decides, as for the responses above.
+# ones (with the other compile-time cuts, a fifth to a third of a capped first call). The token decides,
+# as for the responses above.
 _WINDOW_KINDS = (POISSON,)
 _SINGULAR_KINDS = (PERIODIC, DETECTION, LINEAR, None)  # None: per-page kinds (ANY_TOKEN)
 

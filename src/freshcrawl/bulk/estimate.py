@@ -2,7 +2,7 @@
 
 A page's estimate depends on its own visits only, so over a log partitioned by page (every page's visits
 in one partition) batch estimation is a map with no communication: each partition is read, estimated with
-:func:`freshcrawl.cli.estimate.estimate_visit_log` and written beside the others.
+:func:`freshcrawl.traces.visit_log.estimate_visit_log` and written beside the others.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from freshcrawl._io import parquet_files
 from freshcrawl.bulk._partitions import bulk_run
 from freshcrawl.estimators import ESTIMATOR_NAMES
 from freshcrawl.errors import UnknownNameError
-from freshcrawl.traces.visit_log import VisitLog, read_visit_log
+from freshcrawl.traces.visit_log import VisitLog, estimate_visit_log, read_visit_log
 
 __all__ = ["estimate_partitioned", "PartitionedEstimate"]
 
@@ -53,8 +53,6 @@ def _read_log(path: str, index: int, shared: dict) -> tuple[int, VisitLog]:
 
 
 def _estimate(item, method: str, params: dict, output):
-    from freshcrawl.cli.estimate import estimate_visit_log
-
     index, log = item
     table = estimate_visit_log(log, method, **params)
     summary = {"n_pages": int(table.shape[0]), "n_observations": int(table["n_visits"].sum()),

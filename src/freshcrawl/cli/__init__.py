@@ -10,7 +10,67 @@ import importlib
 
 import click
 
-__all__ = ["main"]
+__all__ = ["EXTRA_OF_MODULE", "main", "missing_extra"]
+
+#: The optional extra that provides each top-level module the core install lacks
+#: (``pip install "freshcrawl[<extra>]"``); see ``[project.optional-dependencies]``.
+EXTRA_OF_MODULE: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "aiohttp",
+            "protego",
+            "trafilatura",
+            "lxml",
+            "lxml_html_clean",
+            "yarl",
+            "sqlalchemy",
+            "alembic",
+            "psycopg",
+            "psycopg_binary",
+        ],
+        "crawl",
+    ),
+    **dict.fromkeys(
+        ["fastapi", "starlette", "pydantic", "uvicorn", "prometheus_client", "grpc", "google"],
+        "serve",
+    ),
+    **dict.fromkeys(["dask", "distributed"], "dask"),
+}
+
+
+def missing_extra(err: BaseException) -> tuple[str, str] | None:
+    """The extra whose absence caused `err`, and the missing module; ``None`` if no extra provides it.
+
+    Parameters
+    ----------
+    err : BaseException
+        An import failure, or an error raised from one (its ``__cause__`` and ``__context__`` are
+        followed); the ``name`` of an ``ImportError`` is the module that could not be imported
+        (``"sqlalchemy.exc"`` counts as ``"sqlalchemy"``).
+
+    Returns
+    -------
+    (str, str) or None
+        The extra (``"crawl"``, ``"serve"`` or ``"dask"``, from :data:`EXTRA_OF_MODULE`) and the
+        top-level module that is missing.
+
+    Examples
+    --------
+    >>> missing_extra(ModuleNotFoundError("No module named 'grpc'", name="grpc"))
+    ('serve', 'grpc')
+    >>> missing_extra(ModuleNotFoundError("No module named 'foo'", name="foo")) is None
+    True
+    """
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        name = getattr(current, "name", None) if isinstance(current, ImportError) else None
+        if name and name.split(".")[0] in EXTRA_OF_MODULE:
+            top = name.split(".")[0]
+            return EXTRA_OF_MODULE[top], top
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class LazyGroup(click.Group):
@@ -28,6 +88,23 @@ class LazyGroup(click.Group):
             module_name, attr = self.lazy_subcommands[cmd_name].split(":")
             return getattr(importlib.import_module(module_name), attr)
         return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context):
+        """Run the subcommand; a module of a missing extra becomes one line naming the extra."""
+        try:
+            return super().invoke(ctx)
+        except ImportError as err:
+            found = missing_extra(err)
+            if found is None:
+                raise
+            extra, module = found
+            command = ctx.invoked_subcommand or "this command"
+            click.echo(
+                f"Error: freshcrawl {command} needs the {extra!r} extra ({module} is not "
+                f'installed): pip install "freshcrawl[{extra}]"',
+                err=True,
+            )
+            ctx.exit(1)
 
 
 @click.group(

@@ -43,23 +43,32 @@ def crawl() -> None:
     """Keep real URLs fresh: learn each page's change rate and visit it as the budget allows."""
 
 
+_allow_private_option = click.option(
+    "--allow-private", is_flag=True, default=False,
+    help="Lift the egress policy: accept and fetch private, link-local, reserved and cloud metadata "
+    "addresses (an intranet crawl). Off unless given, at every run.")
+
+
 @crawl.command("add")
 @_db_option
 @click.argument("urls_file", type=click.File("r", encoding="utf-8"))
+@_allow_private_option
 @click.option("--notify", "notify", multiple=True, metavar="APPRISE_URL",
               help="Send a message to this Apprise URL (json://, mailto://, slack://, ...) on "
               "each change of these pages; repeatable.")
-def add(db: str, urls_file, notify: tuple[str, ...]) -> None:
+def add(db: str, urls_file, allow_private: bool, notify: tuple[str, ...]) -> None:
     """Add the URLs of URLS_FILE (one per line, optional weight; '-' reads standard input).
 
     A file with any bad line is refused whole, with the line numbers; URLs already in the crawl are
-    skipped (their --notify targets are still added).
+    skipped (their --notify targets are still added). URLs with a user name or password are bad
+    lines, and so are URLs whose host is a private, link-local, reserved or cloud metadata address
+    (unless --allow-private).
     """
     from freshcrawl.frontier import parse_url_list
 
     source = "<stdin>" if urls_file.name == "<stdin>" else urls_file.name
     try:
-        rows = parse_url_list(urls_file.read().splitlines(), source=source)
+        rows = parse_url_list(urls_file.read().splitlines(), source=source, allow_private=allow_private)
     except ValueError as err:
         raise click.ClickException(str(err)) from err
     if notify:
@@ -140,10 +149,19 @@ _SIZE = _Size()
 @duration_option("--timeout", "timeout_s", default="30s", help="Read timeout of a request.")
 @click.option("--seed", type=int, default=None, help="Seed of the policy's randomness.")
 @click.option("--frontier", "frontier_url", default=None, metavar="URL",
-              help="Fetch for a remote frontier (grpc://HOST:PORT, a 'freshcrawl serve' or any freshcrawl "
-              "URLFrontier server): it plans, this process fetches; several processes may share it. "
-              "$FRESHCRAWL_TOKEN is sent as its token.")
+              help="Fetch for a remote frontier (grpc://HOST:PORT, or grpcs://HOST:PORT over TLS; "
+              "a 'freshcrawl serve' or any freshcrawl URLFrontier server): it plans, this process "
+              "fetches; several processes may share it. $FRESHCRAWL_TOKEN is sent as its token.")
 @click.option("--crawl-id", default=None, help="With --frontier: the crawl ID (default: the server's default crawl).")
+@click.option("--tls-ca", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="With grpcs://: PEM certificate of the CA that signs the frontier's certificate "
+              "(default: the system's trust store).")
+@click.option("--tls-cert", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="With grpcs://: PEM client certificate, for a frontier that requires mutual "
+              "TLS.")
+@click.option("--tls-key", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="With grpcs://: PEM private key of --tls-cert (unencrypted).")
+@_allow_private_option
 @click.option("--warc", "warc_dir", default=None, metavar="DIR",
               help="Keep the copies: write WARC/1.1 files (request, response, revisit records) "
               "and their CDXJ indexes in DIR (kept for later runs).")
@@ -156,8 +174,8 @@ _SIZE = _Size()
               help="Send a message to this Apprise URL on each change detected on any page "
               "(URL, time, size, first lines of the diff); repeatable; kept for later runs.")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
-        user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, warc_dir,
-        warc_max_bytes, latest_dir, notify) -> None:
+        user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, tls_ca,
+        tls_cert, tls_key, allow_private, warc_dir, warc_max_bytes, latest_dir, notify) -> None:
     """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal.
 
     With --frontier, fetch the visits a remote frontier hands out and report their outcomes to it;
@@ -183,8 +201,12 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         notifier = _notifier(list(notify), {}, archive, latest_dir) if notify else None
         _run_remote(frontier_url, crawl_id, signature=signature or "raw", duration=duration,
                     user_agent=user_agent, contact_url=contact_url, max_in_flight=max_in_flight,
-                    timeout_s=timeout_s, archive=archive, notifier=notifier)
+                    timeout_s=timeout_s, tls_files=(tls_ca, tls_cert, tls_key),
+                    allow_private=allow_private, archive=archive, notifier=notifier)
         return
+    if (tls_ca, tls_cert, tls_key) != (None, None, None):
+        raise click.UsageError(
+            "--tls-ca, --tls-cert and --tls-key go with --frontier grpcs://HOST:PORT")
     if db is None:
         raise click.UsageError("Missing option '--db' (needed unless --frontier is given).")
     if crawl_id is not None:
@@ -201,7 +223,7 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
     settings = _settings(store, dict(
         budget=budget, policy=policy, objective=objective, signature=signature, replan_every_s=replan_every,
         min_delay_s=min_delay, max_per_host_day=max_per_host_day, user_agent=user_agent,
-        contact_url=contact_url, seed=seed, warc_max_bytes=warc_max_bytes,
+        contact_url=contact_url, seed=seed, allow_private=allow_private, warc_max_bytes=warc_max_bytes,
         warc=None if warc_dir is None else str(Path(warc_dir).resolve()),
         keep_latest=None if latest_dir is None else str(Path(latest_dir).resolve()),
         notify=list(notify) or None,
@@ -230,7 +252,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
             frontier = NotifyingFrontier(frontier, notifier)
         fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
                           signature=settings.signature, read_timeout_s=timeout_s,
-                          total_timeout_s=max(60.0, 2 * timeout_s), keep_copy=archive is not None)
+                          total_timeout_s=max(60.0, 2 * timeout_s), allow_private=settings.allow_private,
+                          keep_copy=archive is not None)
         asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
                                          archive))
     finally:
@@ -320,23 +343,57 @@ def _latest(directory: str):
         raise click.ClickException(str(err)) from err
 
 
+def _client_tls(frontier_url: str, tls_ca: str | None, tls_cert: str | None, tls_key: str | None):
+    """The ClientTLS of ``crawl run --frontier grpcs://`` (None for grpc://).
+
+    UsageError if options are missing or misplaced, or a file is broken (one line naming it).
+    """
+    from freshcrawl.errors import TLSFileError
+    from freshcrawl.service.grpc_client import frontier_url_tls
+    from freshcrawl.service.tls import ClientTLS
+
+    options = (("--tls-ca", tls_ca), ("--tls-cert", tls_cert), ("--tls-key", tls_key))
+    given = [name for name, value in options if value]
+    if not frontier_url_tls(frontier_url):
+        if given:
+            verb = "go" if len(given) > 1 else "goes"
+            raise click.UsageError(
+                f"{', '.join(given)} {verb} with a TLS frontier: --frontier grpcs://HOST:PORT")
+        return None
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together: give both")
+    try:
+        return ClientTLS(tls_ca, tls_cert, tls_key)
+    except TLSFileError as err:
+        raise click.UsageError(str(err)) from err
+
+
 def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, duration: float | None,
-                user_agent: str | None, contact_url: str | None, max_in_flight: int, timeout_s: float,
-                archive=None, notifier=None) -> None:
+                user_agent: str | None, contact_url: str | None, max_in_flight: int,
+                timeout_s: float,
+                tls_files: tuple[str | None, str | None, str | None] = (None, None, None),
+                allow_private: bool = False, archive=None, notifier=None) -> None:
     """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier` ($FRESHCRAWL_TOKEN: its token)."""
     import asyncio
     import os
 
     from freshcrawl.crawler.fetcher import Fetcher
-    from freshcrawl.service.grpc_client import RemoteFrontier
+    from freshcrawl.service.grpc_client import FrontierConnectError, RemoteFrontier
 
     total_timeout_s = max(60.0, 2 * timeout_s)
     try:
+        tls = _client_tls(frontier_url, *tls_files)
         # a visit stays leased to this process for longer than it can take
         frontier = RemoteFrontier(frontier_url, crawl_id, lease_s=total_timeout_s + 30.0,
-                                  token=os.environ.get("FRESHCRAWL_TOKEN", "").strip() or None)
+                                  token=os.environ.get("FRESHCRAWL_TOKEN", "").strip() or None,
+                                  tls=tls)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--frontier") from err
+    try:
+        frontier.check()  # a certificate or credential failure: one line, before any fetch
+    except FrontierConnectError as err:
+        frontier.close()
+        raise click.ClickException(str(err)) from err
     progress = _RemoteProgress(frontier)
     if notifier is not None:
         from freshcrawl.archive.notify import NotifyingFrontier
@@ -345,14 +402,16 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
 
     fetcher = Fetcher(user_agent=user_agent, contact_url=contact_url, signature=signature,
                       read_timeout_s=timeout_s, total_timeout_s=total_timeout_s,
-                      keep_copy=archive is not None)
+                      allow_private=allow_private, keep_copy=archive is not None)
     import grpc
 
     try:
         asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
                                          archive))
     except grpc.RpcError as err:
-        raise click.ClickException(f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
+        why = frontier.explain(err)
+        raise click.ClickException(
+            why or f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
     finally:
         if notifier is not None:
             notifier.close()
@@ -461,6 +520,8 @@ def status(db: str, as_json: bool) -> None:
     click.echo(f"due now: {st['due_now']:,}; planned at {_fmt_time(st['planned_at'])}")
     for f in st["failed_pages"]:
         click.echo(f"failed: {f['url']} ({f['last_error']}, {f['errors_in_a_row']} in a row)")
+    for text in st.get("warnings", ()):
+        click.echo(f"warning: {text}")
 
 
 @crawl.command("explain")

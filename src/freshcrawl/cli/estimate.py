@@ -12,65 +12,14 @@ from pathlib import Path
 
 import click
 import numpy as np
-import pandas as pd
 
 from freshcrawl._io import write_table_atomic
 from freshcrawl.cli._options import engine_options, make_bulk_engine, table_out_option
 from freshcrawl.errors import FreshcrawlError
-from freshcrawl.estimators import ESTIMATOR_NAMES, make_batch_estimator
-from freshcrawl.traces.visit_log import VisitLog, read_visit_log
+from freshcrawl.estimators import ESTIMATOR_NAMES
+from freshcrawl.traces.visit_log import estimate_visit_log, read_visit_log
 
-__all__ = ["estimate", "estimate_visit_log"]
-
-
-def estimate_visit_log(log: VisitLog, method: str, **params) -> pd.DataFrame:
-    """Estimate every page's change rate from a visit log.
-
-    Parameters
-    ----------
-    log : VisitLog
-        Visits (see :func:`freshcrawl.traces.visit_log.read_visit_log`).
-    method : str
-        A name of :data:`freshcrawl.estimators.ESTIMATOR_NAMES`.
-    **params
-        Estimator parameters (``delta0``, ``eta``, ...).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per page: ``page``, ``delta`` (changes/day), ``n_visits`` (observations used: visits after
-        the first), ``n_changed``, ``days_observed`` (first to last visit), ``p`` (the page's mean visit
-        rate, visits/day, which the paper forms use as their known p; NaN with fewer than two visits).
-
-    Raises
-    ------
-    UnknownNameError
-        If ``method`` is unknown.
-    """
-    est = make_batch_estimator(method, max(log.n_pages, 1), **params)
-    pages, changed, tau, rank = log.observations()
-    n_obs = np.bincount(pages, minlength=log.n_pages)
-    days = np.bincount(pages, weights=tau, minlength=log.n_pages)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p_page = np.where(n_obs > 0, n_obs / np.where(days > 0, days, 1.0), np.nan)
-    if pages.size:
-        # round r holds the r-th observation of every page that has one: pages are distinct in a round.
-        order = np.lexsort((pages, rank))
-        bounds = np.flatnonzero(np.diff(rank[order])) + 1
-        for chunk in np.split(order, bounds):
-            pg = pages[chunk]
-            est.update(pg, changed[chunk], tau[chunk], p_page[pg])
-    delta = np.asarray(est.delta_)[: log.n_pages]
-    return pd.DataFrame(
-        {
-            "page": log.page_names,
-            "delta": delta,
-            "n_visits": n_obs,
-            "n_changed": np.bincount(pages, weights=changed, minlength=log.n_pages).astype(np.int64),
-            "days_observed": days,
-            "p": p_page,
-        }
-    )
+__all__ = ["estimate"]
 
 
 @click.command("estimate")

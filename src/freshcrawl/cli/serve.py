@@ -4,12 +4,18 @@ One process serves both APIs (uvicorn for HTTP, the gRPC server in its own threa
 :class:`~freshcrawl.service.FrontierService`, re-plans every crawl in a background thread, and is
 the only writer of its database: a second serve process on the same database is refused
 (:mod:`freshcrawl.service.writer`). SIGINT or SIGTERM stops both servers, then releases the database.
+
+With ``--tls-cert`` and ``--tls-key`` both ports speak TLS (:mod:`freshcrawl.service.tls`); with
+``--client-ca`` as well, mutual TLS. SIGHUP reads the certificate, key and client CA again: later
+handshakes use them, open connections and the crawl carry on. Off loopback, serve needs TLS and a
+token or client certificates.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -96,6 +102,43 @@ def _read_token(token_file: str | None) -> str | None:
     return token or None
 
 
+def _check_tls_options(tls_cert: str | None, tls_key: str | None, client_ca: str | None):
+    """The :class:`ServerTLS` of the options (None without ``--tls-cert``).
+
+    UsageError if the options are incomplete or a file is broken (one line naming the file).
+    """
+    if tls_cert is None and tls_key is None:
+        if client_ca is not None:
+            raise click.UsageError("--client-ca needs TLS: give --tls-cert and --tls-key as well")
+        return None
+    if tls_cert is None or tls_key is None:
+        raise click.UsageError("--tls-cert and --tls-key go together: give both")
+    from freshcrawl.errors import TLSFileError
+    from freshcrawl.service.tls import ServerTLS
+
+    try:
+        return ServerTLS(tls_cert, tls_key, client_ca)
+    except TLSFileError as err:
+        raise click.UsageError(str(err)) from err
+
+
+def _reload_on_sighup(tls) -> dict:
+    """Install a SIGHUP handler that reloads ``tls``; returns what to restore."""
+
+    def reload(signum, frame) -> None:
+        from freshcrawl.errors import TLSFileError
+
+        try:
+            generation = tls.reload()
+        except TLSFileError as err:  # a broken file: keep serving the certificate in use
+            click.echo(f"TLS reload failed, still serving the previous certificate: {err}",
+                       err=True)
+        else:
+            click.echo(f"TLS certificate, key and client CA reloaded ({generation})", err=True)
+
+    return {signal.SIGHUP: signal.signal(signal.SIGHUP, reload)}
+
+
 @click.command("serve")
 @click.option("--db", required=True, metavar="FILE|URL",
               help="Crawl database: a SQLite file or a postgresql+psycopg:// URL (created on first use).")
@@ -106,20 +149,40 @@ def _read_token(token_file: str | None) -> str | None:
 @click.option("--no-grpc", is_flag=True, help="Serve REST only.")
 @click.option("--token-file", type=click.Path(dir_okay=False), default=None,
               help="File holding the API token every write needs (default: $FRESHCRAWL_TOKEN).")
-@click.option("--private-reads", is_flag=True, help="Reads (status, explain, metrics, ...) need the token too.")
+@click.option("--private-reads", is_flag=True,
+              help="Reads (status, explain, metrics, ...) need the token (or client certificate) "
+              "too.")
+@click.option("--tls-cert", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="PEM certificate (chain) of the server: both ports speak TLS. Reloaded on "
+              "SIGHUP.")
+@click.option("--tls-key", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="PEM private key of --tls-cert (unencrypted).")
+@click.option("--client-ca", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="PEM CA certificate that signs the clients' certificates: mutual TLS, a client "
+              "certificate signed by it is required and authorizes as the token does (with a "
+              "token, both are needed).")
 @budget_option(required=False,
                help="Visits per day over all pages, e.g. 10000/day (kept for later runs; needed the first time).")
 @click.option("--policy", default=None, help="learned (default), uniform, nutch, ...")
 @duration_option("--min-delay", zero=True,
                  help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
 @duration_option("--replan-every", help="Time between two plans (default 1h).")
-def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, budget, policy, min_delay,
-          replan_every) -> None:
+@click.option("--allow-private", is_flag=True, default=False,
+              help="Lift the egress policy: accept URLs whose host is a private, link-local, reserved or cloud "
+              "metadata address (an intranet crawl). Off unless given, at every start.")
+@click.option("--max-body", "max_body", type=click.IntRange(1024, 2**31 - 1), default=16 * 1024 * 1024,
+              show_default=True, metavar="BYTES",
+              help="Largest REST request body and gRPC message; a larger one is refused (413, RESOURCE_EXHAUSTED).")
+def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tls_cert, tls_key,
+          client_ca, budget, policy, min_delay, replan_every, allow_private, max_body) -> None:
     """Serve a crawl database's frontier to crawlers: REST (and gRPC) in one process, one per database.
 
     Workers add URLs, lease due visits and report what they gave; freshcrawl learns the change rates
-    and plans the visits. The dashboard is at http://HOST:PORT/, the OpenAPI document at /openapi.json.
+    and plans the visits. The dashboard is at http://HOST:PORT/ (https:// with --tls-cert), the
+    OpenAPI document at /openapi.json. TLS, mutual TLS and certificates: the manual's TLS page.
     """
+    import ssl
+
     import uvicorn
 
     from freshcrawl.errors import DatabaseInUseError
@@ -136,11 +199,16 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
     except ValueError as err:
         raise click.UsageError(str(err)) from err
     for flag, host in (("--http", http_host), ("--grpc", None if grpc is None else grpc[0])):
-        if host is not None and not is_loopback(host) and token is None:
-            raise click.UsageError(f"{flag} {host} is not a loopback address: give a token (--token-file or "
-                                   "FRESHCRAWL_TOKEN) before serving other machines")
-    if private_reads and token is None:
-        raise click.UsageError("--private-reads needs a token (--token-file or FRESHCRAWL_TOKEN)")
+        authorized = token is not None or client_ca is not None
+        if host is not None and not is_loopback(host) and (tls_cert is None or not authorized):
+            raise click.UsageError(
+                f"{flag} {host} is not a loopback address: serving other machines needs TLS "
+                "(--tls-cert, --tls-key) and a token (--token-file or FRESHCRAWL_TOKEN) or client "
+                "certificates (--client-ca)")
+    if private_reads and token is None and client_ca is None:
+        raise click.UsageError(
+            "--private-reads needs a token (--token-file or FRESHCRAWL_TOKEN) or --client-ca")
+    tls = _check_tls_options(tls_cert, tls_key, client_ca)
     serve_grpc = None
     if grpc is not None:
         try:
@@ -164,7 +232,8 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
             values = dict(store.settings().get("settings") or {})
         finally:
             store.close()
-        given = dict(budget=budget, policy=policy, min_delay_s=min_delay, replan_every_s=replan_every)
+        given = dict(budget=budget, policy=policy, min_delay_s=min_delay, replan_every_s=replan_every,
+                     allow_private=allow_private)
         values.update({k: v for k, v in given.items() if v is not None})
         if "budget" not in values:
             raise click.UsageError("the first run of a crawl needs --budget (e.g. --budget 10000/day)")
@@ -172,10 +241,12 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
             service = FrontierService(db, CrawlSettings.from_dict(values))
         except ValueError as err:
             raise click.UsageError(str(err)) from err
-        app = create_app(service, token=token, public_reads=not private_reads)
+        app = create_app(service, token=token, public_reads=not private_reads,
+                         client_certs=tls is not None and tls.client_auth, max_body_bytes=max_body)
         if serve_grpc is not None:
             try:
-                grpc_server = serve_grpc(service, f"{grpc[0]}:{grpc[1]}", token=token)
+                grpc_server = serve_grpc(service, f"{grpc[0]}:{grpc[1]}", token=token, tls=tls,
+                                         max_message_bytes=max_body)
             except RuntimeError as err:
                 raise click.ClickException(f"could not serve gRPC: {err}") from err
 
@@ -192,13 +263,33 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
 
         planner = threading.Thread(target=replan_loop, name="freshcrawl-replan", daemon=True)
         planner.start()
-        where = f"http://{http_host}:{http_port}/"
+        where = f"{'https' if tls else 'http'}://{http_host}:{http_port}/"
+        open_to = "" if token else " (no token: writes open to this machine only)"
+        if tls is not None and tls.client_auth:
+            open_to = " (mutual TLS" + (" and token)" if token else ")")
         click.echo(f"serving {db}: REST, metrics and dashboard on {where}"
-                   + (f", gRPC on {grpc[0]}:{grpc[1]}" if grpc_server is not None else "")
-                   + ("" if token else " (no token: writes open to this machine only)"), err=True)
-        server = _server_class()(uvicorn.Config(app, host=http_host, port=http_port, log_level="warning",
-                                               access_log=False, lifespan="off"))
-        server.run()  # returns after SIGINT or SIGTERM, or at once if the port is taken
+                   + ("" if grpc_server is None
+                      else f", gRPC{' (TLS)' if tls else ''} on {grpc[0]}:{grpc[1]}")
+                   + open_to, err=True)
+        tls_args = {}
+        if tls is not None:
+            tls_args = {"ssl_certfile": tls.cert_file, "ssl_keyfile": tls.key_file,
+                        "ssl_ca_certs": tls.client_ca_file,
+                        "ssl_cert_reqs": ssl.CERT_REQUIRED if tls.client_auth else ssl.CERT_NONE}
+        config = uvicorn.Config(app, host=http_host, port=http_port, log_level="warning",
+                                access_log=False, lifespan="off", **tls_args)
+        config.load()
+        restore = {}
+        if tls is not None:
+            tls.follow(config.ssl)  # every handshake gets the files read last (SIGHUP)
+            if threading.current_thread() is threading.main_thread():
+                restore = _reload_on_sighup(tls)
+        server = _server_class()(config)
+        try:
+            server.run()  # returns after SIGINT or SIGTERM, or at once if the port is taken
+        finally:
+            for sig, handler in restore.items():
+                signal.signal(sig, handler)
         if not server.started:
             raise click.ClickException(f"could not serve HTTP on {http_host}:{http_port}")
     finally:

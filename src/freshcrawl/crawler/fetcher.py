@@ -4,7 +4,12 @@
 hop is checked: http and https only, no loops, at most ``max_redirects``), caps the body it reads,
 computes the content signature and sorts everything a server or the network can do into an
 :class:`~freshcrawl.crawler.outcome.Outcome` and an :class:`~freshcrawl.crawler.outcome.ErrorKind`.
-It fetches robots.txt (RFC 9309) but leaves its interpretation to
+Every connection obeys the egress policy (:mod:`freshcrawl.crawler.egress`): each hop's host is
+checked before the request, each resolved address before the connection is opened (a resolver that
+drops forbidden addresses, and a socket factory that refuses them), so neither a redirect nor a name
+that resolves to a private or metadata address (DNS rebinding included) reaches one. Loopback is
+reached only by a visit whose URL's own host is loopback. It fetches robots.txt (RFC 9309) but
+leaves its interpretation to
 :class:`~freshcrawl.crawler.robots.RobotsRules`, and knows nothing of policies or schedules: which
 URL to fetch, when, and whether robots.txt allows it is the frontier's business.
 
@@ -21,6 +26,8 @@ How a final response becomes an outcome::
     4xx, other 3xx, unexpected 304      NO_INFO     PAGE        http-<status>, unexpected-304
     redirect loop / too many / off-web  NO_INFO     PAGE        redirect-loop, too-many-redirects,
                                                                 bad-scheme, bad-redirect
+    host or address refused by the      NO_INFO     PAGE        egress-blocked (no connection is
+    egress policy (any hop)                                     attempted)
     timeout (connect, read or total)    NO_INFO     NETWORK     timeout
     refused, DNS, reset, cut-off body   NO_INFO     NETWORK     connect-error, dns-error, reset,
                                                                 incomplete-body
@@ -51,6 +58,15 @@ from freshcrawl.crawler.capture import (
 )
 from freshcrawl.crawler.capture import request_head as _request_head
 from freshcrawl.crawler.capture import response_head as _response_head
+from freshcrawl.crawler.egress import (
+    METADATA_HOSTS,
+    EgressBlocked,
+    EgressResolver,
+    address_verdict,
+    egress_socket_factory,
+    is_loopback_host,
+    loopback_allowed,
+)
 from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
 from freshcrawl.crawler.signature import SIGNATURE_MODES
 from freshcrawl.crawler.signature import signature as compute_signature
@@ -161,13 +177,43 @@ _deadline: contextvars.ContextVar[asyncio.Timeout] = contextvars.ContextVar("fre
 class _Refused(Exception):
     """A redirect the fetcher will not follow; caught inside this module only."""
 
-    def __init__(self, why: str, status: int, url: str) -> None:
+    def __init__(self, why: str, status: int | None, url: str) -> None:
         super().__init__(why)
         self.why, self.status, self.url = why, status, url
 
 
+def _egress_blocked(err: BaseException | None) -> bool:
+    """Whether `err` comes from the egress policy (the exception or one of its causes)."""
+    seen = 0
+    while err is not None and seen < 10:
+        if isinstance(err, EgressBlocked) or "refused by the egress policy" in str(err):
+            return True
+        err = err.__cause__ or getattr(err, "os_error", None) or err.__context__
+        seen += 1
+    return False
+
+
+def _hop_refused(url: str, *, loopback_ok: bool) -> bool:
+    """Whether the egress policy refuses a hop to `url` before any look-up (its host alone)."""
+    try:
+        host = (URL(url).raw_host or "").lower().rstrip(".")
+    except (ValueError, TypeError):
+        return False  # the request fails on its own
+    if host in METADATA_HOSTS:
+        return True
+    if is_loopback_host(host):
+        return not loopback_ok
+    try:
+        why = address_verdict(host)
+    except ValueError:
+        return False  # a name: its addresses are checked when it is resolved
+    return why is not None
+
+
 def _network_failure(err: BaseException) -> tuple[ErrorKind, str]:
     """ErrorKind and ``why`` of an exception raised by aiohttp, asyncio or the OS."""
+    if _egress_blocked(err):
+        return ErrorKind.PAGE, "egress-blocked"
     if isinstance(err, TimeoutError):  # asyncio.timeout and aiohttp's own timeouts
         return ErrorKind.NETWORK, "timeout"
     if isinstance(err, aiohttp.ClientPayloadError):
@@ -271,9 +317,14 @@ class Fetcher:
         Redirects followed per visit; one more is ``too-many-redirects``. 0 follows none.
     limit_per_host : int, default=1
         Simultaneous connections to one host (``TCPConnector(limit_per_host=...)``).
+    allow_private : bool, default=False
+        Lift the egress policy: private, link-local, reserved and metadata addresses are reached,
+        and loopback from any URL (an intranet crawl).
     session : aiohttp.ClientSession or None, default=None
         A session to use instead of creating one; the caller then owns it (and its connector
-        settings), :meth:`close` leaves it open, and it must keep ``auto_decompress=True``.
+        settings), :meth:`close` leaves it open, and it must keep ``auto_decompress=True``. Each
+        hop's host is still checked against the egress policy, but resolved addresses are checked
+        only by a session this fetcher creates.
     keep_copy : bool, default=False
         Attach the HTTP exchange of each 2xx and 304 answer to its outcome
         (:class:`~freshcrawl.crawler.capture.HttpCapture`, for a WARC archive): the body is then
@@ -313,6 +364,7 @@ class Fetcher:
         total_timeout_s: float = 60.0,
         max_redirects: int = 5,
         limit_per_host: int = 1,
+        allow_private: bool = False,
         session: aiohttp.ClientSession | None = None,
         keep_copy: bool = False,
     ) -> None:
@@ -330,6 +382,7 @@ class Fetcher:
         self.total_timeout_s = check_positive("total_timeout_s", total_timeout_s, unit="s")
         self.max_redirects = check_int("max_redirects", max_redirects)
         self.limit_per_host = check_int("limit_per_host", limit_per_host, low=1)
+        self.allow_private = bool(allow_private)
         self.keep_copy = bool(keep_copy)
         self._session = session
         self._owns_session = session is None
@@ -341,7 +394,11 @@ class Fetcher:
     async def start(self) -> None:
         """Create the session (no-op when one was injected or already created)."""
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit_per_host=self.limit_per_host)
+            connector = aiohttp.TCPConnector(
+                limit_per_host=self.limit_per_host,
+                resolver=EgressResolver(allow_private=self.allow_private),
+                socket_factory=egress_socket_factory(self.allow_private),
+            )
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 timeout=self._timeout,
@@ -397,7 +454,16 @@ class Fetcher:
             seen = {normalize_url(url)}
         except ValueError:
             seen = {url}
+        try:
+            loopback_ok = is_loopback_host(URL(url).raw_host or "")
+        except (ValueError, TypeError):
+            loopback_ok = False
+        # read by the resolver and the socket factory of this task's connections
+        loopback_allowed.set(loopback_ok)
+        status: int | None = None
         for hop in range(max_redirects + 1):
+            if not self.allow_private and _hop_refused(current, loopback_ok=loopback_ok):
+                raise _Refused("egress-blocked", status, current)
             if hop and hop_delay_s > 0:
                 deadline = _deadline.get(None)
                 if deadline is not None and deadline.when() is not None:
@@ -422,6 +488,8 @@ class Fetcher:
                 nxt = normalize_url(str(target))
             except ValueError:
                 raise _Refused("bad-redirect", status, current) from None
+            if target.raw_user is not None or target.raw_password is not None:
+                raise _Refused("bad-redirect", status, current)  # credentials are never sent
             if nxt in seen:
                 raise _Refused("redirect-loop", status, current)
             if hop == max_redirects:

@@ -4,6 +4,12 @@
 finish (each is bounded by the fetcher's timeouts), commits them and returns. It talks to the frontier
 through the small interface of :class:`FrontierLike`, so the same loop drives a frontier in this
 process or one served to many fetcher processes.
+
+Planning never blocks fetching: a frontier that offers ``prepare_plan``, ``compute_plan`` and
+``apply_plan`` (:class:`freshcrawl.frontier.Frontier` does) has its plan computed in a worker thread
+(``asyncio.to_thread``) while the loop keeps dispatching visits with the plan in force; the new
+plan takes over once it is ready (such a frontier's ``next_replan`` is ``inf`` while a plan is under
+way).
 """
 
 from __future__ import annotations
@@ -136,6 +142,9 @@ async def crawl(
         raise ValueError(f"duration_s must be >= 0 seconds; got {duration_s!r}")
     stop = stop or asyncio.Event()
     stats = CrawlStats()
+    threaded = all(hasattr(frontier, name) for name in ("prepare_plan", "compute_plan", "apply_plan"))
+    planning: asyncio.Future | None = None
+    job = None
     start = clock()
     end = None if duration_s is None else start + duration_s
     tasks: dict[asyncio.Task, object] = {}
@@ -167,13 +176,26 @@ async def crawl(
                 stats.errors += out.outcome.value == "no-info"
             done_pages.clear()
 
+    def apply_ready() -> None:
+        nonlocal planning, job
+        if planning is not None and planning.done():
+            plan, planning = planning.result(), None
+            frontier.apply_plan(job, plan, now=clock())
+            job = None
+            stats.replans += 1
+
     while True:
         now = clock()
         if stop.is_set() or (end is not None and now >= end):
             break
-        if now >= frontier.next_replan:
-            frontier.replan(now)
-            stats.replans += 1
+        apply_ready()
+        if planning is None and now >= frontier.next_replan:
+            if threaded:  # the previous plan serves visits until this one is ready
+                job = frontier.prepare_plan(now)
+                planning = asyncio.ensure_future(asyncio.to_thread(frontier.compute_plan, job))
+            else:
+                frontier.replan(now)
+                stats.replans += 1
         free = max_in_flight - len(tasks)
         if free > 0:
             for item in frontier.due(now, free):
@@ -182,9 +204,10 @@ async def crawl(
         if end is not None:
             wake = min(wake, end)
         timeout = min(max(wake - clock(), 0.0), 0.25)
-        if tasks:
-            finished, _ = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            collect(finished)
+        waiting = set(tasks) | ({planning} if planning is not None else set())
+        if waiting:
+            finished, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            collect(finished - {planning})
         else:
             try:
                 await asyncio.wait_for(stop.wait(), timeout=max(timeout, 0.001))
@@ -197,6 +220,9 @@ async def crawl(
     if tasks:  # the visits in flight finish (bounded by the fetcher's timeouts) and are committed
         finished, _ = await asyncio.wait(tasks)
         collect(finished)
+    if planning is not None:  # a plan under way is finished and committed (its thread cannot be stopped)
+        await asyncio.wait({planning})
+        apply_ready()
     stats.elapsed_s = clock() - start
     if on_progress is not None:
         on_progress(stats)

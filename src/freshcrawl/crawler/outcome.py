@@ -21,7 +21,7 @@ __all__ = ["Outcome", "ErrorKind", "FetchRequest", "FetchOutcome", "RobotsOutcom
 
 
 class Outcome(enum.Enum):
-    """What a visit tells the estimators (DESIGN.md, "The live layer").
+    """What a visit tells the estimators (docs/design.md, "The live layer").
 
     ``CHANGED`` and ``UNCHANGED`` are observations I_k = 1 and 0. ``FIRST`` is a successful fetch of a
     page with no previous copy to compare with (no observation, but the page now has a copy).

@@ -1,6 +1,6 @@
 """robots.txt rules of one origin (RFC 9309), built from a fetch result; no HTTP here.
 
-How the answer to ``GET /robots.txt`` becomes rules (RFC 9309 Sec. 2.3.1; DESIGN.md, "The live
+How the answer to ``GET /robots.txt`` becomes rules (RFC 9309 Sec. 2.3.1; docs/design.md, "The live
 layer")::
 
     status                          rules

@@ -1,4 +1,4 @@
-"""Content signatures: what counts as a change of a page (DESIGN.md, "The live layer").
+"""Content signatures: what counts as a change of a page (docs/design.md, "The live layer").
 
 Two modes, chosen by the user:
 

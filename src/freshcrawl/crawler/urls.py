@@ -1,18 +1,70 @@
 """URL normalisation and the host key of the crawl queues.
 
 Parsing, percent-encoding, IDNA and dot-segment removal are yarl's (the URL library of aiohttp);
-this module only adds freshcrawl's rules on top: http and https only, a host is required, the
-fragment and the scheme's default port are dropped, an empty path becomes ``/``.
+this module only adds freshcrawl's rules on top: http and https only, a host is required and must
+be a valid host name (RFC 1123 labels, IDNA 2008 for ``xn--`` labels, checked with the ``idna``
+package) or IP address, the text must be valid Unicode, the fragment and the scheme's default port
+are dropped, an empty path becomes ``/``.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
+
+import idna
 from yarl import URL
 
-__all__ = ["HTTP_SCHEMES", "normalize_url", "host_of"]
+__all__ = ["HTTP_SCHEMES", "normalize_url", "host_of", "check_host"]
 
 #: The URL schemes the crawler fetches.
 HTTP_SCHEMES = frozenset({"http", "https"})
+
+
+_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
+_NUMERIC_LABEL = re.compile(r"(0x[0-9a-f]*|[0-9]+)")
+
+
+def check_host(host: str) -> str:
+    """Return `host` (lowercase) if it is a valid host name or IP address; raise ValueError if not.
+
+    A name is at most 253 characters of dot-separated labels of 1-63 letters, digits, hyphens
+    (not first or last) and underscores (RFC 1123 Sec. 2.1, with the underscore real names use); an
+    ``xn--`` label must be valid IDNA 2008 (RFC 5891). A name whose last label is numeric
+    (``1.2.3``, ``0x7f.1``, ``999.1.1.1``) is neither a name nor a dotted-quad address and is
+    refused: resolvers read such forms as addresses.
+
+    Examples
+    --------
+    >>> check_host("WWW.Example.com"), check_host("::1"), check_host("127.0.0.2")
+    ('www.example.com', '::1', '127.0.0.2')
+    >>> check_host("exa mple.com")
+    Traceback (most recent call last):
+    ...
+    ValueError: url host must be a valid host name or IP address; got 'exa mple.com'
+    """
+    name = host.lower()
+    try:
+        ipaddress.ip_address(name.strip("[]").split("%", 1)[0])
+    except ValueError:
+        pass
+    else:
+        return name
+    bare = name.removesuffix(".")
+    labels = bare.split(".")
+    ok = 0 < len(bare) <= 253 and all(_LABEL.fullmatch(x) for x in labels)
+    ok = ok and not _NUMERIC_LABEL.fullmatch(labels[-1])
+    if ok:
+        for label in labels:
+            if label.startswith("xn--"):
+                try:
+                    idna.decode(label)
+                except (idna.IDNAError, UnicodeError):
+                    ok = False
+                    break
+    if not ok:
+        raise ValueError(f"url host must be a valid host name or IP address; got {host!r}")
+    return name
 
 
 def _parse(url: str) -> URL:
@@ -22,6 +74,12 @@ def _parse(url: str) -> URL:
     text = url.strip()
     if not text:
         raise ValueError("url must be an absolute http(s) URL; got an empty string")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"url must be valid Unicode text; got a lone surrogate at index {err.start} of {url!r}"
+        ) from None
     try:
         parsed = URL(text)
         parsed.port  # noqa: B018 - yarl checks the port lazily; an out-of-range one raises here
@@ -36,6 +94,12 @@ def _parse(url: str) -> URL:
         raise ValueError(f"url must have a host; got {url!r}")
     if parsed.explicit_port == 0:
         raise ValueError(f"url port must be in 1-65535; got 0 in {url!r}")
+    try:
+        check_host(parsed.raw_host)
+    except ValueError:
+        raise ValueError(
+            f"url host must be a valid host name or IP address; got {parsed.raw_host!r} in {url!r}"
+        ) from None
     return parsed
 
 
@@ -63,7 +127,8 @@ def normalize_url(url: str) -> str:
         If `url` is not a str.
     ValueError
         If `url` is empty or malformed (for instance a port outside 0-65535), is relative, has a
-        scheme other than http or https, or has no host.
+        scheme other than http or https, has no host or a host that is not a valid host name or
+        IP address (:func:`check_host`), or holds a lone surrogate (not valid Unicode).
 
     Examples
     --------

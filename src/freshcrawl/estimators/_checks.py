@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl._validation import check_int, check_interval, check_positive
+from freshcrawl._validation import check_half_life, check_int, check_interval, check_positive
 from freshcrawl.errors import InvalidObservation
 from freshcrawl.estimators import _kernels as K
 
@@ -56,20 +56,6 @@ def check_delta0(delta0: object) -> float:
     v = float(delta0)
     if not (v >= 0.0 and math.isfinite(v)):
         raise ValueError(f"delta0 must be finite and >= 0 changes per day; got {delta0!r}")
-    return v
-
-
-def check_half_life(half_life: object) -> float | None:
-    """Return ``half_life`` (days) as float if None or finite and > 0; the memory of forgetting estimators."""
-    if half_life is None:
-        return None
-    if isinstance(half_life, bool) or not isinstance(half_life, (int, float, np.integer, np.floating)):
-        raise TypeError(
-            f"half_life must be a number of days > 0 or None; got {type(half_life).__name__} {half_life!r}"
-        )
-    v = float(half_life)
-    if not (v > 0.0 and math.isfinite(v)):
-        raise ValueError(f"half_life must be finite and > 0 days (or None for no forgetting); got {half_life!r}")
     return v
 
 

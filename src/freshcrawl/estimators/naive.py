@@ -131,7 +131,7 @@ class NaiveInterval(_StreamBase):
     Notes
     -----
     Biased like :class:`Naive` (it counts at most one change per interval): it tends to E[I]/E[τ], which
-    is (1 - e^{-Δτ})/τ under periodic visits. Offered as the baseline of DESIGN.md, not as consistent.
+    is (1 - e^{-Δτ})/τ under periodic visits. Offered as the baseline of docs/design.md, not as consistent.
 
     References
     ----------

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from freshcrawl._validation import check_int
 from freshcrawl.environments.zipf import ZipfEnvironment, env_poll, env_switch
 from freshcrawl.learning.htraa import htraa_feedback, htraa_leaf_shares, htraa_pick
-from freshcrawl.learning.polling_policies import _estimate, _proportional
+from freshcrawl.learning.polling_policies import proportional_kernel, update_prob_kernel
 
 __all__ = ["PollingRun", "simulate_htraa", "simulate_estimator"]
 
@@ -246,7 +246,7 @@ def _estimator_loop(
     since = 0
     for k in range(n_polls + 1):
         while ci < cp.shape[0] and cp[ci] == k:
-            x = _proportional(_estimate(changes, polls, period), capacity)
+            x = proportional_kernel(update_prob_kernel(changes, polls, period), capacity)
             val = _detections_per_poll(x, log1m_u, capacity)
             ci = _checkpoint(ci, val, hits, since, value, detected, hist, log1m_u)
             hits = since = 0

@@ -8,12 +8,23 @@ the fetcher (:mod:`freshcrawl.crawler`) turns visits into outcomes.
 from __future__ import annotations
 
 from freshcrawl.frontier.frontier import (
+    Backlog,
     CrawlSettings,
     Frontier,
+    HostLoad,
     RobotsVisit,
     Visit,
     origin_of,
     parse_url_list,
 )
 
-__all__ = ["CrawlSettings", "Frontier", "RobotsVisit", "Visit", "origin_of", "parse_url_list"]
+__all__ = [
+    "Backlog",
+    "CrawlSettings",
+    "Frontier",
+    "HostLoad",
+    "RobotsVisit",
+    "Visit",
+    "origin_of",
+    "parse_url_list",
+]

@@ -5,7 +5,7 @@ when a host's robots.txt must be fetched first), takes back what each visit gave
 (:class:`~freshcrawl.crawler.outcome.FetchOutcome`), commits it, and re-plans every
 ``replan_every_s`` seconds with a policy of :mod:`freshcrawl.policies` (the same objects the
 simulation runs; time in days on the wall clock). Politeness is both an input of the plan (each host's
-cap c_h = min(86,400 / delay_h, max per day) visits per day, DESIGN.md "The live layer") and a rule of
+cap c_h = min(86,400 / delay_h, max per day) visits per day, docs/design.md "The live layer") and a rule of
 the dispatch: one request at a time per host, at least ``delay_h`` seconds between two request starts,
 nothing to a host in back-off, nothing to a path robots.txt disallows.
 
@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -30,13 +31,22 @@ from yarl import URL
 
 from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
 from freshcrawl.crawler.robots import ROBOTS_MAX_AGE_S, RobotsRules
-from freshcrawl.crawler.urls import normalize_url
 from freshcrawl.errors import UnknownNameError
+from freshcrawl.frontier.limits import check_url
 from freshcrawl.policies import Observations, PolicyContext, PolicyOptions, RatePlan, make_policy
 from freshcrawl.store import Store
 from freshcrawl.units import SECONDS_PER_DAY
 
-__all__ = ["CrawlSettings", "Frontier", "Visit", "RobotsVisit", "origin_of", "parse_url_list"]
+__all__ = [
+    "Backlog",
+    "CrawlSettings",
+    "Frontier",
+    "HostLoad",
+    "Visit",
+    "RobotsVisit",
+    "origin_of",
+    "parse_url_list",
+]
 
 ACTIVE, DISALLOWED, FAILED, REMOVED, NONE = 1, 2, 3, 4, 0
 _STATUS_CODE = {"active": ACTIVE, "disallowed": DISALLOWED, "failed": FAILED, "removed": REMOVED}
@@ -79,6 +89,10 @@ class CrawlSettings:
         URL where site owners learn about the crawl, put in the User-Agent.
     seed : int
         Seed of the policy's and the dispatch's randomness.
+    allow_private : bool
+        Lift the egress policy (:mod:`freshcrawl.crawler.egress`): URLs whose host is a private,
+        link-local, reserved or cloud metadata address are then accepted and fetched (an intranet
+        crawl). Off by default.
     n_bins : int
         Interval slots per page of the binned estimators (``learned:mle-binned``, the default, and
         ``mm-binned``): 4 keeps the estimator at 224 bytes per page (16, the simulation's default, takes
@@ -110,6 +124,7 @@ class CrawlSettings:
     contact_url: str | None = None
     seed: int = 0
     n_bins: int = 4
+    allow_private: bool = False
     warc: str | None = None
     warc_max_bytes: int = 1024**3
     keep_latest: str | None = None
@@ -190,10 +205,14 @@ def origin_of(url: str) -> str:
     return str(URL(url).origin())
 
 
-def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[str, str, float]]:
+def parse_url_list(
+    lines: list[str], *, source: str = "<input>", allow_private: bool = False
+) -> list[tuple[str, str, float]]:
     """Parse a URL list: one URL per line, optionally followed by white space and a weight >= 0.
 
-    Blank lines and lines starting with ``#`` are skipped.
+    Blank lines and lines starting with ``#`` are skipped. Each URL goes through
+    :func:`freshcrawl.frontier.limits.check_url`: a URL with credentials, or whose host the egress
+    policy refuses (unless `allow_private`), is a bad line.
 
     Returns
     -------
@@ -216,7 +235,7 @@ def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[s
             errors.append(f"{source}:{number}: expected 'URL [weight]'; got {text_!r}")
             continue
         try:
-            url = normalize_url(parts[0])
+            url = check_url(parts[0], allow_private=allow_private)
         except ValueError as err:
             errors.append(f"{source}:{number}: {err}")
             continue
@@ -236,6 +255,74 @@ def parse_url_list(lines: list[str], *, source: str = "<input>") -> list[tuple[s
             f"{len(errors)} bad line(s) in {source}; nothing was added:\n" + "\n".join(errors[:20]) + more
         )
     return rows
+
+
+@dataclass(frozen=True, slots=True)
+class HostLoad:
+    """The plan and politeness state of every host: arrays of shape (n_hosts,), entry k host id k + 1.
+
+    Attributes
+    ----------
+    origin : list of str
+        ``scheme://host[:port]``.
+    n_pages : ndarray of int
+        Active pages.
+    rate : ndarray of float
+        Planned visits per day of the active pages.
+    cap : ndarray of float
+        Host cap c_h, visits per day (inf: none).
+    delay_s : ndarray of float
+        Least seconds between two request starts.
+    backoff_until : ndarray of float
+        Seconds since the epoch before which nothing is sent (0: none).
+    budget_in_use : float
+        Planned visits per day of every active page.
+    """
+
+    origin: list[str]
+    n_pages: NDArray[np.int64]
+    rate: NDArray[np.float64]
+    cap: NDArray[np.float64]
+    delay_s: NDArray[np.float64]
+    backoff_until: NDArray[np.float64]
+    budget_in_use: float
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """Active pages due now, the most overdue first: arrays of shape (m,) with ``m <= n_due``.
+
+    Attributes
+    ----------
+    n_due : int
+        Active pages due now, in all.
+    page_id, host_id : ndarray of int
+        Ids in the store.
+    next_due : ndarray of float
+        Due times, seconds since the epoch.
+    rate : ndarray of float
+        Planned visits per day.
+    leased : ndarray of bool
+        Whether the page is leased now.
+    """
+
+    n_due: int
+    page_id: NDArray[np.intp]
+    host_id: NDArray[np.intp]
+    next_due: NDArray[np.float64]
+    rate: NDArray[np.float64]
+    leased: NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanJob:
+    """A re-plan under way: when it was prepared (seconds since the epoch), the pages active then,
+    the policy's context and the observations recorded since the last plan."""
+
+    now: float
+    alive: NDArray[np.bool_]
+    context: PolicyContext
+    pending: list[tuple[int, float, bool, float, float]]
 
 
 def _capacity(n: int) -> int:
@@ -299,8 +386,12 @@ class Frontier:
         #: page index -> a due time set from outside (a client's date, an error floor): plans keep it
         #: until it has passed or the page reports a visit (in memory: a restart plans such pages anew)
         self.held: dict[int, float] = {}
+        #: host index -> pages handed out together with others of their host (its lease ends with
+        #: the last of them)
+        self._batches: dict[int, set[int]] = {}
         #: visits, changes seen and visits without information since this frontier started
         self.counts = {"visits": 0, "changes": 0, "errors": 0}
+        self._planning_job: PlanJob | None = None
         self._build_policy(now)
         self.replan(now)
 
@@ -410,15 +501,22 @@ class Frontier:
                                              changed[keep], tau[keep], p))
 
     # pages ---------------------------------------------------------------------------------------
-    def add_urls(self, rows: list[tuple[str, str, float]], *, now: float | None = None) -> tuple[int, int]:
-        """Add ``(url, origin, weight)`` rows (see :func:`parse_url_list`) and re-plan; return (added, known).
+    def add_urls(
+        self, rows: list[tuple[str, str, float]], *, now: float | None = None, replan: bool = True
+    ) -> tuple[int, int]:
+        """Add ``(url, origin, weight)`` rows (see :func:`parse_url_list`); return (added, known).
 
-        Pages added to the store by another process (``freshcrawl crawl add`` while a crawl runs)
-        join at the next plan.
+        With ``replan`` the crawl is re-planned at once when pages were added; without, the new
+        pages (and any another process added) join the plan due within :attr:`NEW_PAGES_PLAN_S`
+        seconds (:attr:`next_replan`), so that many small additions cost one plan. Pages added to
+        the store by another process (``freshcrawl crawl add`` while a crawl runs) join at the next
+        plan.
         """
         now = time.time() if now is None else float(now)
         ids, n_known = self.store.add_pages(rows, now=now)
-        if ids:
+        if not replan:
+            self._sync_new_pages(now)
+        elif ids:
             self.replan(now)
         return len(ids), n_known
 
@@ -450,7 +548,10 @@ class Frontier:
 
         A policy plans for its own ``replan_every`` (the Policy protocol); where that is shorter
         (``learned-bursty`` plans a quarter of the period), the next plan comes when it runs out.
+        While a plan is under way (:attr:`planning`) the next one is not due: ``inf``.
         """
+        if self._planning_job is not None:
+            return math.inf
         period = min(self.settings.replan_every_s, self.policy.replan_every * SECONDS_PER_DAY)
         due = self.planned_at + period
         if self._new_pages_at is not None:
@@ -464,13 +565,75 @@ class Frontier:
         (or now, when that is past). Pages never visited get a random phase within their first
         period. Pages waiting out an error back-off keep their due time, and so do pages whose due
         time was set from outside (:attr:`held`) until it passes.
+
+        The same as :meth:`prepare_plan`, :meth:`compute_plan` and :meth:`apply_plan` in a row;
+        a caller that must not wait for the plan runs :meth:`compute_plan` in another thread.
         """
+        job = self.prepare_plan(now)
+        self.apply_plan(job, self.compute_plan(job), now=job.now)
+
+    @property
+    def planning(self) -> bool:
+        """Whether a plan is prepared and not yet applied (:meth:`compute_plan` may be running)."""
+        return self._planning_job is not None
+
+    def prepare_plan(self, now: float | None = None) -> PlanJob:
+        """First step of a re-plan: take in new pages and observations and set the policy's context.
+
+        Runs on the thread that owns the frontier. Until :meth:`apply_plan`, the frontier keeps
+        dispatching and recording with the plan in force; observations recorded meanwhile are
+        taught at the next plan.
+
+        Raises
+        ------
+        RuntimeError
+            If a plan is already prepared and not applied.
+        """
+        if self._planning_job is not None:
+            raise RuntimeError("a plan is already being made; apply it before preparing another")
         now = time.time() if now is None else float(now)
         self._sync_new_pages(now)
-        self._feed_policy()
-        self.policy.update_context(self._context(now))
-        alive = self.status == ACTIVE
-        plan = self.policy.plan(now / SECONDS_PER_DAY, alive)
+        pending, self._pending = self._pending, []
+        job = PlanJob(now, self.status == ACTIVE, self._context(now), pending)
+        self._planning_job = job
+        return job
+
+    def compute_plan(self, job: PlanJob) -> Any:
+        """Second step: teach the policy `job`'s observations and plan (the costly part: estimator
+        updates, the allocation, a first call's compile; safe in a worker thread).
+
+        Touches only the policy and `job`, which neither :meth:`due` nor :meth:`record` uses, so the
+        owning thread may keep dispatching and recording meanwhile.
+        """
+        self._feed_policy(job.pending)
+        job.pending.clear()  # taught: a cancelled plan does not give them back
+        self.policy.update_context(job.context)
+        return self.policy.plan(job.now / SECONDS_PER_DAY, job.alive)
+
+    def cancel_plan(self, job: PlanJob) -> None:
+        """Drop a prepared plan whose computation failed: the plan in force stays, and observations
+        the policy was not taught wait for the next plan."""
+        if job is self._planning_job:
+            self._planning_job = None
+            self._pending[:0] = job.pending
+
+    def apply_plan(self, job: PlanJob, plan: Any, *, now: float | None = None) -> None:
+        """Last step, on the owning thread: set rates and due times from `plan` and commit them.
+
+        `now` (default the clock) is when the plan takes effect; pages that stopped being active
+        since :meth:`prepare_plan` get no visits. A plan made before pages joined and outgrew the
+        policy's room (the policy was rebuilt meanwhile) is dropped, and the next plan comes within
+        :attr:`NEW_PAGES_PLAN_S`.
+        """
+        if job is not self._planning_job:
+            raise RuntimeError("apply_plan takes the job of the last prepare_plan")
+        self._planning_job = None
+        if job.alive.shape != self.status.shape:  # pages joined and outgrew the policy meanwhile
+            self._new_pages_at = job.now  # a plan on the new policy soon; the one in force stays
+            return
+        now = time.time() if now is None else float(now)
+        now = max(now, job.now)
+        alive = job.alive & (self.status == ACTIVE)
         if isinstance(plan, RatePlan):
             rates = np.where(alive, np.asarray(plan.rates, dtype=np.float64), 0.0)
             first = None
@@ -505,15 +668,14 @@ class Frontier:
         delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)
         ids = np.flatnonzero(self.status > 0)
         self.store.save_plan(ids + 1, self.rate[ids], self.next_due[ids], delta_hat[ids], self.n_obs[ids],
-                             settings={"planned_at": now})
-        self.planned_at = now
+                             settings={"planned_at": job.now})
+        self.planned_at = job.now
         self._new_pages_at = None
 
-    def _feed_policy(self) -> None:
-        if not self._pending:
+    def _feed_policy(self, pending: list[tuple[int, float, bool, float, float]]) -> None:
+        if not pending:
             return
-        arr = np.array(self._pending, dtype=np.float64)
-        self._pending = []
+        arr = np.array(pending, dtype=np.float64)
         order = np.argsort(arr[:, 1], kind="stable")
         arr = arr[order]
         self.policy.observe(Observations(arr[:, 0].astype(np.intp), arr[:, 1] / SECONDS_PER_DAY,
@@ -521,31 +683,58 @@ class Frontier:
 
     # dispatch ------------------------------------------------------------------------------------
     def due(
-        self, now: float | None = None, limit: int = 64, *, lease_s: float = 300.0
+        self,
+        now: float | None = None,
+        limit: int = 64,
+        *,
+        lease_s: float = 300.0,
+        per_host: int = 1,
+        robots: bool = True,
+        hosts: NDArray[np.bool_] | None = None,
     ) -> list[Visit | RobotsVisit]:
-        """Up to ``limit`` visits that may start now, at most one per host, earliest due first.
+        """Up to ``limit`` hosts' visits that may start now, earliest due first.
 
-        Each is leased for ``lease_s`` seconds, with its host: neither is handed out again until
-        :meth:`record` or :meth:`record_robots` takes the outcome back, :meth:`release` gives it back,
-        or the lease runs out (a fetcher that died; the visit is then due again). A page disallowed by its host's robots.txt is recorded at once
-        (no information, ``why="robots"``) and marked ``disallowed`` instead of being handed out.
+        Each visit is leased for ``lease_s`` seconds, with its host: neither is handed out again until
+        :meth:`record` or :meth:`record_robots` takes the outcome back (the host: the outcomes of all
+        its visits handed out together), :meth:`release` gives it back, or the lease runs out (a
+        fetcher that died; the visit is then due again). A page disallowed by its host's robots.txt is
+        recorded at once (no information, ``why="robots"``) and marked ``disallowed`` instead of being
+        handed out.
+
+        Parameters
+        ----------
+        per_host : int, default=1
+            Most visits of one host handed out together (its earliest due pages); the fetcher that
+            takes several spaces them by the host's delay itself.
+        robots : bool, default=True
+            Whether a host whose robots.txt is unknown or older than a day gets a
+            :class:`RobotsVisit` first. With False (a fetcher that enforces robots.txt itself) no
+            robots.txt is handed out, and rules are applied only while fresh.
+        hosts : ndarray of bool, shape (n_hosts,), optional
+            Hosts (by index, host id - 1) whose visits may be handed out; default every host.
         """
         now = time.time() if now is None else float(now)
         h = self._hosts
         if limit <= 0:
             return []
+        per_host = max(1, int(per_host))
         out: list[Visit | RobotsVisit] = []
         # hosts whose pages all wait on robots.txt still need it fetched again when it is due
-        for hk in np.unique(self.host[self.status == DISALLOWED]):
+        for hk in np.unique(self.host[self.status == DISALLOWED]) if robots else ():
+            if hosts is not None and not hosts[hk]:
+                continue
             if len(out) < limit and h.lease_until[hk] <= now and h.ready_at[hk] <= now and self._robots_due(hk, now):
                 h.lease_until[hk] = now + lease_s
                 out.append(RobotsVisit(int(hk) + 1, h.origin[hk], self._robots_hop_delay(hk)))
         cand = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE) & (self.lease_until <= now))
         hc = self.host[cand]
         ok = (h.lease_until[hc] <= now) & (h.ready_at[hc] <= now)
+        if hosts is not None:
+            ok &= hosts[hc]
         cand, hc = cand[ok], hc[ok]
         if cand.size == 0:
             return out
+        all_cand, all_hc = cand, hc
         # each host's earliest due page (O(m), no sort of every due page), then the earliest hosts
         nd = self.next_due[cand]
         best = np.full(len(h.origin), np.inf)
@@ -559,24 +748,45 @@ class Frontier:
         cand = cand[np.argsort(self.next_due[cand], kind="stable")]
         pages_out = []
         disallowed = []
+        chosen = []
         for k in cand:
             hk = int(self.host[k])
-            if self._robots_due(hk, now):
+            if robots and self._robots_due(hk, now):
                 h.lease_until[hk] = now + lease_s
                 out.append(RobotsVisit(hk + 1, h.origin[hk], self._robots_hop_delay(hk)))
                 continue
+            chosen.append(hk)
             pages_out.append(int(k))
+        if per_host > 1 and chosen:
+            # the chosen hosts' earliest due pages, up to per_host each, earliest first
+            sel = np.isin(all_hc, np.asarray(chosen))
+            more, mhc = all_cand[sel], all_hc[sel]
+            order = np.lexsort((more, self.next_due[more], mhc))
+            more, mhc = more[order], mhc[order]
+            starts = np.searchsorted(mhc, mhc, side="left")
+            keep = (np.arange(more.size) - starts) < per_host
+            more = more[keep]
+            pages_out = more[np.argsort(self.next_due[more], kind="stable")].tolist()
         rows = self.store.request_rows([k + 1 for k in pages_out]) if pages_out else {}
+        leased: dict[int, list[int]] = {}
         for k in pages_out:
             url, etag, last_modified, signature = rows[k + 1]
             hk = int(self.host[k])
-            if not h.rules[hk].allowed(url):
+            rules = h.rules[hk]
+            applies = robots or (rules is not None and now - h.robots_at[hk] < ROBOTS_MAX_AGE_S)
+            if applies and not rules.allowed(url):
                 disallowed.append((k, url))
                 continue
             h.lease_until[hk] = now + lease_s
             self.lease_until[k] = now + lease_s
+            leased.setdefault(hk, []).append(k)
             out.append(Visit(k + 1, hk + 1, FetchRequest(url, etag, last_modified, signature, float(h.delay_s[hk])),
                              float(self.next_due[k])))
+        for hk, ks in leased.items():
+            if len(ks) > 1:
+                self._batches[hk] = set(ks)
+            else:
+                self._batches.pop(hk, None)
         if disallowed:
             self._record_disallowed(disallowed, now)
         return out
@@ -630,7 +840,6 @@ class Frontier:
         if not results:
             return
         s = self.settings
-        h = self._hosts
         obs_rows, page_upd, host_upd, learn = [], [], [], []
         hosts_touched: dict[int, dict[str, Any]] = {}
         for visit, out in results:
@@ -683,7 +892,7 @@ class Frontier:
             self.held.pop(k, None)
             hosts_touched[hk] = self._host_after(hk, out)
         for hk, values in hosts_touched.items():
-            h.lease_until[hk] = 0.0
+            self._free_host(hk)
             host_upd.append(dict(id=hk + 1, **values))
         self.store.record(obs_rows, page_upd, host_upd)
         self._pending.extend(learn)
@@ -766,9 +975,21 @@ class Frontier:
     def release(self, items: list[Visit | RobotsVisit]) -> None:
         """Give back visits handed out by :meth:`due` that were not made (nothing is recorded)."""
         for item in items:
-            self._hosts.lease_until[item.host_id - 1] = 0.0
             if isinstance(item, Visit):
                 self.lease_until[item.page_id - 1] = 0.0
+                self._free_host(item.host_id - 1)
+            else:
+                self._hosts.lease_until[item.host_id - 1] = 0.0
+
+    def _free_host(self, hk: int) -> None:
+        """End host ``hk``'s lease unless pages of it handed out together are still leased."""
+        h = self._hosts
+        batch = self._batches.get(hk)
+        if batch is not None:
+            if any(self.lease_until[k] == h.lease_until[hk] for k in batch):
+                return
+            del self._batches[hk]
+        h.lease_until[hk] = 0.0
 
     # reports -------------------------------------------------------------------------------------
     def budget_in_use(self) -> float:
@@ -779,6 +1000,185 @@ class Frontier:
         """Active pages due now."""
         now = time.time() if now is None else float(now)
         return int(((self.next_due <= now) & (self.status == ACTIVE)).sum())
+
+    def n_leased(self, now: float | None = None) -> int:
+        """Active pages leased now (handed out by :meth:`due`, outcome not yet taken back)."""
+        now = time.time() if now is None else float(now)
+        return int(((self.lease_until > now) & (self.status == ACTIVE)).sum())
+
+    def page_counts(
+        self, host_id: int | Sequence[int] | None = None, *, now: float | None = None
+    ) -> dict[str, int]:
+        """Pages of the crawl (or of host ``host_id``, or of the hosts it lists) by status, and the
+        active ones leased now.
+
+        Returns
+        -------
+        dict
+            ``active``, ``disallowed``, ``failed``, ``removed`` (pages by status) and ``leased``.
+        """
+        now = time.time() if now is None else float(now)
+        sel = self.status > 0
+        if host_id is not None:
+            sel &= np.isin(self.host, np.asarray(host_id, dtype=np.int64).reshape(-1) - 1)
+        counts = {
+            name: int((sel & (self.status == code)).sum()) for name, code in _STATUS_CODE.items()
+        }
+        counts["leased"] = int((sel & (self.status == ACTIVE) & (self.lease_until > now)).sum())
+        return counts
+
+    def host_load(self) -> HostLoad:
+        """The plan and the politeness state of every host (copies; see :class:`HostLoad`)."""
+        h = self._hosts
+        n = len(h.origin)
+        active = self.status == ACTIVE
+        return HostLoad(
+            origin=list(h.origin),
+            n_pages=np.bincount(self.host[active], minlength=n)[:n],
+            rate=np.bincount(self.host[active], weights=self.rate[active], minlength=n)[:n],
+            cap=h.cap.copy(),
+            delay_s=h.delay_s.copy(),
+            backoff_until=h.backoff_until.copy(),
+            budget_in_use=float(self.rate[active].sum()),
+        )
+
+    def backlog(self, limit: int, now: float | None = None) -> Backlog:
+        """The ``limit`` active pages due the longest, most overdue first (leased ones included).
+
+        Raises
+        ------
+        ValueError
+            If ``limit`` is negative.
+        """
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0 pages; got {limit!r}")
+        now = time.time() if now is None else float(now)
+        due = np.flatnonzero((self.next_due <= now) & (self.status == ACTIVE))
+        top = due[np.argsort(self.next_due[due], kind="stable")[:limit]]
+        return Backlog(
+            n_due=int(due.size),
+            page_id=top + 1,
+            host_id=self.host[top] + 1,
+            next_due=self.next_due[top].copy(),
+            rate=self.rate[top].copy(),
+            leased=self.lease_until[top] > now,
+        )
+
+    # hosts and pages by id (as in the store) -----------------------------------------------------
+    def origins(self) -> list[str]:
+        """The origin (``scheme://host[:port]``) of every host; entry k is host id k + 1."""
+        return list(self._hosts.origin)
+
+    def origin(self, host_id: int) -> str:
+        """The origin of host ``host_id``; IndexError if the crawl has no such host."""
+        if not 1 <= host_id <= len(self._hosts.origin):
+            raise IndexError(
+                f"no host id {host_id!r} in this crawl ({len(self._hosts.origin)} hosts)"
+            )
+        return self._hosts.origin[host_id - 1]
+
+    def host_id(self, origin: str) -> int | None:
+        """The id of the host whose origin is ``origin`` (see :func:`origin_of`), or None."""
+        try:
+            return self._hosts.origin.index(origin) + 1
+        except ValueError:
+            return None
+
+    def ready_hosts(self, now: float | None = None) -> NDArray[np.intp]:
+        """Ids of the hosts :meth:`due` may hand a page of now, increasing.
+
+        A host is ready when one of its active pages is due and not leased, the host is not leased,
+        and its politeness delay and back-off have run out.
+        """
+        now = time.time() if now is None else float(now)
+        h = self._hosts
+        due = (self.next_due <= now) & (self.status == ACTIVE) & (self.lease_until <= now)
+        keep = np.zeros(len(h.origin), dtype=bool)
+        keep[np.unique(self.host[due])] = True
+        keep &= np.maximum(h.ready_at, h.lease_until) <= now
+        return np.flatnonzero(keep) + 1
+
+    def hold(self, page_id: int, until: float, *, only_later: bool = False) -> bool:
+        """Make page ``page_id`` due at ``until`` and keep that date across plans until it passes.
+
+        A due time set from outside the plan: a client's next fetch date, a worker's floor after an
+        error. The page's lease ends; the new due time is committed at once. With ``only_later``, a
+        page already due at ``until`` or later is left as it is.
+
+        Parameters
+        ----------
+        page_id : int
+            The page's id in the store.
+        until : float
+            Seconds since the epoch.
+
+        Returns
+        -------
+        bool
+            Whether the due time was set.
+        """
+        k = page_id - 1
+        until = float(until)
+        if only_later and not until > self.next_due[k]:
+            return False
+        self.next_due[k] = until
+        self.held[k] = until
+        self.store.record([], [{"id": page_id, "next_due": until}], [])
+        self.lease_until[k] = 0.0
+        return True
+
+    def remove(self, page_ids: list[int]) -> None:
+        """Remove pages from the crawl: never visited again, their observation log kept.
+
+        Their leases end; the status is committed at once.
+        """
+        ks = np.asarray(page_ids, dtype=np.intp) - 1
+        self.status[ks] = REMOVED
+        for k in ks.tolist():
+            self.held.pop(k, None)
+        self.lease_until[ks] = 0.0
+        self.store.set_page_status([int(i) for i in page_ids], "removed", removed_at=time.time())
+
+    def remove_host(self, host_id: int) -> int:
+        """Remove every page of host ``host_id`` not yet removed (:meth:`remove`); return how many."""
+        ks = np.flatnonzero(
+            (self.host == host_id - 1) & (self.status != REMOVED) & (self.status != NONE)
+        )
+        self.remove((ks + 1).tolist())
+        return int(ks.size)
+
+    def release_host(self, host_id: int) -> None:
+        """End the lease of host ``host_id`` taken by :meth:`due`.
+
+        Its next request may start as soon as its delay allows; page leases are not touched.
+        """
+        self._free_host(host_id - 1)
+
+    def block_host(self, host_id: int, until: float) -> None:
+        """Send nothing to host ``host_id`` before ``until`` (seconds since the epoch; 0 unblocks).
+
+        Its politeness delay still counts from its last request. Committed at once.
+        """
+        hk = host_id - 1
+        h = self._hosts
+        h.backoff_until[hk] = float(until)
+        h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
+        self.store.save_host(host_id, backoff_until=float(until))
+
+    def set_delay(self, delay_s: float, host_id: int | None = None) -> None:
+        """Least seconds between two request starts on host ``host_id``, or (None) on every host.
+
+        With None the delay is also the default of the hosts to come. robots.txt's Crawl-delay may
+        raise it. Committed at once; the host caps follow at the next plan.
+        """
+        if host_id is None:
+            self.settings = replace(self.settings, min_delay_s=float(delay_s))
+            targets: range | list[int] = range(len(self._hosts.origin))
+        else:
+            targets = [host_id - 1]
+        for hk in targets:
+            self.store.save_host(hk + 1, min_delay_s=float(delay_s))
+            self.set_host_delay(hk, float(delay_s))
 
 
 def _robots_error(out: RobotsOutcome) -> ErrorKind | None:

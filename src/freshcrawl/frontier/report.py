@@ -104,7 +104,9 @@ def crawl_status(store: Store, *, now: float | None = None) -> dict[str, Any]:
         ``pages`` (by status), ``hosts``, ``observations`` (by outcome), ``estimated_freshness``
         (weighted mean over active pages with an estimate, periodic visits), ``due_now``,
         ``budget`` and ``budget_in_use`` (visits per day), ``planned_at``, ``hosts_in_backoff``,
-        ``failed_pages`` (at most 20: url and last error), ``settings``.
+        ``failed_pages`` (at most 20: url and last error), ``settings``,
+        ``reports_without_outcome`` (reports of leased URLs that carried no fetch outcome, counted by
+        the URLFrontier service) and ``warnings`` (texts for the operator).
     """
     now = time.time() if now is None else float(now)
     counts = store.counts()
@@ -131,6 +133,14 @@ def crawl_status(store: Store, *, now: float | None = None) -> dict[str, Any]:
         w, p, d = (np.array(c, dtype=np.float64) for c in zip(*rows))
         if w.sum() > 0:
             fresh = float((w * expected_freshness(p, d)).sum() / w.sum())
+    warnings = []
+    no_outcome = settings.get("reports_without_outcome") or {}
+    if no_outcome.get("count"):
+        warnings.append(
+            f"{no_outcome['count']} report(s) carried no fetch outcome (no HTTP status, no error), the "
+            f"last for {no_outcome.get('last_url')}: nothing was learned from them; a StormCrawler "
+            "client must list fetch.statusCode and signature in metadata.persist"
+        )
     return {
         "pages": counts["pages"],
         "n_pages": int(sum(counts["pages"].values())),
@@ -144,6 +154,8 @@ def crawl_status(store: Store, *, now: float | None = None) -> dict[str, Any]:
         "hosts_in_backoff": int(backoff),
         "failed_pages": [{"url": u, "last_error": e, "errors_in_a_row": n} for u, e, n in failed],
         "settings": crawl_settings,
+        "reports_without_outcome": int(no_outcome.get("count", 0)),
+        "warnings": warnings,
     }
 
 

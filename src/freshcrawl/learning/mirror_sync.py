@@ -42,6 +42,7 @@ __all__ = [
     "gradient_sample",
     "schedule_arm_plays",
     "mirror_descent_step",
+    "log_barrier_projection",
     "projected_sgd_step",
     "MirrorSync",
     "AsyncMirrorSync",
@@ -268,6 +269,47 @@ def _local_update(r, g_sum, counts, last_sync, next_sync, cur_is_sample, u, epsi
 
 _PROJ_TOL = 1e-13
 _PROJ_MAX_ITER = 200
+
+
+def log_barrier_projection(
+    d: NDArray[np.float64], total: float, lo: float, hi: float
+) -> NDArray[np.float64]:
+    """The Bregman projection of a log-barrier mirror step onto ``{x ∈ [lo, hi]^n : Σ x = total}``.
+
+    Returns ``x_k = clip(1 / (d_k + ν), lo, hi)`` with the one multiplier ν that makes
+    ``Σ x = total`` (relative precision 1e-13), found by a safeguarded Newton iteration (Alg. 1
+    lines 42-45, seed 003).
+    A mirror step from rates r with gradient g and learning rate η has ``d = 1/r + η g``
+    (:func:`mirror_descent_step` is that step with its inputs checked).
+
+    Parameters
+    ----------
+    d : ndarray of float, shape (n,)
+        Dual point, time units per play (finite).
+    total : float
+        Σ x, plays per time unit, in ``[n lo, n hi]``.
+    lo, hi : float
+        Bounds, ``0 < lo < hi < inf``, plays per time unit.
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        Rates x, plays per time unit.
+
+    Notes
+    -----
+    Nothing is checked (callers that check once call it at every step); out-of-range inputs give an
+    undefined result rather than an error.
+
+    Examples
+    --------
+    >>> log_barrier_projection(np.array([0.5, 1.0]), 2.0, 0.1, 5.0).round(6).tolist()
+    [1.236068, 0.763932]
+    """
+    x, _, _ = _log_barrier_projection(
+        d, float(total), float(lo), float(hi), _PROJ_TOL, _PROJ_MAX_ITER
+    )
+    return x
 
 
 def _check_box(n: int, total: float, lo: float, hi: float) -> None:

@@ -29,6 +29,8 @@ __all__ = [
     "estimator_polling",
     "optimal_polling",
     "estimate_update_prob",
+    "proportional_kernel",
+    "update_prob_kernel",
 ]
 
 #: Largest update probability passed to the solver (u = 1 would make −ln(1 − u) infinite).
@@ -82,11 +84,24 @@ def proportional_polling(update_prob, capacity: float = 1.0) -> NDArray[np.float
     """
     u = _u(update_prob)
     c = check_positive("capacity", capacity, unit="polls per time step")
-    return _proportional(u, c)
+    return proportional_kernel(u, c)
 
 
 @numba.njit(cache=True)
-def _proportional(u, c):  # pragma: no cover - compiled
+def proportional_kernel(  # pragma: no cover - compiled
+    u: NDArray[np.float64], c: float
+) -> NDArray[np.float64]:
+    """Compiled, unchecked core of :func:`proportional_polling`, callable from other compiled loops.
+
+    ``u`` : ndarray of float, shape (n,), update probabilities per time step; ``c`` : float, polls
+    per time step. Returns ``c u / Σ u``, or ``c / n`` everywhere when ``Σ u = 0`` (shape (n,)).
+    Nothing is checked: callers pass what :func:`proportional_polling` would accept.
+
+    Examples
+    --------
+    >>> proportional_kernel(np.array([0.3, 0.1]), 2.0).tolist()
+    [1.5, 0.5]
+    """
     s = u.sum()
     if s > 0.0:
         return u * (c / s)
@@ -94,7 +109,21 @@ def _proportional(u, c):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _estimate(changes, polls, period):  # pragma: no cover - compiled
+def update_prob_kernel(  # pragma: no cover - compiled
+    changes: NDArray[np.float64], polls: NDArray[np.float64], period: float
+) -> NDArray[np.float64]:
+    """Compiled, unchecked core of :func:`estimate_update_prob`, callable from other compiled loops.
+
+    ``changes``, ``polls`` : ndarray of float, shape (n,); ``period`` : float, time steps T between
+    two polls of a page. Returns ``û = 1 − (1 − f)^{1/T}`` with ``f = (k + ½)/(m + 1)``, shape
+    (n,).
+    Nothing is checked: callers pass what :func:`estimate_update_prob` would accept.
+
+    Examples
+    --------
+    >>> update_prob_kernel(np.array([3.0, 0.0]), np.array([4.0, 4.0]), 2.0).round(4).tolist()
+    [0.4523, 0.0513]
+    """
     out = np.empty(changes.shape[0])
     for i in range(changes.shape[0]):
         frac = (changes[i] + 0.5) / (polls[i] + 1.0)
@@ -145,7 +174,7 @@ def estimate_update_prob(changes, polls, period: float) -> NDArray[np.float64]:
             f"changes must not exceed polls; first offender at index {i} ({k[i].item()!r} > {m[i].item()!r})"
         )
     T = check_positive("period", period, unit="time steps between polls of a page")
-    return _estimate(k, m, T)
+    return update_prob_kernel(k, m, T)
 
 
 def estimator_polling(changes, polls, period: float, capacity: float = 1.0) -> NDArray[np.float64]:
@@ -161,7 +190,7 @@ def estimator_polling(changes, polls, period: float, capacity: float = 1.0) -> N
     [0.5, 0.5]
     """
     c = check_positive("capacity", capacity, unit="polls per time step")
-    return _proportional(estimate_update_prob(changes, polls, period), c)
+    return proportional_kernel(estimate_update_prob(changes, polls, period), c)
 
 
 def optimal_polling(update_prob, capacity: float = 1.0) -> NDArray[np.float64]:

@@ -50,6 +50,7 @@ Dispatch that spends the budget
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import NDArray
@@ -75,29 +76,104 @@ from freshcrawl.policies.base import (
     VisitPlan,
     check_same_pages,
 )
-from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, _clip_to_caps, split_rounds
-from freshcrawl.simulation.dispatch import periodic_visits
+from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, clip_to_caps, split_rounds
+from freshcrawl.scheduling.periodic import periodic_visits
 
-__all__ = ["BURSTY_DEFAULTS", "BurstyPolicy", "make_bursty", "prefix_groups"]
+__all__ = ["BurstyConfig", "BurstyPolicy", "make_bursty", "prefix_groups"]
 
-#: Settings of ``learned-bursty`` (how they were chosen: README, "Bursts, cold starts and co-changes").
-BURSTY_DEFAULTS: dict[str, float] = {
-    "burst": 3.0,
-    "active_share": 0.2,
-    "changes_per_burst": 3.0,
-    "horizon": 1.0,
-    "prior_visits": 2.0,
-    "prior_pages": 3.0,
-    "explore": 0.05,
-    "follow_share": 0.5,
-    "follow_days": 0.25,
-    "cochange_z": 4.0,
-    "newborn": 1.0,
-    "gamma_prior": 1.0,
-    "subdivide": 4.0,
-    "age_prior": 1.0,
-    "reserve_days": 2.0,
-}
+@dataclass(frozen=True)
+class BurstyConfig:
+    """Settings of ``learned-bursty`` (how they were chosen: docs/simulate.md), checked at once.
+
+    Attributes
+    ----------
+    burst : float, default=3.0
+        κ >= 1: active rate over long-run rate.
+    active_share : float, default=0.2
+        φ in (0, 1): stationary share of time in the active state.
+    changes_per_burst : float, default=3.0
+        Mean changes per active spell (> 0).
+    horizon : float, default=1.0
+        Days over which the expected rate fed to the allocation is averaged (> 0).
+    prior_visits : float, default=2.0
+        k0 >= 0, pseudo-visits of the group prior.
+    prior_pages : float, default=3.0
+        n1 >= 0, pseudo-pages of the global mean in each group's mean.
+    explore : float, default=0.05
+        Fraction in [0, 1) of the budget spread as a floor rate over alive pages.
+    follow_share : float, default=0.5
+        Fraction in [0, 1) of the budget that follow-up visits may take.
+    follow_days : float, default=0.25
+        A page stale with probability q gets ``q / follow_days`` visits per day (> 0).
+    cochange_z : float, default=4.0
+        Threshold of the co-change test, standard deviations (> 0).
+    newborn : float, default=1.0
+        Staleness probability in [0, 1] given to a page born without a copy yet (its follow-up).
+    gamma_prior : bool, default=True
+        Weigh the group prior by the empirical-Bayes gamma prior's weight β_g (days of observation,
+        :func:`~freshcrawl.estimators.bursty.gamma_prior`): b = w Δ̂ + (1 - w) m_g with
+        w = T/(T + β_g), T the page's days of observation; else by ``prior_visits`` pseudo-visits.
+    age_prior : bool, default=True
+        Where birth times are known, take the prior of a page from its group's rate at its age
+        (:class:`~freshcrawl.estimators.bursty.AgeProfile`) rather than the group's mean.
+    reserve_days : float, default=2.0
+        Days of budget (> 0) that periodic visits may leave unspent before the rest is spent on early
+        visits; ``inf``: plain periodic dispatch of the rates (see the module docstring).
+    subdivide : float, default=4.0
+        Plans per planning period P (>= 1): the policy plans every P / ``subdivide`` days.
+
+    Raises
+    ------
+    ValueError
+        If a setting is out of range.
+
+    Examples
+    --------
+    >>> BurstyConfig(burst=5.0).burst, BurstyConfig().reserve_days
+    (5.0, 2.0)
+    """
+
+    burst: float = 3.0
+    active_share: float = 0.2
+    changes_per_burst: float = 3.0
+    horizon: float = 1.0
+    prior_visits: float = 2.0
+    prior_pages: float = 3.0
+    explore: float = 0.05
+    follow_share: float = 0.5
+    follow_days: float = 0.25
+    cochange_z: float = 4.0
+    newborn: float = 1.0
+    gamma_prior: bool = True
+    age_prior: bool = True
+    reserve_days: float = 2.0
+    subdivide: float = 4.0
+
+    def __post_init__(self) -> None:
+        if not self.burst >= 1.0:
+            raise ValueError(
+                f"burst must be >= 1 (active rate over long-run rate); got {self.burst!r}"
+            )
+        check_interval("active_share", self.active_share, low=0.0, high=1.0, closed="neither")
+        check_positive("changes_per_burst", self.changes_per_burst, unit="changes")
+        check_positive("horizon", self.horizon, unit="days")
+        for label, v in (("prior_visits", self.prior_visits), ("prior_pages", self.prior_pages)):
+            if not (np.isfinite(v) and v >= 0):
+                raise ValueError(f"{label} must be finite and >= 0; got {v!r}")
+        check_interval("explore", self.explore, low=0.0, high=1.0, closed="left")
+        check_interval("follow_share", self.follow_share, low=0.0, high=1.0, closed="left")
+        check_positive("follow_days", self.follow_days, unit="days")
+        check_positive("cochange_z", self.cochange_z, unit="standard deviations")
+        check_interval("newborn", self.newborn, low=0.0, high=1.0)
+        if not self.reserve_days > 0:
+            raise ValueError(
+                "reserve_days must be > 0 (days of budget kept for bursts; inf: none); "
+                f"got {self.reserve_days!r}"
+            )
+        if not self.subdivide >= 1:
+            raise ValueError(
+                f"subdivide must be >= 1 plans per planning period; got {self.subdivide!r}"
+            )
 
 
 class BurstyPolicy:
@@ -105,40 +181,10 @@ class BurstyPolicy:
 
     Parameters
     ----------
-    burst : float
-        κ >= 1: active rate over long-run rate.
-    active_share : float
-        φ in (0, 1): stationary share of time in the active state.
-    changes_per_burst : float
-        Mean changes per active spell (> 0).
-    horizon : float
-        Days over which the expected rate fed to the allocation is averaged (> 0).
-    prior_visits : float
-        k0 >= 0, pseudo-visits of the group prior.
-    prior_pages : float
-        n1 >= 0, pseudo-pages of the global mean in each group's mean.
-    explore : float
-        Fraction in [0, 1) of the budget spread as a floor rate over alive pages.
-    follow_share : float
-        Fraction in [0, 1) of the budget that follow-up visits may take.
-    follow_days : float
-        A page stale with probability q gets ``q / follow_days`` visits per day (> 0).
-    cochange_z : float
-        Threshold of the co-change test, standard deviations (> 0).
-    newborn : float
-        Staleness probability in [0, 1] given to a page born without a copy yet (its follow-up).
-    age_prior : bool
-        Where birth times are known, take the prior of a page from its group's rate at its age
-        (:class:`~freshcrawl.estimators.bursty.AgeProfile`) rather than the group's mean.
-    gamma_prior : bool
-        Weigh the group prior by the empirical-Bayes gamma prior's weight β_g (days of observation,
-        :func:`~freshcrawl.estimators.bursty.gamma_prior`): b = w Δ̂ + (1 - w) m_g with
-        w = T/(T + β_g), T the page's days of observation; else by ``prior_visits`` pseudo-visits.
-    reserve_days : float
-        Days of budget (> 0) that periodic visits may leave unspent before the rest is spent on early
-        visits; ``inf``: plain periodic dispatch of the rates (see the module docstring).
-    replan_every : float
-        Days between plans (> 0).
+    config : BurstyConfig, optional
+        The settings (default ``BurstyConfig()``).
+    replan_every : float, optional
+        Days between plans (> 0); default 1 / ``config.subdivide``.
     refresh_every : float
         Days between two re-computations of the long-run rates b_i and their group priors (> 0);
         the burst state, follow-ups and the allocation are redone at every plan.
@@ -151,6 +197,8 @@ class BurstyPolicy:
 
     Attributes
     ----------
+    config : BurstyConfig
+        The settings.
     estimator_ : BatchEstimator
         The long-run rate estimator.
     pi_active_ : ndarray of float, shape (n_pages,)
@@ -174,57 +222,22 @@ class BurstyPolicy:
 
     def __init__(
         self,
+        config: BurstyConfig | None = None,
         *,
-        burst: float = BURSTY_DEFAULTS["burst"],
-        active_share: float = BURSTY_DEFAULTS["active_share"],
-        changes_per_burst: float = BURSTY_DEFAULTS["changes_per_burst"],
-        horizon: float = BURSTY_DEFAULTS["horizon"],
-        prior_visits: float = BURSTY_DEFAULTS["prior_visits"],
-        prior_pages: float = BURSTY_DEFAULTS["prior_pages"],
-        explore: float = BURSTY_DEFAULTS["explore"],
-        follow_share: float = BURSTY_DEFAULTS["follow_share"],
-        follow_days: float = BURSTY_DEFAULTS["follow_days"],
-        cochange_z: float = BURSTY_DEFAULTS["cochange_z"],
-        newborn: float = BURSTY_DEFAULTS["newborn"],
-        gamma_prior: float = BURSTY_DEFAULTS["gamma_prior"],
-        age_prior: float = BURSTY_DEFAULTS["age_prior"],
-        reserve_days: float = BURSTY_DEFAULTS["reserve_days"],
-        replan_every: float = 1.0 / BURSTY_DEFAULTS["subdivide"],
+        replan_every: float | None = None,
         refresh_every: float = 1.0,
         objective: str = "freshness-periodic",
         groups=None,
         estimator_params: dict | None = None,
         name: str = "learned-bursty",
     ) -> None:
-        if not burst >= 1.0:
-            raise ValueError(f"burst must be >= 1 (active rate over long-run rate); got {burst!r}")
-        self.burst = float(burst)
-        self.active_share = check_interval(
-            "active_share", active_share, low=0.0, high=1.0, closed="neither"
-        )
-        self.changes_per_burst = check_positive(
-            "changes_per_burst", changes_per_burst, unit="changes"
-        )
-        self.horizon = check_positive("horizon", horizon, unit="days")
-        for label, v in (("prior_visits", prior_visits), ("prior_pages", prior_pages)):
-            if not (np.isfinite(v) and v >= 0):
-                raise ValueError(f"{label} must be finite and >= 0; got {v!r}")
-        self.prior_visits = float(prior_visits)
-        self.prior_pages = float(prior_pages)
-        self.explore = check_interval("explore", explore, low=0.0, high=1.0, closed="left")
-        self.follow_share = check_interval(
-            "follow_share", follow_share, low=0.0, high=1.0, closed="left"
-        )
-        self.follow_days = check_positive("follow_days", follow_days, unit="days")
-        self.cochange_z = check_positive("cochange_z", cochange_z, unit="standard deviations")
-        self.newborn = check_interval("newborn", newborn, low=0.0, high=1.0)
-        self.gamma_prior = bool(gamma_prior)
-        self.age_prior = bool(age_prior)
-        if not reserve_days > 0:
-            raise ValueError(
-                f"reserve_days must be > 0 (days of budget kept for bursts; inf: none); got {reserve_days!r}"
-            )
-        self.reserve_days = float(reserve_days)
+        if config is None:
+            config = BurstyConfig()
+        if not isinstance(config, BurstyConfig):
+            raise TypeError(f"config must be a BurstyConfig; got {type(config).__name__}")
+        self.config = config
+        if replan_every is None:
+            replan_every = 1.0 / config.subdivide
         self.replan_every = check_positive("replan_every", replan_every, unit="days")
         self.refresh_every = check_positive("refresh_every", refresh_every, unit="days")
         self.objective = objective
@@ -240,7 +253,7 @@ class BurstyPolicy:
         n = context.n_pages
         self.context_ = context
         self.estimator_ = make_batch_estimator(DEFAULT_ESTIMATOR, n, **self.estimator_params)
-        self.pi_active_ = np.full(n, self.active_share)
+        self.pi_active_ = np.full(n, self.config.active_share)
         self.last_obs_ = np.full(n, float(context.start))
         if context.born is not None:
             self.last_obs_ = np.maximum(self.last_obs_, np.asarray(context.born, dtype=np.float64))
@@ -251,7 +264,7 @@ class BurstyPolicy:
             else np.asarray(context.born) > context.start
         )
         # a birth is a change: a page born in the window starts as P(active | a change) = φ κ
-        self.pi_active_[self.waiting_] = min(self.active_share * self.burst, 1.0)
+        self.pi_active_[self.waiting_] = min(self.config.active_share * self.config.burst, 1.0)
         self._born = (
             np.full(n, -np.inf)
             if context.born is None
@@ -289,7 +302,7 @@ class BurstyPolicy:
         self.groupings_ = out
         self._accumulators = [
             CoChangeAccumulator(
-                int(g.max()) + 1 if g.size and g.max() >= 0 else 0, z=self.cochange_z
+                int(g.max()) + 1 if g.size and g.max() >= 0 else 0, z=self.config.cochange_z
             )
             for g in out
         ]
@@ -318,13 +331,13 @@ class BurstyPolicy:
         groups = (
             self.groupings_[0] if self.groupings_ else np.full(delta.shape[0], -1, dtype=np.intp)
         )
-        prior = group_prior(delta, observed, groups, prior_pages=self.prior_pages)
-        if self.age_prior and now is not None and self.age_profile_.exposure_.any():
-            age = now + 0.5 * self.horizon - self._born
+        prior = group_prior(delta, observed, groups, prior_pages=self.config.prior_pages)
+        if self.config.age_prior and now is not None and self.age_profile_.exposure_.any():
+            age = now + 0.5 * self.config.horizon - self._born
             known = np.isfinite(age)
             prior = np.where(known, self.age_profile_.rate(groups, age), prior)
-        if not self.gamma_prior:
-            return shrink(delta, k, prior, self.prior_visits)
+        if not self.config.gamma_prior:
+            return shrink(delta, k, prior, self.config.prior_visits)
         _, beta = gamma_prior(self.changes_, self.exposure_, groups)
         t = self.exposure_
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -335,9 +348,9 @@ class BurstyPolicy:
     def _params(self, base) -> MMPPParams:
         return MMPPParams.relative(
             base,
-            burst=self.burst,
-            active_share=self.active_share,
-            changes_per_burst=self.changes_per_burst,
+            burst=self.config.burst,
+            active_share=self.config.active_share,
+            changes_per_burst=self.config.changes_per_burst,
         )
 
     def planning_delta(self, now: float) -> NDArray[np.float64]:
@@ -347,7 +360,7 @@ class BurstyPolicy:
             self._base_at = now
         params = self._params(self.base_)
         pi_now = mmpp_propagate(self.pi_active_, params, np.maximum(now - self.last_obs_, 0.0))
-        return mmpp_mean_rate(pi_now, params, self.horizon)
+        return mmpp_mean_rate(pi_now, params, self.config.horizon)
 
     # ------------------------------------------------------------------------------------------ plan
     def plan(self, now: float, alive: NDArray[np.bool_]) -> VisitPlan | RatePlan:
@@ -371,17 +384,17 @@ class BurstyPolicy:
             self.rates_ = rates
             return self._dispatch(now, rates)
         # follow-up visits for pages likely stale
-        q = np.maximum(self.pending_[idx], self.newborn * self.waiting_[idx])
-        follow = q / self.follow_days
+        q = np.maximum(self.pending_[idx], self.config.newborn * self.waiting_[idx])
+        follow = q / self.config.follow_days
         total = follow.sum()
-        room = self.follow_share * budget
+        room = self.config.follow_share * budget
         if total > room:
             follow *= room / total
         caps_left = None
         if hosts is not None:
             on = hosts >= 0
             f_on = follow[on]
-            follow[on] = _clip_to_caps(f_on, hosts[on], 0.5 * caps)
+            follow[on] = clip_to_caps(f_on, hosts[on], 0.5 * caps)
             used = np.bincount(hosts[on], weights=follow[on], minlength=caps.shape[0])
             caps_left = np.maximum(caps - used, 0.0)
         # periodic dispatch visits a page by the time its rate integral since the plan reaches 1:
@@ -400,7 +413,7 @@ class BurstyPolicy:
         else:  # nothing learned yet: equal rates, within the host caps
             delta = np.ones(idx.size)
         if rest > 0:
-            floor = np.full(idx.size, self.explore * rest / idx.size)
+            floor = np.full(idx.size, self.config.explore * rest / idx.size)
             if hosts is not None:
                 on = hosts >= 0
                 per_host = np.bincount(hosts[on], minlength=caps.shape[0])
@@ -450,7 +463,7 @@ class BurstyPolicy:
         visits it planned before ``now``, so plans closer together than ``replan_every`` (a live
         frontier re-plans when pages join) count only the time that passed (at most one period).
         """
-        if not np.isfinite(self.reserve_days):
+        if not np.isfinite(self.config.reserve_days):
             return RatePlan(rates)
         n = rates.shape[0]
         period = self.replan_every
@@ -462,14 +475,16 @@ class BurstyPolicy:
             done = pages_prev[times_prev < now]
             self._phase += r_prev * np.clip(t_prev + elapsed - np.maximum(self._born, t_prev), 0.0, None)
             np.subtract.at(self._phase, done, 1.0)
-            self._level = min(self._level + budget * elapsed - done.shape[0], self.reserve_days * budget)
+            self._level = min(
+                self._level + budget * elapsed - done.shape[0], self.config.reserve_days * budget
+            )
         phase = self._phase.copy()
         lo = np.clip(self._born, now, now + period)  # a page born within the period: from its birth
         gp, gt = periodic_visits(rates, phase, lo, np.full(n, now + period))
         gt = np.maximum(gt, now)  # (an integral carried to 1 + an ulp would place a visit an ulp early)
         level = self._level + budget * period - gp.shape[0]
         on = (rates > 0) & (self._born <= now)
-        extra = int(min(max(np.floor(level - self.reserve_days * budget), 0.0), on.sum()))
+        extra = int(min(max(np.floor(level - self.config.reserve_days * budget), 0.0), on.sum()))
         if extra:
             due = np.where(on, (1.0 - phase) / np.where(on, rates, 1.0), np.inf)
             early = np.argpartition(due, extra - 1)[:extra] if extra < n else np.arange(n)
@@ -507,7 +522,7 @@ class BurstyPolicy:
             self.last_obs_[pg] = time[sel]
             self.changes_[pg] += changed[sel]
             self.exposure_[pg] += tau[sel]
-        if self.age_prior:  # each interval at the page's age at its middle
+        if self.config.age_prior:  # each interval at the page's age at its middle
             age = time - 0.5 * tau - self._born[pages]
             known = np.isfinite(age)
             g0 = self.groupings_[0][pages] if self.groupings_ else np.full(pages.shape[0], -1)
@@ -537,9 +552,10 @@ class BurstyPolicy:
 
 
 def make_bursty(arg: str | None, options: PolicyOptions | None) -> BurstyPolicy:
-    """Factory of ``learned-bursty``: settings from :data:`BURSTY_DEFAULTS`, overridden by ``options.extra``.
+    """Factory of ``learned-bursty``: a :class:`BurstyConfig` from ``options.extra``'s settings.
 
-    It plans every ``options.replan_every / subdivide`` days.
+    It plans every ``options.replan_every / subdivide`` days. Other keys of ``options.extra``
+    (``groups``, ``estimator_params``) are passed on; unknown ones are ignored.
 
     Examples
     --------
@@ -551,13 +567,11 @@ def make_bursty(arg: str | None, options: PolicyOptions | None) -> BurstyPolicy:
             f"policy 'learned-bursty' takes no ':' argument; got learned-bursty:{arg}"
         )
     opts = options if options is not None else PolicyOptions()
-    s = {k: opts.extra.get(k, v) for k, v in BURSTY_DEFAULTS.items()}
-    subdivide = float(s.pop("subdivide"))
-    if not subdivide >= 1:
-        raise ValueError(f"subdivide must be >= 1 plans per planning period; got {subdivide!r}")
+    names = {f.name for f in fields(BurstyConfig)}
+    config = BurstyConfig(**{k: v for k, v in opts.extra.items() if k in names})
     return BurstyPolicy(
-        **s,
-        replan_every=opts.replan_every / subdivide,
+        config,
+        replan_every=opts.replan_every / float(config.subdivide),
         refresh_every=opts.replan_every,
         objective=opts.objective,
         groups=opts.extra.get("groups"),

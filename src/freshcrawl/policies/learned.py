@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 from numpy.typing import NDArray
 
-from freshcrawl._validation import check_interval, check_positive
+from freshcrawl._validation import check_half_life, check_interval, check_positive
 from freshcrawl.errors import ConvergenceWarning, UnknownNameError
 from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan, check_same_pages
 
@@ -47,6 +47,7 @@ __all__ = [
     "DEFAULT_PRIOR_VISITS",
     "LearnedPolicy",
     "OraclePolicy",
+    "clip_to_caps",
     "make_learned",
     "make_learned_proportional",
     "make_oracle",
@@ -54,8 +55,8 @@ __all__ = [
 ]
 
 #: Estimator of ``learned`` when none is named: the MLE of eq. (15) of seed 001 kept on counts per
-#: interval bin, consistent under the periodic, re-planned visits the engine makes (DESIGN.md,
-#: "pitfall") at O(bins) per visit, and statistically the most efficient of the consistent ones.
+#: interval bin, consistent under the periodic, re-planned visits the engine makes (docs/design.md,
+#: "The pitfall") at O(bins) per visit, and statistically the most efficient of the consistent ones.
 DEFAULT_ESTIMATOR = "mle-binned"
 #: Fraction of the budget (after unobserved pages) kept as a floor rate for observed pages.
 DEFAULT_EXPLORE = 0.05
@@ -109,10 +110,31 @@ def _unobserved_rates(
     return rates, budget - d * n_wait
 
 
-def _clip_to_caps(
+def clip_to_caps(
     p: NDArray[np.float64], hosts: NDArray[np.intp], caps: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """Scale the rates ``p`` of each host down to its cap (rates of a proportional rule)."""
+    """Scale the rates of each host down to its cap c_h, in proportion (a proportional rule).
+
+    Parameters
+    ----------
+    p : ndarray of float, shape (n,)
+        Rates, visits per day.
+    hosts : ndarray of intp, shape (n,)
+        Host index of each rate, in ``[0, n_hosts)``.
+    caps : ndarray of float, shape (n_hosts,)
+        Host caps c_h, visits per day (inf: no cap).
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        ``p`` where its host's sum is within the cap, else ``p · c_h / Σ_{i∈h} p_i``.
+
+    Examples
+    --------
+    >>> p, hosts = np.array([2.0, 2.0, 1.0]), np.array([0, 0, 1])
+    >>> clip_to_caps(p, hosts, np.array([1.0, np.inf])).tolist()
+    [0.5, 0.5, 1.0]
+    """
     total = np.bincount(hosts, weights=p, minlength=caps.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.where(total > caps, caps / total, 1.0)
@@ -240,7 +262,6 @@ class LearnedPolicy:
         estimator_params: dict | None = None,
     ) -> None:
         from freshcrawl.estimators import ESTIMATOR_NAMES, FORGETTING_NAMES
-        from freshcrawl.estimators._checks import check_half_life
 
         if estimator not in ESTIMATOR_NAMES:
             raise UnknownNameError(
@@ -335,7 +356,7 @@ class LearnedPolicy:
                 share = delta / total if total > 0 else np.full(seen.size, 1.0 / seen.size)
                 rates[seen] = floor + (rest - floor.sum()) * share
                 if seen_hosts is not None:
-                    rates[seen] = _clip_to_caps(rates[seen], seen_hosts, caps_left)
+                    rates[seen] = clip_to_caps(rates[seen], seen_hosts, caps_left)
         self.rates_ = rates
         return RatePlan(rates)
 

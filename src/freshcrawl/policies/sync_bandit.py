@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from freshcrawl._validation import check_interval, check_positive
 from freshcrawl.errors import InfeasibleAllocation
-from freshcrawl.learning.mirror_sync import _PROJ_MAX_ITER, _PROJ_TOL, _log_barrier_projection
+from freshcrawl.learning.mirror_sync import log_barrier_projection
 from freshcrawl.policies.base import (
     Observations,
     PolicyContext,
@@ -236,8 +236,7 @@ class AsyncMirrorSyncPolicy:
         lo, hi = self._bounds
         r = np.clip(self.rates_[idx], lo, hi)
         d = 1.0 / r + self.eta_ * g
-        x, _, _ = _log_barrier_projection(d, float(total), lo, hi, _PROJ_TOL, _PROJ_MAX_ITER)
-        return x
+        return log_barrier_projection(d, float(total), lo, hi)
 
     def _sync_alive(self, now: float, alive: NDArray[np.bool_]) -> None:
         born = alive & ~self.alive_

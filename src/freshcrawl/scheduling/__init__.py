@@ -3,8 +3,11 @@
 :func:`edf_schedule` turns rates over pages into a deterministic earliest-deadline-first sequence of polls
 (a page with rate x_i is due every 1/x_i); :func:`edf2_choose` is the EDF between two subtrees that
 H-TRAA (seed 004) runs at every node of a poll's path; :class:`EDFSchedule` is the schedule returned.
+:func:`periodic_visits` turns rates into the visit times of each page over a stretch of time, keeping
+each page's phase across rate changes.
 """
 
 from freshcrawl.scheduling.edf import EDFSchedule, edf2_choose, edf_schedule
+from freshcrawl.scheduling.periodic import periodic_visits
 
-__all__ = ["edf_schedule", "edf2_choose", "EDFSchedule"]
+__all__ = ["edf_schedule", "edf2_choose", "EDFSchedule", "periodic_visits"]

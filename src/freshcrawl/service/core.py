@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,15 +26,14 @@ import numpy as np
 from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome
 from freshcrawl.crawler.urls import normalize_url
 from freshcrawl.frontier.frontier import (
-    ACTIVE,
     CrawlSettings,
     Frontier,
     RobotsVisit,
     Visit,
     origin_of,
 )
+from freshcrawl.frontier.limits import check_url
 from freshcrawl.store import drop_namespace, list_namespaces, open_store
-from freshcrawl.store.schema import hosts, pages
 
 __all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key", "outcome_from_status"]
 
@@ -120,7 +119,7 @@ class Report:
 def outcome_from_status(
     status: int | None, signature: str | None, stored_signature: str | None, error: str | None = None
 ) -> tuple[Outcome, ErrorKind | None, str]:
-    """Outcome of a visit reported by status and signature (DESIGN.md, "The live layer").
+    """Outcome of a visit reported by status and signature (docs/design.md, "The live layer").
 
     Examples
     --------
@@ -164,6 +163,20 @@ class _Crawl:
     page_leases: dict[str, Lease] = field(default_factory=dict)
     #: leases of robots.txt fetches by host id
     robots_leases: dict[int, Lease] = field(default_factory=dict)
+    #: queue keys chosen by a client for hosts (host index -> key), where not the host's own name
+    host_keys: dict[int, str] = field(default_factory=dict)
+
+    def queue_of(self, hk: int) -> str:
+        """The queue key of host ``hk`` (index): the client's, or :func:`queue_key` of its origin."""
+        return self.host_keys.get(hk) or queue_key(self.frontier.origin(hk + 1))
+
+    def hosts_of(self, queue: str) -> list[int]:
+        """Host indices whose queue is ``queue``; KeyError when none."""
+        n_hosts = len(self.frontier.origins())
+        out = [hk for hk in range(n_hosts) if self.queue_of(hk) == queue]
+        if not out:
+            raise KeyError(f"no queue {queue!r}")
+        return out
 
 
 class FrontierService:
@@ -203,6 +216,9 @@ class FrontierService:
             except FileNotFoundError as err:
                 raise KeyError(f"no crawl {crawl_id!r}") from err
             c = _Crawl(Frontier(store, self.settings))
+            keys = store.settings().get(self.QUEUE_KEYS_KEY) or {}
+            origins = {o: hk for hk, o in enumerate(c.frontier.origins())}
+            c.host_keys = {origins[o]: k for o, k in keys.items() if o in origins}
             self._crawls[crawl_id] = c
             return c
 
@@ -210,6 +226,90 @@ class FrontierService:
         """Every crawl of the database: the default one and the namespaced ones."""
         with self.lock:
             return sorted({DEFAULT_CRAWL, *self._crawls, *list_namespaces(self.db)})
+
+    def listed_crawl_ids(self) -> list[str]:
+        """The crawls that hold pages or were created by name (the default one only when it holds pages)."""
+        with self.lock:
+            out = []
+            for cid in self.crawl_ids():
+                if cid != DEFAULT_CRAWL:
+                    out.append(cid)
+                    continue
+                counts = self.crawl(cid).frontier.page_counts()
+                counts.pop("leased")
+                if sum(counts.values()) > 0:
+                    out.append(cid)
+            return out
+
+    # queue keys chosen by clients ----------------------------------------------------------------
+    #: Settings key under which a crawl keeps the queue keys its clients chose (origin -> key).
+    QUEUE_KEYS_KEY = "urlfrontier_queue_keys"
+
+    def set_queue_keys(self, crawl_id: str | None, pairs: Iterable[tuple[str, str]]) -> int:
+        """Name the queue of each URL's host as a client does (URLFrontier's ``key``); return how many
+        hosts changed.
+
+        A client chooses how URLs are grouped for politeness (StormCrawler's ``partition.url.mode``:
+        the host, the domain or the IP address, ``_DEFAULT_`` when it has none); the key it sends is
+        the queue's name in every later call (GetURLs, BlockQueueUntil, SetDelay, GetStats, ...). A
+        key names one or more hosts; each host keeps its own delay and cap in the plan. An empty key
+        leaves the host's queue as it is; URLs of hosts the crawl does not hold are ignored.
+
+        Raises
+        ------
+        KeyError
+            If the crawl is unknown.
+        """
+        with self.lock:
+            c = self.crawl(crawl_id)
+            f = c.frontier
+            origins = {o: hk for hk, o in enumerate(f.origins())}
+            changed = False
+            n = 0
+            for url, key in pairs:
+                if not key:
+                    continue
+                try:
+                    hk = origins.get(origin_of(normalize_url(url)))
+                except ValueError:
+                    continue
+                if hk is None or c.queue_of(hk) == key:
+                    continue
+                if key == queue_key(f.origin(hk + 1)):
+                    c.host_keys.pop(hk, None)
+                else:
+                    c.host_keys[hk] = key
+                changed = True
+                n += 1
+            if changed:
+                keys = {f.origin(hk + 1): k for hk, k in sorted(c.host_keys.items())}
+                f.store.save_settings({self.QUEUE_KEYS_KEY: keys})
+            return n
+
+    # reports without an outcome ----------------------------------------------------------------
+    #: Settings key under which a crawl keeps its count of reports that carried no fetch outcome.
+    NO_OUTCOME_KEY = "reports_without_outcome"
+
+    def note_without_outcome(self, crawl_id: str | None, urls: list[str], *, now: float | None = None) -> int:
+        """Count reports of leased URLs that carried no fetch outcome; return the crawl's total.
+
+        Such a report teaches the estimators nothing (a client that does not send the HTTP status and
+        a signature); the count, the last URL and its time are kept in the crawl's settings
+        (``crawl_status`` lists them as a warning).
+
+        Raises
+        ------
+        KeyError
+            If the crawl is unknown.
+        """
+        now = time.time() if now is None else float(now)
+        with self._frontier(crawl_id) as f:
+            old = f.store.settings().get(self.NO_OUTCOME_KEY) or {}
+            total = int(old.get("count", 0)) + len(urls)
+            if urls:
+                f.store.save_settings({self.NO_OUTCOME_KEY: {"count": total, "last_url": urls[-1],
+                                                             "last_at": now}})
+            return total
 
     def delete_crawl(self, crawl_id: str) -> int:
         """Delete a crawl and everything in it; return its number of pages (0 for an unknown crawl).
@@ -225,16 +325,12 @@ class FrontierService:
             store = c.frontier.store
             n = int(sum(store.counts()["pages"].values()))
             if crawl_id == DEFAULT_CRAWL:
-                from freshcrawl.store.schema import observations, url_metadata
-
-                with store.engine.begin() as conn:
-                    conn.execute(url_metadata.delete())
-                    conn.execute(observations.delete())
-                    conn.execute(pages.delete())
-                    conn.execute(hosts.delete())
+                store.clear()
                 c.frontier = Frontier(store, self.settings)
                 c.page_leases.clear()
                 c.robots_leases.clear()
+                c.host_keys.clear()
+                store.save_settings({self.QUEUE_KEYS_KEY: {}, self.NO_OUTCOME_KEY: {}})
             else:
                 store.close()
                 del self._crawls[crawl_id]
@@ -261,19 +357,19 @@ class FrontierService:
         Raises
         ------
         ValueError
-            If a URL is malformed or not http(s), or a weight is negative (nothing is added).
+            If a URL is refused by :func:`freshcrawl.frontier.limits.check_url` (malformed, not
+            http(s), with credentials, or a host the egress policy refuses unless the settings'
+            ``allow_private``), or a weight is negative (nothing is added).
         """
         now = time.time() if now is None else float(now)
         rows = []
         for url, weight in urls:
-            u = normalize_url(url)
+            u = check_url(url, allow_private=self.settings.allow_private)
             if not (np.isfinite(weight) and weight >= 0):
                 raise ValueError(f"weight must be a finite number >= 0; got {weight!r} for {url!r}")
             rows.append((u, origin_of(u), float(weight)))
         with self._frontier(crawl_id, create=True) as f:
-            ids, known = f.store.add_pages(rows, now=now)
-            f._sync_new_pages(now)
-            return len(ids), known
+            return f.add_urls(rows, now=now, replan=False)
 
     # leasing -------------------------------------------------------------------------------------
     def lease(
@@ -285,14 +381,25 @@ class FrontierService:
         lease_s: float = 60.0,
         queue: str | None = None,
         now: float | None = None,
+        per_queue: int = 1,
+        robots: bool = True,
     ) -> list[Lease]:
-        """Up to ``count`` due visits for ``worker``, at most one per queue (host), each leased for ``lease_s``.
+        """Due visits of up to ``count`` queues (hosts) for ``worker``, each leased for ``lease_s``.
 
-        A visit leased is not handed out again before its lease runs out unless it is reported. An
-        inactive crawl (``set_active(False)``) leases nothing.
+        At most ``per_queue`` visits of one queue, its earliest due pages (the worker spaces them by
+        the queue's delay; the queue is not handed out again until all are reported or their leases
+        run out). A visit leased is not handed out again before its lease runs out unless it is
+        reported. An inactive crawl (``set_active(False)``) leases nothing. With ``robots`` False (a
+        worker that enforces robots.txt itself) no robots.txt visit is handed out.
+
+        Raises
+        ------
+        ValueError
+            If ``count`` or ``per_queue`` is < 0, or ``lease_s`` is not finite and > 0 seconds.
         """
-        if count < 0 or not (np.isfinite(lease_s) and lease_s > 0):
-            raise ValueError(f"count must be >= 0 and lease_s > 0 seconds; got {count!r}, {lease_s!r}")
+        if count < 0 or per_queue < 0 or not (np.isfinite(lease_s) and lease_s > 0):
+            raise ValueError(f"count and per_queue must be >= 0 and lease_s > 0 seconds; got {count!r}, "
+                             f"{per_queue!r}, {lease_s!r}")
         now = time.time() if now is None else float(now)
         crawl_id = crawl_id or DEFAULT_CRAWL
         with self.lock:
@@ -300,23 +407,38 @@ class FrontierService:
             if not c.active or count == 0:
                 return []
             f = c.frontier
-            if now >= f.next_replan:
+            if now >= f.next_replan and not f.planning:
                 f.replan(now)
-            limit = count if queue is None else max(count, 1) * 64
-            items = f.due(now, limit, lease_s=lease_s)
+            mask = None
             if queue is not None:
-                keep = [x for x in items if queue_key(f._hosts.origin[x.host_id - 1]) == queue][:count]
-                f.release([x for x in items if x not in keep])
+                mask = np.zeros(len(f.origins()), dtype=bool)
+                try:
+                    mask[c.hosts_of(queue)] = True
+                except KeyError:
+                    return []
+            per_queue = per_queue or 1_000_000
+            items = f.due(now, count, lease_s=lease_s, per_host=per_queue, robots=robots, hosts=mask)
+            if c.host_keys:  # a queue of several hosts: at most per_queue of it, at most count queues
+                taken: dict[str, int] = {}
+                keep, back = [], []
+                for item in items:
+                    q = c.queue_of(item.host_id - 1)
+                    if taken.get(q, 0) < per_queue and (q in taken or len(taken) < count):
+                        taken[q] = taken.get(q, 0) + 1
+                        keep.append(item)
+                    else:
+                        back.append(item)
+                f.release(back)
                 items = keep
             out = []
             for item in items:
-                origin = f._hosts.origin[item.host_id - 1]
+                origin = f.origin(item.host_id)
                 if isinstance(item, RobotsVisit):
-                    lease = Lease(crawl_id, "robots", origin + "/robots.txt", queue_key(origin), None,
+                    lease = Lease(crawl_id, "robots", origin + "/robots.txt", c.queue_of(item.host_id - 1), None,
                                   item.host_id, None, None, None, now, now + lease_s)
                 else:
                     r = item.request
-                    lease = Lease(crawl_id, "page", r.url, queue_key(origin), item.page_id, item.host_id,
+                    lease = Lease(crawl_id, "page", r.url, c.queue_of(item.host_id - 1), item.page_id, item.host_id,
                                   r.etag, r.last_modified, r.signature, item.due, now + lease_s)
                 if lease.kind == "robots":
                     c.robots_leases[item.host_id] = lease
@@ -345,10 +467,8 @@ class FrontierService:
                 if batch:
                     f.record(batch, source=source)
                     for page_id, floor in floors:
-                        if floor is not None and floor > f.next_due[page_id - 1]:
-                            f.next_due[page_id - 1] = floor
-                            f.held[page_id - 1] = float(floor)
-                            f.store.record([], [dict(id=page_id, next_due=float(floor))], [])
+                        if floor is not None:
+                            f.hold(page_id, floor, only_later=True)
                 batch.clear()
                 floors.clear()
 
@@ -406,19 +526,18 @@ class FrontierService:
             c = self.crawl(crawl_id)
             f = c.frontier
             origin = origin_of(normalize_url(origin_or_url))
-            try:
-                hk = f._hosts.origin.index(origin)
-            except ValueError as err:
-                raise KeyError(f"no host {origin} in this crawl") from err
+            host_id = f.host_id(origin)
+            if host_id is None:
+                raise KeyError(f"no host {origin} in this crawl")
             why = "ok" if status is not None and 200 <= status < 300 else (f"http-{status}" if status else "network")
-            f.record_robots(RobotsVisit(hk + 1, origin),
+            f.record_robots(RobotsVisit(host_id, origin),
                             RobotsOutcome(origin, status, text, fetched_at, elapsed_s, why, retry_after_s))
-            c.robots_leases.pop(hk + 1, None)
+            c.robots_leases.pop(host_id, None)
 
     def schedule(self, crawl_id: str | None, url: str, not_before: float) -> bool:
         """Set a known URL's next due time (a client's date); 0 means never again. False if unknown.
 
-        The date holds across plans until it passes (:attr:`Frontier.held`). A lease of the URL ends
+        The date holds across plans until it passes (:meth:`Frontier.hold`). A lease of the URL ends
         (its host may be handed out again at once, within its delay).
         """
         with self.lock:
@@ -427,18 +546,12 @@ class FrontierService:
             row = f.store.page_by_url(normalize_url(url))
             if row is None:
                 return False
-            k = row["id"] - 1
             if not_before <= 0:
-                f.status[k] = 4  # removed: never visited again, its log kept
-                f.held.pop(k, None)
-                f.store.set_page_status([row["id"]], "removed", removed_at=time.time())
+                f.remove([row["id"]])  # never visited again, its log kept
             else:
-                f.next_due[k] = float(not_before)
-                f.held[k] = float(not_before)
-                f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
-            f.lease_until[k] = 0.0
+                f.hold(row["id"], float(not_before))
             if c.page_leases.pop(row["url"], None) is not None:
-                f._hosts.lease_until[row["host_id"] - 1] = 0.0
+                f.release_host(row["host_id"])
             return True
 
     def set_url_metadata(self, crawl_id: str | None, items: dict[str, dict[str, list[str]]], *,
@@ -458,34 +571,26 @@ class FrontierService:
             return f.store.url_metadata(page_ids)
 
     # queues --------------------------------------------------------------------------------------
-    def _host_index(self, f: Frontier, queue: str) -> int:
-        for hk, origin in enumerate(f._hosts.origin):
-            if queue_key(origin) == queue:
-                return hk
-        raise KeyError(f"no queue {queue!r}")
+    def _hosts_of(self, crawl_id: str | None, queue: str) -> list[int]:
+        """Host indices of a queue of a crawl; KeyError when the crawl or the queue is unknown."""
+        return self.crawl(crawl_id).hosts_of(queue)
 
     def queues(self, crawl_id: str | None, *, include_inactive: bool = False, now: float | None = None) -> list[str]:
         """Queue keys of the crawl, sorted; only those with a URL due now unless ``include_inactive``."""
         now = time.time() if now is None else float(now)
         with self._frontier(crawl_id) as f:
-            n_hosts = len(f._hosts.origin)
             if include_inactive:
-                keep = np.ones(n_hosts, dtype=bool)
+                hks = range(len(f.origins()))
             else:
-                due = (f.next_due <= now) & (f.status == ACTIVE) & (f.lease_until <= now)
-                keep = np.zeros(n_hosts, dtype=bool)
-                keep[np.unique(f.host[due])] = True
-                keep &= np.maximum(f._hosts.ready_at, f._hosts.lease_until) <= now
-            return sorted(queue_key(f._hosts.origin[h]) for h in np.flatnonzero(keep))
+                hks = f.ready_hosts(now) - 1
+            c = self.crawl(crawl_id)
+            return sorted({c.queue_of(int(hk)) for hk in hks})
 
     def block_queue(self, crawl_id: str | None, queue: str, until: float) -> None:
         """No URL of ``queue`` is handed out before ``until`` (seconds since the epoch; 0 unblocks)."""
         with self._frontier(crawl_id) as f:
-            hk = self._host_index(f, queue)
-            h = f._hosts
-            h.backoff_until[hk] = float(until)
-            h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
-            f.store.save_host(hk + 1, backoff_until=float(until))
+            for hk in self._hosts_of(crawl_id, queue):
+                f.block_host(hk + 1, until)
 
     def set_delay(self, crawl_id: str | None, queue: str | None, delay_s: float) -> None:
         """Least seconds between two requests to ``queue`` (None or "": every queue, and the default of
@@ -494,38 +599,38 @@ class FrontierService:
             raise ValueError(f"delay must be finite and >= 0 seconds; got {delay_s!r}")
         with self._frontier(crawl_id) as f:
             if not queue:
-                f.settings = replace(f.settings, min_delay_s=float(delay_s))
-            targets = range(len(f._hosts.origin)) if not queue else [self._host_index(f, queue)]
-            for hk in targets:
-                f.store.save_host(hk + 1, min_delay_s=float(delay_s))
-                f.set_host_delay(hk, float(delay_s))
+                f.set_delay(float(delay_s))
+            for hk in self._hosts_of(crawl_id, queue) if queue else ():
+                f.set_delay(float(delay_s), hk + 1)
 
     def delete_queue(self, crawl_id: str | None, queue: str) -> int:
         """Remove every page of ``queue`` from the crawl (their logs stay); return how many."""
         with self._frontier(crawl_id) as f:
-            hk = self._host_index(f, queue)
-            ks = np.flatnonzero((f.host == hk) & (f.status != 4) & (f.status != 0))
-            f.status[ks] = 4
-            f.store.set_page_status((ks + 1).tolist(), "removed", removed_at=time.time())
-            return int(ks.size)
+            return sum(f.remove_host(hk + 1) for hk in self._hosts_of(crawl_id, queue))
 
     # reading -------------------------------------------------------------------------------------
     def count_urls(self, crawl_id: str | None, *, queue: str | None = None, contains: str | None = None,
                    ignore_case: bool = False) -> int:
         """URLs in the crawl (not removed), of one queue and/or containing a text."""
         with self._frontier(crawl_id) as f:
-            host_id = None if not queue else self._host_index(f, queue) + 1
-            return f.store.count_urls(host_id=host_id, contains=contains, ignore_case=ignore_case)
+            hks = [None] if not queue else [hk + 1 for hk in self._hosts_of(crawl_id, queue)]
+            return sum(f.store.count_urls(host_id=h, contains=contains, ignore_case=ignore_case) for h in hks)
 
     def list_urls(self, crawl_id: str | None, *, start: int = 0, size: int = 100, queue: str | None = None,
                   contains: str | None = None, ignore_case: bool = False) -> list[dict[str, Any]]:
         """Page rows (url, queue, status, next_due, rate, delta_hat, signature, ...) by id, paginated."""
         with self._frontier(crawl_id) as f:
-            host_id = None if not queue else self._host_index(f, queue) + 1
-            rows = f.store.list_urls(start=start, size=size, host_id=host_id, contains=contains,
-                                     ignore_case=ignore_case)
+            c = self.crawl(crawl_id)
+            hks = [None] if not queue else [hk + 1 for hk in self._hosts_of(crawl_id, queue)]
+            if len(hks) == 1:
+                rows = f.store.list_urls(start=start, size=size, host_id=hks[0], contains=contains,
+                                         ignore_case=ignore_case)
+            else:  # a queue of several hosts: each host's first start + size rows, merged by id
+                rows = [r for h in hks for r in f.store.list_urls(start=0, size=start + size, host_id=h,
+                                                                  contains=contains, ignore_case=ignore_case)]
+                rows = sorted(rows, key=lambda r: r["id"])[start: start + size]
             for row in rows:
-                row["queue"] = queue_key(f._hosts.origin[row["host_id"] - 1])
+                row["queue"] = c.queue_of(row["host_id"] - 1)
             return rows
 
     def url_status(self, crawl_id: str | None, url: str) -> dict[str, Any] | None:
@@ -533,25 +638,18 @@ class FrontierService:
         with self._frontier(crawl_id) as f:
             row = f.store.page_by_url(normalize_url(url))
             if row is not None:
-                row["queue"] = queue_key(f._hosts.origin[row["host_id"] - 1])
+                row["queue"] = self.crawl(crawl_id).queue_of(row["host_id"] - 1)
             return row
 
     def stats(self, crawl_id: str | None, queue: str | None = None, *, now: float | None = None) -> dict[str, Any]:
         """``size`` (active URLs), ``in_process`` (leased), ``counts`` (pages by status), ``queues`` (active)."""
         now = time.time() if now is None else float(now)
         with self._frontier(crawl_id) as f:
-            sel = f.status > 0
-            if queue:
-                sel &= f.host == self._host_index(f, queue)
-            active = sel & (f.status == ACTIVE)
-            counts = {name: int((sel & (f.status == code)).sum())
-                      for name, code in (("active", 1), ("disallowed", 2), ("failed", 3), ("removed", 4))}
-            return {
-                "size": int(active.sum()),
-                "in_process": int((active & (f.lease_until > now)).sum()),
-                "counts": counts,
-                "queues": len(self.queues(crawl_id, now=now)) if not queue else int(active.any()),
-            }
+            host_ids = None if not queue else [hk + 1 for hk in self._hosts_of(crawl_id, queue)]
+            counts = f.page_counts(host_ids, now=now)
+            leased = counts.pop("leased")
+            n_queues = len(self.queues(crawl_id, now=now)) if not queue else int(counts["active"] > 0)
+            return {"size": counts["active"], "in_process": leased, "counts": counts, "queues": n_queues}
 
     def set_active(self, crawl_id: str | None, state: bool) -> None:
         """(De)activate leasing of a crawl; reports are still taken."""
@@ -559,12 +657,29 @@ class FrontierService:
             self.crawl(crawl_id).active = bool(state)
 
     def replan_all(self, now: float | None = None) -> int:
-        """Re-plan every crawl whose plan is due; return how many were re-planned."""
+        """Re-plan every crawl whose plan is due; return how many were re-planned.
+
+        Each plan is prepared and applied under the service's lock, and computed outside it, so
+        leases and reports are served (with the plan in force) while a plan is made.
+        """
+        fixed = now is not None
         now = time.time() if now is None else float(now)
         n = 0
         with self.lock:
-            for c in self._crawls.values():
-                if now >= c.frontier.next_replan:
-                    c.frontier.replan(now)
-                    n += 1
+            due = [c.frontier for c in self._crawls.values()
+                   if now >= c.frontier.next_replan and not c.frontier.planning]
+        for f in due:
+            with self.lock:
+                if f.planning:
+                    continue
+                job = f.prepare_plan(now)
+            try:
+                plan = f.compute_plan(job)
+            except BaseException:
+                with self.lock:
+                    f.cancel_plan(job)  # the plan in force stays
+                raise
+            with self.lock:
+                f.apply_plan(job, plan, now=now if fixed else time.time())
+                n += 1
         return n

@@ -4,7 +4,9 @@
 and has the interface of :class:`~freshcrawl.crawler.loop.FrontierLike`, so the crawl loop runs
 unchanged against it and several fetcher processes share one frontier: GetURLs leases due visits (a
 visit leased to one fetcher is handed to no other until it is reported or its lease runs out),
-PutURLs reports their outcomes. The server plans; this side never re-plans.
+PutURLs reports their outcomes. The server plans; this side never re-plans. Its calls carry the
+metadata ``freshcrawl-robots: lease``, so that the server hands it each host's robots.txt to fetch
+first (other URLFrontier clients enforce robots.txt themselves and get none).
 
 What a report carries (metadata of a known URL, see :mod:`freshcrawl.service.grpc_server`):
 ``fetch.statusCode`` (when an answer came), ``signature`` (the fetcher's signature of the body, the
@@ -13,8 +15,12 @@ came), ``freshcrawl.etag``, ``freshcrawl.last_modified``, ``freshcrawl.started_a
 ``freshcrawl.elapsed_s``, ``freshcrawl.n_bytes``, ``freshcrawl.retry_after_s``; a robots.txt report
 carries its text as ``freshcrawl.robots``.
 
-The calls are blocking gRPC calls made from the crawl loop's event loop: each takes about a
-millisecond on loopback, which the loop's timing absorbs.
+The calls are blocking gRPC calls made from the crawl loop's event loop: short calls on loopback,
+which the loop's timing absorbs.
+
+``grpcs://HOST:PORT`` connects over TLS (:class:`~freshcrawl.service.tls.ClientTLS`: the CA that
+signs the server's certificate, and a client certificate for a server that requires mutual TLS);
+:meth:`RemoteFrontier.check` makes a first call and turns a certificate failure into one line.
 """
 
 from __future__ import annotations
@@ -30,37 +36,56 @@ from freshcrawl.crawler.outcome import FetchOutcome, FetchRequest, RobotsOutcome
 from freshcrawl.frontier.frontier import RobotsVisit, Visit, origin_of
 from freshcrawl.service.proto import urlfrontier_pb2 as pb
 from freshcrawl.service.proto import urlfrontier_pb2_grpc as pb_grpc
+from freshcrawl.service.tls import ClientTLS, explain_connect_error
 
-__all__ = ["RemoteFrontier", "parse_frontier_url"]
+__all__ = ["FrontierConnectError", "RemoteFrontier", "frontier_url_tls", "parse_frontier_url"]
 
 log = logging.getLogger(__name__)
 
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
 
 
+class FrontierConnectError(ConnectionError):
+    """The frontier cannot be used: a certificate failed, or it refused the credentials."""
+
+
+_FORMS = "grpc://HOST:PORT or grpcs://HOST:PORT (TLS)"
+
+
 def parse_frontier_url(url: str) -> str:
-    """``grpc://host:port`` (or ``host:port``) -> ``host:port``.
+    """``grpc://host:port``, ``grpcs://host:port`` (TLS) or ``host:port`` -> ``host:port``.
 
     Raises
     ------
     ValueError
-        If the scheme is not grpc or the port is missing.
+        If the scheme is not grpc or grpcs, or the port is missing.
 
     Examples
     --------
-    >>> parse_frontier_url("grpc://127.0.0.1:7071")
-    '127.0.0.1:7071'
+    >>> parse_frontier_url("grpc://127.0.0.1:7071"), parse_frontier_url("grpcs://frontier.lan:7071")
+    ('127.0.0.1:7071', 'frontier.lan:7071')
     """
     text = str(url).strip()
     scheme, sep, rest = text.partition("://")
     if not sep:
         rest, scheme = text, "grpc"
-    if scheme != "grpc":
-        raise ValueError(f"a remote frontier is grpc://HOST:PORT; got {url!r}")
+    if scheme not in ("grpc", "grpcs"):
+        raise ValueError(f"a remote frontier is {_FORMS}; got {url!r}")
     host, _, port = rest.rstrip("/").rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"a remote frontier is grpc://HOST:PORT; got {url!r}")
+        raise ValueError(f"a remote frontier is {_FORMS}; got {url!r}")
     return f"{host}:{port}"
+
+
+def frontier_url_tls(url: str) -> bool:
+    """Whether a frontier URL asks for TLS (``grpcs://``).
+
+    Examples
+    --------
+    >>> frontier_url_tls("grpcs://127.0.0.1:7071"), frontier_url_tls("127.0.0.1:7071")
+    (True, False)
+    """
+    return str(url).strip().startswith("grpcs://")
 
 
 def _md(values: dict[str, object]) -> dict[str, pb.StringList]:
@@ -89,11 +114,14 @@ class RemoteFrontier:
         How long a report is retried while the server is unreachable before :meth:`record` raises.
     token : str, optional
         Sent as ``authorization: Bearer <token>`` with every call (a server started with a token).
+    tls : ClientTLS, optional
+        CA and client certificate of a ``grpcs://`` frontier (default for grpcs: the system's trust
+        store, no client certificate).
 
     Raises
     ------
     ValueError
-        If the address or a duration is malformed.
+        If the address or a duration is malformed, or ``tls`` is given with a ``grpc://`` address.
 
     Attributes
     ----------
@@ -106,7 +134,8 @@ class RemoteFrontier:
 
     def __init__(self, address: str, crawl_id: str | None = None, worker: str | None = None, *,
                  lease_s: float = 120.0, poll_s: float = 0.25, timeout_s: float = 10.0,
-                 retry_for_s: float = 30.0, token: str | None = None) -> None:
+                 retry_for_s: float = 30.0, token: str | None = None,
+                 tls: ClientTLS | None = None) -> None:
         import os
 
         for name, value in (("lease_s", lease_s), ("poll_s", poll_s), ("timeout_s", timeout_s),
@@ -122,12 +151,50 @@ class RemoteFrontier:
         self.retry_for_s = float(retry_for_s)
         self.counts = {"leased": 0, "reported": 0, "refused": 0}
         self._warned_at = -math.inf
-        self._channel = grpc.insecure_channel(self.address)
+        if frontier_url_tls(address):
+            self.tls: ClientTLS | None = tls or ClientTLS()
+            self._channel = grpc.secure_channel(self.address, self.tls.grpc_credentials())
+        elif tls is not None:
+            raise ValueError(
+                f"{address} is plaintext (grpc://): TLS settings go with grpcs://HOST:PORT")
+        else:
+            self.tls = None
+            self._channel = grpc.insecure_channel(self.address)
         self._stub = pb_grpc.URLFrontierStub(self._channel)
-        self._call_md = (("freshcrawl-worker", self.worker),) + (
+        # this fetcher enforces robots.txt through the server: it asks for robots.txt leases
+        self._call_md = (("freshcrawl-worker", self.worker), ("freshcrawl-robots", "lease")) + (
             (("authorization", f"Bearer {token}"),) if token else ())
 
     # lifecycle -----------------------------------------------------------------------------------
+    def explain(self, err: grpc.RpcError) -> str | None:
+        """One line for a failed call whose cause is TLS or the credentials; None otherwise."""
+        code = err.code()
+        if code is grpc.StatusCode.UNAUTHENTICATED:
+            return f"frontier {self.address} refused the credentials: {err.details()}"
+        if code is grpc.StatusCode.UNAVAILABLE:
+            return explain_connect_error(err.details() or "", self.address, self.tls)
+        return None
+
+    def check(self) -> None:
+        """Make one call (ListCrawls) to find certificate and credential failures before crawling.
+
+        A server that cannot be reached at all (connection refused, ...) passes: the crawl loop asks
+        again until it answers.
+
+        Raises
+        ------
+        FrontierConnectError
+            If the TLS handshake fails (which certificate, what failed), the server closes a
+            plaintext connection (a TLS server), or refuses the token or certificate
+            (UNAUTHENTICATED).
+        """
+        try:
+            self._stub.ListCrawls(pb.Local(), timeout=self.timeout_s, metadata=self._call_md)
+        except grpc.RpcError as err:
+            why = self.explain(err)
+            if why is not None:
+                raise FrontierConnectError(why) from err
+
     def close(self) -> None:
         """Close the channel."""
         self._channel.close()
@@ -160,7 +227,8 @@ class RemoteFrontier:
                 raise
             if time.monotonic() - self._warned_at > 10.0:  # once in a while, not at every poll
                 self._warned_at = time.monotonic()
-                log.warning("frontier %s: GetURLs failed (%s); asking again", self.address, err.code().name)
+                log.warning("frontier %s: GetURLs failed (%s); asking again", self.address,
+                            self.explain(err) or err.code().name)
         self.counts["leased"] += len(out)
         return out
 

@@ -22,6 +22,12 @@ For crawlers without a gRPC client. :func:`create_app` serves one :class:`Fronti
 ``GET /openapi.json``      the OpenAPI document
 =========================  ========================================================================
 
+Input is bounded in one place (:mod:`freshcrawl.frontier.limits`): URLs (normalised, no
+credentials, a host the egress policy allows), report times within [now - 7 days, now + 5 min],
+leases of at most a day, statuses 100-599, sizes at most 2^53; a request body over the app's
+``max_body_bytes`` is answered 413 before the rest of it is read. URLs shown by a read are shown
+without any user name or password.
+
 Every write needs ``Authorization: Bearer <token>`` when the app has a token (401 with a JSON body
 otherwise); reads are public unless ``public_reads=False``. Errors are JSON: ``{"detail": [{"loc":
 [...], "msg": ..., "type": ...}]}`` where ``loc`` names the field (``["body", "urls", 3, "url"]``).
@@ -36,6 +42,7 @@ crawl database (:mod:`freshcrawl.service.writer`).
 
 
 import collections
+import json
 import math
 import secrets
 import threading
@@ -51,18 +58,16 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from sqlalchemy import func, select
 
-from freshcrawl.crawler.urls import normalize_url
-from freshcrawl.frontier.frontier import ACTIVE, origin_of
+from freshcrawl.frontier import limits
+from freshcrawl.frontier.frontier import origin_of
 from freshcrawl.frontier.report import crawl_status, explain_page
 from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report, queue_key
 from freshcrawl.store import check_namespace, list_namespaces
-from freshcrawl.store.schema import observations
 
 __all__ = ["create_app", "FreshnessHistory"]
 
-_MAX_URL = 2048  # characters of a URL (PostgreSQL indexes the url column; browsers stop near here)
+_MAX_URL = limits.MAX_URL_CHARS
 _MAX_ORIGIN = 512  # the hosts.origin column
 _MAX_BATCH = 10_000
 
@@ -82,9 +87,16 @@ def _finite(obj: Any) -> Any:
 
 
 def _text(value: str | None, *, name: str = "text") -> str | None:
-    if value is not None and "\x00" in value:
-        raise ValueError(f"{name} must not contain NUL characters")
-    return value
+    return None if value is None else limits.check_text(value, field=name)
+
+
+def _public_url(url: str) -> str:
+    """``url`` without a user name or password (a read never shows credentials)."""
+    head, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, tail = rest.partition("/")
+    return head + sep + authority.rpartition("@")[2] + slash + tail
 
 
 def _crawl_id(value: str | None) -> str:
@@ -94,14 +106,12 @@ def _crawl_id(value: str | None) -> str:
 
 
 def _url(value: str) -> str:
-    if len(value) > _MAX_URL:
-        raise ValueError(f"url must be at most {_MAX_URL} characters; got {len(value)}")
-    _text(value, name="url")
+    # the syntax only: the egress policy depends on the service's settings (checked by the endpoint)
     try:
-        url = normalize_url(value)
+        url = limits.check_url(value, allow_private=True)
     except (TypeError, ValueError) as err:
         raise ValueError(str(err)) from None
-    if len(url) > _MAX_URL or len(origin_of(url)) > _MAX_ORIGIN:
+    if len(origin_of(url)) > _MAX_ORIGIN:
         raise ValueError(f"url must be at most {_MAX_URL} characters with a host of at most {_MAX_ORIGIN}")
     return url
 
@@ -157,7 +167,7 @@ class LeaseRequest(_CrawlScoped):
 
     worker_id: str = Field(..., min_length=1, max_length=128, description="Who leases (free text).")
     count: int = Field(1, ge=1, le=1000, description="Most visits wanted; at most one per host is handed out.")
-    lease_s: float = Field(60.0, gt=0, le=86_400.0,
+    lease_s: float = Field(60.0, gt=0, le=limits.MAX_LEASE_S,
                            description="Seconds the visits are held for this worker; unreported ones go back after.")
     queue: str | None = Field(None, max_length=600, description="Only visits of this queue (host[:port]).")
 
@@ -196,20 +206,32 @@ class ReportIn(_Model):
                                   description="Content signature of the body (any stable digest); ignored on 304.")
     etag: str | None = Field(None, max_length=4096)
     last_modified: str | None = Field(None, max_length=4096)
-    elapsed_s: float = Field(0.0, ge=0, le=86_400.0, description="Seconds the visit took.")
-    n_bytes: int = Field(0, ge=0, le=2**31 - 1, description="Body bytes.")
-    retry_after_s: float | None = Field(None, ge=0, le=1e7, description="Seconds a 429/503 asked to wait.")
+    elapsed_s: float = Field(0.0, ge=0, le=limits.MAX_DURATION_S, description="Seconds the visit took.")
+    n_bytes: int = Field(0, ge=0, le=limits.MAX_SIZE, description="Body bytes (at most 2^53).")
+    retry_after_s: float | None = Field(None, ge=0, le=limits.MAX_RETRY_AFTER_S,
+                                        description="Seconds a 429/503 asked to wait.")
     error: str | None = Field(None, max_length=64,
                               description="Without a status: 'timeout', 'network' or another page error.")
-    started_at: float | None = Field(None, ge=0, le=1e11,
-                                     description="When the request was sent, seconds since the epoch; default now.")
+    started_at: float | None = Field(
+        None, description="When the request was sent, seconds since the epoch, within [now - 7 days, now + 5 min]; "
+        "default now.")
     refetch_not_before: float | None = Field(
-        None, ge=0, le=1e11, description="After an error: earliest next visit, seconds since the epoch.")
+        None, description="After an error: earliest next visit, seconds since the epoch (at most now + 366 days).")
 
     @field_validator("url")
     @classmethod
     def _check_url(cls, v: str) -> str:
         return _url(v)
+
+    @field_validator("started_at")
+    @classmethod
+    def _check_started(cls, v: float | None) -> float | None:
+        return None if v is None else limits.check_report_time(v, field="started_at")
+
+    @field_validator("refetch_not_before")
+    @classmethod
+    def _check_not_before(cls, v: float | None) -> float | None:
+        return None if v is None else limits.check_not_before(v, field="refetch_not_before")
 
     @field_validator("signature", "etag", "last_modified", "error")
     @classmethod
@@ -235,14 +257,20 @@ class RobotsRequest(_CrawlScoped):
     url: str = Field(..., description="The robots.txt URL leased (or any URL of the host).")
     status: int | None = Field(..., ge=100, le=599, description="HTTP status; null when unreachable.")
     text: str | None = Field(None, max_length=512_000, description="The body (RFC 9309: at least 500 KiB parsed).")
-    fetched_at: float | None = Field(None, ge=0, le=1e11, description="Seconds since the epoch; default now.")
-    elapsed_s: float = Field(0.0, ge=0, le=86_400.0)
-    retry_after_s: float | None = Field(None, ge=0, le=1e7)
+    fetched_at: float | None = Field(
+        None, description="Seconds since the epoch, within [now - 7 days, now + 5 min]; default now.")
+    elapsed_s: float = Field(0.0, ge=0, le=limits.MAX_DURATION_S)
+    retry_after_s: float | None = Field(None, ge=0, le=limits.MAX_RETRY_AFTER_S)
 
     @field_validator("url")
     @classmethod
     def _check_url(cls, v: str) -> str:
         return _url(v)
+
+    @field_validator("fetched_at")
+    @classmethod
+    def _check_fetched(cls, v: float | None) -> float | None:
+        return None if v is None else limits.check_report_time(v, field="fetched_at")
 
     @field_validator("text")
     @classmethod
@@ -401,6 +429,10 @@ class _CrawlCollector:
         fam = dict(
             visits=CounterMetricFamily("freshcrawl_visits", "Visits recorded in the crawl's log, by outcome.",
                                        labels=["crawl", "outcome"]),
+            no_outcome=CounterMetricFamily(
+                "freshcrawl_reports_without_outcome",
+                "Reports of leased URLs that carried no fetch outcome (nothing learned from them).",
+                labels=["crawl"]),
             changes=CounterMetricFamily("freshcrawl_changes_detected", "Visits that found the page changed.",
                                         labels=["crawl"]),
             errors=CounterMetricFamily("freshcrawl_errors", "Visits without information, by error kind.",
@@ -420,22 +452,18 @@ class _CrawlCollector:
         )
         with self.service.lock:
             crawls = list(self.service._crawls.items())  # same package
-            leased = {cid: int(((c.frontier.lease_until > now) & (c.frontier.status == ACTIVE)).sum())
-                      for cid, c in crawls}
+            leased = {cid: c.frontier.n_leased(now) for cid, c in crawls}
             planned = {cid: c.frontier.planned_at for cid, c in crawls}
         for cid, c in crawls:
             store = c.frontier.store
             st = crawl_status(store, now=now)
-            with store.engine.connect() as conn:
-                by_kind = conn.execute(
-                    select(observations.c.outcome, observations.c.error, func.count())
-                    .group_by(observations.c.outcome, observations.c.error)
-                ).all()
+            by_kind = store.outcome_counts()
             for outcome in ("changed", "unchanged", "first", "no-info"):
                 fam["visits"].add_metric([cid, outcome], float(st["observations"].get(outcome, 0)))
             fam["changes"].add_metric([cid], float(st["observations"].get("changed", 0)))
+            fam["no_outcome"].add_metric([cid], float(st["reports_without_outcome"]))
             kinds = collections.Counter()
-            for outcome, error, n in by_kind:
+            for (outcome, error), n in by_kind.items():
                 if outcome == "no-info":
                     kinds[error or "unknown"] += n
             for kind in dict.fromkeys(("throttled", "server", "network", "page", "content", "robots", *sorted(kinds))):
@@ -485,6 +513,67 @@ class _Timing:
             self.requests.labels(scope["method"], route, str(code["status"])).inc()
 
 
+class _BodyLimit:
+    """ASGI middleware: a request body over ``max_bytes`` is answered 413 before the rest is read.
+
+    A declared Content-Length over the cap is refused at once; a body without one (chunked) is read
+    up to the cap, then refused.
+    """
+
+    def __init__(self, app, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = int(max_bytes)
+
+    async def _too_large(self, send) -> None:
+        body = json.dumps({"detail": [{
+            "loc": ["body"], "type": "too_large",
+            "msg": f"the request body must be at most {self.max_bytes} bytes"}]}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = None
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = None
+                break
+        if length is not None:
+            if length > self.max_bytes:
+                return await self._too_large(send)
+            return await self.app(scope, receive, send)
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            return await self.app(scope, receive, send)
+        # no length given: read the body here, up to the cap, then hand it on
+        chunks, total, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None  # the client went away
+            chunk = message.get("body", b"")
+            total += len(chunk)
+            if total > self.max_bytes:
+                return await self._too_large(send)
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body, sent = b"".join(chunks), False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await self.app(scope, replay, send)
+
+
 # --- the app ----------------------------------------------------------------------------------------
 def create_app(
     service: FrontierService,
@@ -492,6 +581,8 @@ def create_app(
     token: str | None,
     public_reads: bool = True,
     history_every_s: float = 60.0,
+    client_certs: bool = False,
+    max_body_bytes: int = limits.DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
     """The REST API, metrics and dashboard of ``service``.
 
@@ -508,16 +599,28 @@ def create_app(
     history_every_s : float, default=60.0
         Least seconds between two freshness samples taken by the API (``freshcrawl serve`` also
         samples after every plan).
+    client_certs : bool, default=False
+        Whether the server in front of the app (mutual TLS) admits only connections that presented
+        a client certificate signed by its client CA. Such a connection is authorized as the token
+        authorizes: with no token, its writes (and reads) need nothing more; with a token, they need
+        the token too.
+    max_body_bytes : int, default=16777216 (16 MiB)
+        Largest request body read; a larger one is answered 413 before the rest of it is read.
 
     Raises
     ------
     ValueError
-        If ``public_reads`` is False without a token, or the token is empty.
+        If ``public_reads`` is False without a token or client certificates, the token is empty,
+        or ``max_body_bytes`` < 1.
     """
+    if isinstance(max_body_bytes, bool) or not isinstance(max_body_bytes, int) or max_body_bytes < 1:
+        raise ValueError(f"max_body_bytes must be an int >= 1 (bytes); got {max_body_bytes!r}")
     if token is not None and not token.strip():
         raise ValueError("token must be a non-empty string or None")
-    if not public_reads and token is None:
-        raise ValueError("public_reads=False needs a token (reads would be open to no one)")
+    if not public_reads and token is None and not client_certs:
+        raise ValueError(
+            "public_reads=False needs a token or client certificates (no one could read)"
+        )
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_CrawlCollector(service))
@@ -543,6 +646,7 @@ def create_app(
     app.state.service = service
     app.state.history = history
     app.state.registry = registry
+    app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(_Timing, requests=requests_total, latency=latency)
 
     bearer = HTTPBearer(auto_error=False, description="The API token given to `freshcrawl serve`.")
@@ -585,7 +689,18 @@ def create_app(
 
     @app.post("/urls", response_model=AddUrlsResponse, dependencies=writes, tags=["write"])
     def add_urls(body: AddUrlsRequest) -> AddUrlsResponse:
-        """Add URLs (all or none). Known URLs are left as they are; a new crawl ID creates the crawl."""
+        """Add URLs (all or none). Known URLs are left as they are; a new crawl ID creates the crawl.
+
+        A URL whose host the egress policy refuses (private, link-local, reserved, metadata; unless
+        the service allows private hosts) is refused with 422 naming its index."""
+        refused = []
+        for i, u in enumerate(body.urls):
+            try:
+                limits.check_url(u.url, allow_private=service.settings.allow_private)
+            except ValueError as err:
+                refused.append({"loc": ("body", "urls", i, "url"), "type": "egress_refused", "msg": str(err)})
+        if refused:
+            raise RequestValidationError(refused)
         added, known = service.add_urls(body.crawl_id, [(u.url, u.weight) for u in body.urls])
         return AddUrlsResponse(crawl_id=body.crawl_id, added=added, known=known)
 
@@ -657,7 +772,9 @@ def create_app(
             raise _problem(422, ["query", "url"], str(err), "value_error") from err
         store = _store(service, cid)
         try:
-            return _finite(explain_page(store, key))
+            ex = explain_page(store, key)
+            ex["url"] = _public_url(ex["url"])
+            return _finite(ex)
         except KeyError as err:
             raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}",
                            "not_found") from err
@@ -670,8 +787,10 @@ def create_app(
         with service.lock:
             store = _store(service, cid)
             f = service.crawl(cid).frontier
-            planned_at, leased = f.planned_at, int(((f.lease_until > now) & (f.status == ACTIVE)).sum())
+            planned_at, leased = f.planned_at, f.n_leased(now)
         st = crawl_status(store, now=now)
+        for failed in st["failed_pages"]:
+            failed["url"] = _public_url(failed["url"])
         st.update(crawl_id=cid, now=now, plan_age_s=now - planned_at, leased=leased)
         return _finite(st)
 
@@ -684,19 +803,22 @@ def create_app(
         with service.lock:
             _store(service, cid)
             f = service.crawl(cid).frontier
-            h = f._hosts  # the frontier's own arrays, read under the service's lock
-            n = len(h.origin)
-            active = f.status == ACTIVE
-            rate = np.bincount(f.host[active], weights=f.rate[active], minlength=n)[:n]
-            count = np.bincount(f.host[active], minlength=n)[:n]
-            order = np.argsort(-rate, kind="stable")[:limit]
-            rows = [HostUse(queue=queue_key(h.origin[k]), origin=h.origin[k], n_pages=int(count[k]),
-                            rate_per_day=float(rate[k]),
-                            cap_per_day=float(h.cap[k]) if math.isfinite(h.cap[k]) else None,
-                            delay_s=float(h.delay_s[k]), in_backoff=bool(h.backoff_until[k] > now))
-                    for k in order]
-            return HostsResponse(crawl_id=cid, budget=f.settings.budget, budget_in_use=float(f.rate[active].sum()),
-                                 n_hosts=n, hosts=rows)
+            h = f.host_load()
+            order = np.argsort(-h.rate, kind="stable")[:limit]
+            rows = [
+                HostUse(
+                    queue=queue_key(h.origin[k]),
+                    origin=h.origin[k],
+                    n_pages=int(h.n_pages[k]),
+                    rate_per_day=float(h.rate[k]),
+                    cap_per_day=float(h.cap[k]) if math.isfinite(h.cap[k]) else None,
+                    delay_s=float(h.delay_s[k]),
+                    in_backoff=bool(h.backoff_until[k] > now),
+                )
+                for k in order
+            ]
+            return HostsResponse(crawl_id=cid, budget=f.settings.budget,
+                                 budget_in_use=h.budget_in_use, n_hosts=len(h.origin), hosts=rows)
 
     @app.get("/overdue", response_model=OverdueResponse, dependencies=reads, tags=["read"])
     def overdue(crawl_id: CrawlQuery = None,
@@ -707,15 +829,20 @@ def create_app(
         with service.lock:
             store = _store(service, cid)
             f = service.crawl(cid).frontier
-            due = np.flatnonzero((f.next_due <= now) & (f.status == ACTIVE))
-            top = due[np.argsort(f.next_due[due], kind="stable")[:limit]]
-            rows = store.page_rows([int(k) + 1 for k in top]) if top.size else {}
-            pages_ = [OverduePage(url=rows[k + 1]["url"], queue=queue_key(f._hosts.origin[f.host[k]]),
-                                  next_due=float(f.next_due[k]), overdue_s=float(now - f.next_due[k]),
-                                  rate=float(f.rate[k]), delta_hat=_finite(rows[k + 1]["delta_hat"]),
-                                  leased=bool(f.lease_until[k] > now))
-                      for k in (int(x) for x in top)]
-            return OverdueResponse(crawl_id=cid, now=now, n_due=int(due.size), pages=pages_)
+            b = f.backlog(limit, now)
+            rows = store.page_rows(b.page_id.tolist()) if b.page_id.size else {}
+            pages_ = []
+            for j, page_id in enumerate(b.page_id.tolist()):
+                pages_.append(OverduePage(
+                    url=_public_url(rows[page_id]["url"]),
+                    queue=queue_key(f.origin(int(b.host_id[j]))),
+                    next_due=float(b.next_due[j]),
+                    overdue_s=float(now - b.next_due[j]),
+                    rate=float(b.rate[j]),
+                    delta_hat=_finite(rows[page_id]["delta_hat"]),
+                    leased=bool(b.leased[j]),
+                ))
+            return OverdueResponse(crawl_id=cid, now=now, n_due=b.n_due, pages=pages_)
 
     PageQuery = Annotated[str | None, Query(max_length=_MAX_URL, description="A page's URL.")]
 

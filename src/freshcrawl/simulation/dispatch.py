@@ -2,9 +2,10 @@
 
 Budget guarantee: no window of length W (days) holds more than ``B*W + n_pages`` visits.
 
-* Periodic dispatch keeps, for each page, the rate integral accumulated since its last visit,
-  ``u_i in [0, 1)`` (its phase, drawn uniformly at the start: a random phase per page), and visits the
-  page whenever ``u_i`` reaches 1. Between two consecutive visits of a page its rate integrates to
+* Periodic dispatch (:func:`~freshcrawl.scheduling.periodic.periodic_visits`) keeps, for each page,
+  the rate integral accumulated since its last visit, ``u_i in [0, 1)`` (its phase, drawn uniformly
+  at the start: a random phase per page), and visits the page whenever ``u_i`` reaches 1. Between
+  two consecutive visits of a page its rate integrates to
   exactly 1, so a window ``[a, b]`` holds at most ``int_a^b p_i(t) dt + 1`` visits of page i; as
   ``sum_i p_i(t) <= B`` at every time (the engine scales down plans that ask for more), the window
   holds at most ``B*W + n_pages`` visits. A rate change at a re-plan continues from the current phase
@@ -23,79 +24,12 @@ from numba import njit
 from numpy.typing import NDArray
 
 from freshcrawl._validation import check_nonnegative, check_positive
+from freshcrawl.scheduling.periodic import periodic_visits
 
 __all__ = ["TokenBucket", "periodic_visits", "poisson_visits"]
 
 #: relative slack for floating-point rounding in the token bucket
 _EPS = 1e-9
-
-
-@njit(cache=True)
-def _periodic_fill(rates, phase, lo, hi):
-    n = rates.shape[0]
-    counts = np.zeros(n, dtype=np.int64)
-    for i in range(n):
-        mass = rates[i] * (hi[i] - lo[i])
-        if mass > 0.0:
-            c = np.int64(np.ceil(phase[i] + mass)) - 1  # integral reaches 1, 2, ... strictly inside
-            counts[i] = c if c > 0 else 0
-    total = counts.sum()
-    pages = np.empty(total, dtype=np.intp)
-    times = np.empty(total, dtype=np.float64)
-    k = 0
-    for i in range(n):
-        mass = rates[i] * (hi[i] - lo[i])
-        if mass > 0.0:
-            u = phase[i]
-            step = 1.0 / rates[i]
-            for j in range(1, counts[i] + 1):
-                pages[k] = i
-                times[k] = lo[i] + (j - u) * step
-                k += 1
-            phase[i] = u + mass - counts[i]
-    return pages, times
-
-
-def periodic_visits(
-    rates: NDArray[np.float64],
-    phase: NDArray[np.float64],
-    lo: NDArray[np.float64],
-    hi: NDArray[np.float64],
-) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
-    """Periodic visits of every page over its own stretch ``[lo_i, hi_i)``, updating ``phase`` in place.
-
-    Page i is visited whenever the integral of its rate since its previous visit reaches 1: at
-    ``lo_i + (j - phase_i) / p_i`` for j = 1, 2, ... inside the stretch.
-
-    Parameters
-    ----------
-    rates : ndarray of float, shape (n_pages,)
-        Visit rates p_i >= 0, visits per day.
-    phase : ndarray of float, shape (n_pages,)
-        Rate integral accumulated since each page's last visit, in [0, 1]; updated in place.
-    lo, hi : ndarray of float, shape (n_pages,)
-        Stretch of time to fill, days (empty where ``hi <= lo``).
-
-    Returns
-    -------
-    pages : ndarray of intp, shape (m,)
-    times : ndarray of float, shape (m,)
-        Visits grouped by page (increasing), in time order within each page; days.
-
-    Examples
-    --------
-    >>> phase = np.array([0.5, 0.0])
-    >>> periodic_visits(np.array([2.0, 1.0]), phase, np.zeros(2), np.full(2, 2.0))
-    (array([0, 0, 0, 0, 1]), array([0.25, 0.75, 1.25, 1.75, 1.  ]))
-    >>> phase.tolist()
-    [0.5, 1.0]
-    """
-    return _periodic_fill(
-        np.ascontiguousarray(rates, dtype=np.float64),
-        phase,
-        np.ascontiguousarray(lo, dtype=np.float64),
-        np.ascontiguousarray(hi, dtype=np.float64),
-    )
 
 
 @njit(cache=True)

@@ -22,13 +22,14 @@ Times are seconds since the Unix epoch (``REAL`` / double precision), rates visi
     back with it; freshcrawl does not read it.
 
 ``pages.next_due`` has no index on purpose: a re-plan rewrites it for every page, and an index would
-make that a random B-tree update per page (15 s instead of 1.4 s at 10^6 pages on SQLite); the
-frontier keeps the due times in memory.
+make that a random B-tree update per page, an order of magnitude slower on SQLite; the frontier
+keeps the due times in memory.
 """
 
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     Float,
     ForeignKey,
@@ -109,7 +110,7 @@ observations = Table(
     Column("tau_days", Float),
     Column("rate", Float),
     Column("status", Integer),
-    Column("n_bytes", Integer, nullable=False, server_default="0"),
+    Column("n_bytes", BigInteger, nullable=False, server_default="0"),
     Column("elapsed_s", Float, nullable=False, server_default="0"),
     Column("why", String(64), nullable=False),
     Column("error", String(16)),

@@ -216,7 +216,7 @@ class Store:
         return added, len(rows) - len(added)
 
     def page_arrays(self) -> PageArrays:
-        """Every page as arrays ordered by id, read in chunks (about 1 s per 10^6 pages on SQLite)."""
+        """Every page as arrays ordered by id, read in chunks."""
         cols = (
             pages.c.id, pages.c.host_id, pages.c.weight, pages.c.status, pages.c.next_due, pages.c.rate,
             pages.c.last_visit_at, pages.c.last_copy_at, pages.c.n_errors, pages.c.n_errors_total,
@@ -487,6 +487,22 @@ class Store:
                     update(pages).where(pages.c.id.in_(list(ids[i : i + 5000]))).values(status=status, **values)
                 )
 
+    def clear(self) -> None:
+        """Delete every page, host, observation and client metadata of the crawl in one transaction.
+
+        The settings and the schema stay: a frontier opened on the store afterwards starts empty,
+        and the ids of the pages and hosts added next start again from 1 (the frontier indexes
+        them).
+        """
+        tables = (url_metadata, observations, pages, hosts)
+        with self.engine.begin() as conn:
+            if self.dialect == "postgresql":  # DELETE would keep the id sequences where they were
+                names = ", ".join(conn.dialect.identifier_preparer.quote(t.name) for t in tables)
+                conn.execute(text(f"TRUNCATE TABLE {names} RESTART IDENTITY"))
+            else:
+                for table in tables:
+                    conn.execute(table.delete())
+
     # reads of the log ----------------------------------------------------------------------------
     def observation_log(
         self, *, page_id: int | None = None, after_id: int = 0, outcomes: Sequence[str] | None = None
@@ -535,6 +551,14 @@ class Store:
             )
             n_hosts = conn.execute(select(func.count()).select_from(hosts)).scalar_one()
         return {"pages": by_status, "hosts": n_hosts, "observations": by_outcome}
+
+    def outcome_counts(self) -> dict[tuple[str, str | None], int]:
+        """Observations by (outcome, error kind); the kind is None for visits that gave information."""
+        o = observations.c
+        q = select(o.outcome, o.error, func.count()).group_by(o.outcome, o.error)
+        with self.engine.connect() as conn:
+            rows = conn.execute(q).all()
+        return {(outcome, error): int(n) for outcome, error, n in rows}
 
     def export_csv(self, out: io.TextIOBase) -> int:
         """Write the visit log as ``page,time,changed`` (the format ``freshcrawl estimate`` reads).

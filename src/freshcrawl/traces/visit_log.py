@@ -9,6 +9,7 @@ interleave pages; within a page, times must strictly increase in file order (par
 The first visit of a page only starts its history: its ``changed`` flag is not an observation.
 
 Every error names the file and the line (CSV, the header being line 1) or the row (Parquet, from 1).
+:func:`estimate_visit_log` turns a log into one change-rate estimate per page.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from freshcrawl._io import parquet_files, read_parquet, write_table_atomic
 from freshcrawl.errors import TraceFormatError
 from freshcrawl.units import SECONDS_PER_DAY
 
-__all__ = ["VisitLog", "read_visit_log", "write_visit_log"]
+__all__ = ["VisitLog", "estimate_visit_log", "read_visit_log", "write_visit_log"]
 
 COLUMNS = ("page", "time", "changed")
 
@@ -381,3 +382,55 @@ def write_visit_log(
     parquet = path.name.lower().endswith(".parquet")
     changed = changed.astype(bool) if parquet else changed.astype(np.int8)
     write_table_atomic(pd.DataFrame({"page": page, "time": time_s, "changed": changed}), path)
+
+
+def estimate_visit_log(log: VisitLog, method: str, **params) -> pd.DataFrame:
+    """Estimate every page's change rate from a visit log.
+
+    Parameters
+    ----------
+    log : VisitLog
+        Visits (see :func:`freshcrawl.traces.visit_log.read_visit_log`).
+    method : str
+        A name of :data:`freshcrawl.estimators.ESTIMATOR_NAMES`.
+    **params
+        Estimator parameters (``delta0``, ``eta``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per page: ``page``, ``delta`` (changes/day), ``n_visits`` (observations used: visits after
+        the first), ``n_changed``, ``days_observed`` (first to last visit), ``p`` (the page's mean visit
+        rate, visits/day, which the paper forms use as their known p; NaN with fewer than two visits).
+
+    Raises
+    ------
+    UnknownNameError
+        If ``method`` is unknown.
+    """
+    from freshcrawl.estimators import make_batch_estimator  # the core, loaded when used
+
+    est = make_batch_estimator(method, max(log.n_pages, 1), **params)
+    pages, changed, tau, rank = log.observations()
+    n_obs = np.bincount(pages, minlength=log.n_pages)
+    days = np.bincount(pages, weights=tau, minlength=log.n_pages)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_page = np.where(n_obs > 0, n_obs / np.where(days > 0, days, 1.0), np.nan)
+    if pages.size:
+        # round r holds the r-th observation of every page that has one: pages are distinct in a round.
+        order = np.lexsort((pages, rank))
+        bounds = np.flatnonzero(np.diff(rank[order])) + 1
+        for chunk in np.split(order, bounds):
+            pg = pages[chunk]
+            est.update(pg, changed[chunk], tau[chunk], p_page[pg])
+    delta = np.asarray(est.delta_)[: log.n_pages]
+    return pd.DataFrame(
+        {
+            "page": log.page_names,
+            "delta": delta,
+            "n_visits": n_obs,
+            "n_changed": np.bincount(pages, weights=changed, minlength=log.n_pages).astype(np.int64),
+            "days_observed": days,
+            "p": p_page,
+        }
+    )

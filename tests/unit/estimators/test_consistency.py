@@ -126,7 +126,7 @@ def test_interval_forms_consistent_under_periodic_visits(delta_tau):
     for key in CONSISTENT:
         _assert_near(out[key], delta, key)
     # The paper's LLN inverts E[I] = Δ/(Δ+p); periodic visits give E[I] = 1 - e^{-Δτ}, so with p = 1/τ it
-    # converges to (e^{Δτ} - 1)/τ (DESIGN.md's pitfall). Show the bias, do not hide it.
+    # converges to (e^{Δτ} - 1)/τ (the pitfall of docs/design.md). Show the bias, do not hide it.
     tau0 = delta_tau / delta
     lln = out["lln"]
     _assert_near(lln, np.expm1(delta_tau) / tau0, "lln limit")

@@ -283,3 +283,58 @@ def test_a_lease_that_runs_out_hands_the_visit_out_again(make):
     assert [x.page_id for x in again] == [v[0].page_id]  # the fetcher never reported: due again
     f.record([fetched(again[0], t=T0 + 1061)])
     assert store.observation_log(page_id=1)[0]["outcome"] == "first"
+
+
+
+def test_several_pages_of_a_host_handed_out_together_hold_it_until_the_last_report(make):
+    urls = [f"http://a.test/{j}" for j in range(5)] + ["http://b.test/1", "http://c.test/1"]
+    store, f = make(urls, min_delay_s=0.0)
+    open_hosts(f)
+    t = T0 + 1000
+    got = f.due(t, 3, per_host=3, lease_s=60.0)  # three hosts, up to three pages of each
+    by_host: dict[int, list[Visit]] = {}
+    for v in got:
+        by_host.setdefault(v.host_id, []).append(v)
+    assert sorted(len(vs) for vs in by_host.values()) == [1, 1, 3]
+    assert [v.due for v in got] == sorted(v.due for v in got)  # earliest due first
+    a = by_host[1]
+    assert f.due(t, 10, per_host=3) == []  # every host is held
+    f.record([fetched(a[0], t=t + 1), fetched(a[1], t=t + 2)])
+    out = [v for v in f.due(t + 3, 10, per_host=3) if v.host_id == 1]
+    assert out == []  # the third page of a is still out: a is held
+    f.release([a[2]])
+    again = {v.url for v in f.due(t + 3, 10, per_host=3) if v.host_id == 1}
+    assert a[2].url in again and len(again) == 3
+
+
+def test_robots_txt_is_handed_out_only_when_asked(make):
+    store, f = make(["http://a.test/1", "http://b.test/1"], min_delay_s=0.0)
+    got = f.due(T0 + 10, 10, robots=False, hosts=np.array([True, False]))
+    assert [(type(v).__name__, v.host_id) for v in got] == [("Visit", 1)]  # host a only, no robots.txt
+    later = f.due(T0 + 10, 10)  # a fetcher that enforces robots.txt through the frontier
+    assert [type(v).__name__ for v in later] == ["RobotsVisit"]
+
+
+def test_a_plan_in_three_steps_keeps_dispatching_and_recording_meanwhile(make):
+    """prepare_plan / compute_plan / apply_plan: visits and outcomes between the steps are kept, the
+    next plan is not due while one is under way, and a failed plan leaves the plan in force."""
+    urls = [f"http://127.0.0.{2 + k % 2}/p{k}" for k in range(6)]
+    store, f = make(urls, min_delay_s=0.0)
+    t = open_hosts(f) + 1.0
+    job = f.prepare_plan(t)
+    assert f.planning and f.next_replan == np.inf
+    with pytest.raises(RuntimeError):
+        f.prepare_plan(t)
+    visits = f.due(t + 600.0, 10)  # the plan in force still hands out visits
+    assert visits and all(isinstance(v, Visit) for v in visits)
+    f.record([fetched(v, t=t + 2.0) for v in visits])  # and takes their outcomes
+    plan = f.compute_plan(job)
+    f.apply_plan(job, plan, now=t + 3.0)
+    assert not f.planning and f.planned_at == t and np.isfinite(f.next_replan)
+    assert f.last_copy[visits[0].page_id - 1] == t + 2.0
+    rows = store.page_rows([v.page_id for v in visits])
+    assert all(rows[v.page_id]["last_copy_at"] == t + 2.0 for v in visits)
+    job = f.prepare_plan(t + 10.0)
+    n_pending = len(job.pending)
+    f.cancel_plan(job)
+    assert not f.planning and len(f._pending) == n_pending

@@ -9,7 +9,7 @@ from freshcrawl.environments import PoissonEnvironment, ReplayEnvironment
 from freshcrawl.estimators.bursty import MMPPParams
 from freshcrawl.policies import POLICY_FACTORIES, Policy, PolicyContext, PolicyOptions, make_policy
 from freshcrawl.policies.base import Observations
-from freshcrawl.policies.bursty import BurstyPolicy, prefix_groups
+from freshcrawl.policies.bursty import BurstyConfig, BurstyPolicy, prefix_groups
 from freshcrawl.simulation import simulate
 from freshcrawl.traces.history import ChangeHistory
 from tests.visit_log import max_window_excess, record_visit_times
@@ -38,7 +38,13 @@ def test_registered_and_a_policy():
         "learned-bursty", PolicyOptions(replan_every=2.0)
     ).replan_every == pytest.approx(0.5)
     with pytest.raises(ValueError, match="burst must be >= 1"):
-        BurstyPolicy(burst=0.5)
+        BurstyConfig(burst=0.5)
+    with pytest.raises(ValueError, match="subdivide must be >= 1"):
+        make_policy("learned-bursty", PolicyOptions(extra={"subdivide": 0.5}))
+    with pytest.raises(TypeError, match="BurstyConfig"):
+        BurstyPolicy({"burst": 2.0})
+    pol = make_policy("learned-bursty", PolicyOptions(extra={"reserve_days": 5.0, "groups": None}))
+    assert pol.config == BurstyConfig(reserve_days=5.0)
 
 
 def test_update_context_keeps_what_was_learned_and_checks_the_pages():
@@ -256,7 +262,7 @@ def test_a_page_never_observed_starts_from_its_groups_rate_at_its_age():
     born = np.concatenate([np.full(20, 0.0), np.full(20, -1000.0), [-1000.0, 9.25]])
     rates = {}
     for age_prior in (True, False):
-        pol = BurstyPolicy(age_prior=age_prior, gamma_prior=False, prior_visits=2.0)
+        pol = BurstyPolicy(BurstyConfig(age_prior=age_prior, gamma_prior=False, prior_visits=2.0))
         pol.reset(_ctx(n=42, budget=4.0, born=born))
         pol.observe(_obs(np.arange(20), np.ones(20, bool), t=1.5, tau=0.5))
         pol.observe(_obs(np.arange(20, 40), np.zeros(20, bool), t=1.5, tau=0.5))

@@ -40,7 +40,7 @@ def test_schema_is_at_the_newest_revision_and_reopening_is_idempotent(store, db_
     names = set(inspect(store.engine).get_table_names())
     assert {"crawl", "hosts", "pages", "observations", "alembic_version"} <= names
     with store.engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0002"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0003"
     again = open_store(db_url)
     try:
         assert again.counts() == {"pages": {}, "hosts": 0, "observations": {}}

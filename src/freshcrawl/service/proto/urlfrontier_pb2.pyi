@@ -215,6 +215,22 @@ class DiscoveredURLItem(_message.Message):
     info: URLInfo
     def __init__(self, info: _Optional[_Union[URLInfo, _Mapping]] = ...) -> None: ...
 
+class DiscoveredBatch(_message.Message):
+    __slots__ = ("ID", "items")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    ID: str
+    items: _containers.RepeatedCompositeFieldContainer[URLInfo]
+    def __init__(self, ID: _Optional[str] = ..., items: _Optional[_Iterable[_Union[URLInfo, _Mapping]]] = ...) -> None: ...
+
+class BatchAck(_message.Message):
+    __slots__ = ("ID", "statuses")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATUSES_FIELD_NUMBER: _ClassVar[int]
+    ID: str
+    statuses: _containers.RepeatedScalarFieldContainer[AckMessage.Status]
+    def __init__(self, ID: _Optional[str] = ..., statuses: _Optional[_Iterable[_Union[AckMessage.Status, str]]] = ...) -> None: ...
+
 class LogLevelParams(_message.Message):
     __slots__ = ("package", "level", "local")
     class Level(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -238,14 +254,16 @@ class LogLevelParams(_message.Message):
     def __init__(self, package: _Optional[str] = ..., level: _Optional[_Union[LogLevelParams.Level, str]] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class CrawlLimitParams(_message.Message):
-    __slots__ = ("key", "limit", "crawlID")
+    __slots__ = ("key", "limit", "crawlID", "local")
     KEY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     CRAWLID_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
     key: str
     limit: int
     crawlID: str
-    def __init__(self, key: _Optional[str] = ..., limit: _Optional[int] = ..., crawlID: _Optional[str] = ...) -> None: ...
+    local: bool
+    def __init__(self, key: _Optional[str] = ..., limit: _Optional[int] = ..., crawlID: _Optional[str] = ..., local: _Optional[bool] = ...) -> None: ...
 
 class URLStatusRequest(_message.Message):
     __slots__ = ("url", "key", "crawlID")

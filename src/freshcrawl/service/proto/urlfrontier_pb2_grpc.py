@@ -64,6 +64,11 @@ class URLFrontierStub:
                 request_serializer=freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.URLItem.SerializeToString,
                 response_deserializer=freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.AckMessage.FromString,
                 _registered_method=True)
+        self.PutDiscovered = channel.stream_stream(
+                '/urlfrontier.URLFrontier/PutDiscovered',
+                request_serializer=freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.DiscoveredBatch.SerializeToString,
+                response_deserializer=freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.BatchAck.FromString,
+                _registered_method=True)
         self.GetStats = channel.unary_unary(
                 '/urlfrontier.URLFrontier/GetStats',
                 request_serializer=freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.QueueWithinCrawlParams.SerializeToString,
@@ -142,7 +147,7 @@ class URLFrontierServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListCrawls(self, request, context):
-        """Crawl IDs known to this frontier ("DEFAULT" included).
+        """Crawl IDs holding URLs ("DEFAULT" only when it holds some).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -165,22 +170,31 @@ class URLFrontierServicer:
 
     def GetURLs(self, request, context):
         """URLs due now, streamed: from at most max_queues queues (0: no limit), at most max_urls_per_queue
-        per queue (0: no limit; freshcrawl hands out one, a host takes one request at a time); each is
-        held for delay_requestable seconds unless updated by PutURLs.
+        per queue (0: no limit; the client spaces the URLs of one queue); each is held for
+        delay_requestable seconds unless updated by PutURLs, and its queue until all of them are.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PutURLs(self, request_iterator, context):
-        """Discovered URLs (added when unknown) and known URLs (updated), each acknowledged by its ID.
+        """Discovered URLs (added when unknown) and known URLs (updated; added first when unknown), each
+        acknowledged by its ID.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PutDiscovered(self, request_iterator, context):
+        """Batches of discovered URLs (API 2.6), each added when unknown and left as it is when known; a
+        batch is acknowledged as a whole, one status per URL in the order of the batch.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetStats(self, request, context):
-        """Counts of one queue or of a whole crawl.
+        """Counts of one queue or of a whole crawl (zero for an unknown one).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -303,6 +317,11 @@ def add_URLFrontierServicer_to_server(servicer, server):
                     servicer.PutURLs,
                     request_deserializer=freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.URLItem.FromString,
                     response_serializer=freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.AckMessage.SerializeToString,
+            ),
+            'PutDiscovered': grpc.stream_stream_rpc_method_handler(
+                    servicer.PutDiscovered,
+                    request_deserializer=freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.DiscoveredBatch.FromString,
+                    response_serializer=freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.BatchAck.SerializeToString,
             ),
             'GetStats': grpc.unary_unary_rpc_method_handler(
                     servicer.GetStats,
@@ -532,6 +551,33 @@ class URLFrontier:
             '/urlfrontier.URLFrontier/PutURLs',
             freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.URLItem.SerializeToString,
             freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.AckMessage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PutDiscovered(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/urlfrontier.URLFrontier/PutDiscovered',
+            freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.DiscoveredBatch.SerializeToString,
+            freshcrawl_dot_service_dot_proto_dot_urlfrontier__pb2.BatchAck.FromString,
             options,
             channel_credentials,
             insecure,

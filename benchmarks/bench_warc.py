@@ -75,7 +75,9 @@ def run_once(mode: str, urls: list[str], seconds: float, work: Path) -> dict:
 
     async def go():
         async with Fetcher(read_timeout_s=10.0, keep_copy=archive is not None) as fetcher:
-            return await crawl(frontier, fetcher, duration_s=seconds, max_in_flight=128, archive=archive)
+            return await crawl(
+                frontier, fetcher, duration_s=seconds, max_in_flight=128, archive=archive
+            )
 
     try:
         stats = asyncio.run(go())
@@ -84,12 +86,19 @@ def run_once(mode: str, urls: list[str], seconds: float, work: Path) -> dict:
             archive.close()
     outcomes = Counter(o["outcome"] for o in store.observation_log())
     store.close()
-    row = {"mode": mode, "seconds": stats.elapsed_s, "visits": stats.visits,
-           "visits_per_s": stats.visits / stats.elapsed_s, "outcomes": dict(outcomes)}
+    row = {
+        "mode": mode,
+        "seconds": stats.elapsed_s,
+        "visits": stats.visits,
+        "visits_per_s": stats.visits / stats.elapsed_s,
+        "outcomes": dict(outcomes),
+    }
     if mode == "warc":
         row["warc"] = _record_sizes(work / "warc")
     if mode == "keep-latest":
-        row["latest_bytes"] = sum(p.stat().st_size for p in (work / "latest").rglob("*") if p.is_file())
+        row["latest_bytes"] = sum(
+            p.stat().st_size for p in (work / "latest").rglob("*") if p.is_file()
+        )
     return row
 
 
@@ -104,15 +113,37 @@ def bench_write(n_visits: int, body_bytes: int) -> dict:
     from freshcrawl.crawler.outcome import FetchOutcome, Outcome
 
     rng = random.Random(0)
-    words = [w.encode() for w in "the river council market station library opened closed news page".split()]
+    words = [
+        w.encode()
+        for w in [
+            "the",
+            "river",
+            "council",
+            "market",
+            "station",
+            "library",
+            "opened",
+            "closed",
+            "news",
+            "page",
+        ]
+    ]
 
     def capture(k: int, version: int) -> FetchOutcome:
         r = random.Random(k * 1000 + version)
-        body = b"<html><body>" + b" ".join(r.choice(words) for _ in range(body_bytes // 6)) + b"</body></html>"
+        body = (
+            b"<html><body>"
+            + b" ".join(r.choice(words) for _ in range(body_bytes // 6))
+            + b"</body></html>"
+        )
         head = f"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(body)}\r\n\r\n".encode()
         url = f"http://127.0.0.2:8000/page/{k}"
-        cap = HttpCapture(url, b"GET /page/%d HTTP/1.1\r\nHost: 127.0.0.2:8000\r\n\r\n" % k, head, body, 200)
-        return FetchOutcome(url, Outcome.CHANGED, "x", time.time(), 0.01, 200, len(body), capture=cap)
+        cap = HttpCapture(
+            url, b"GET /page/%d HTTP/1.1\r\nHost: 127.0.0.2:8000\r\n\r\n" % k, head, body, 200
+        )
+        return FetchOutcome(
+            url, Outcome.CHANGED, "x", time.time(), 0.01, 200, len(body), capture=cap
+        )
 
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,13 +166,20 @@ def bench_write(n_visits: int, body_bytes: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--hosts", type=int, default=100)
     ap.add_argument("--modes", default="none,keep-latest,warc")
-    ap.add_argument("--write-only", type=int, default=0, metavar="N",
-                    help="Only time WarcArchive.write_visits on N synthetic visits (no crawl).")
+    ap.add_argument(
+        "--write-only",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Only time WarcArchive.write_visits on N synthetic visits (no crawl).",
+    )
     args = ap.parse_args()
     if args.write_only:
         print(json.dumps(bench_write(args.write_only, 4000)))
@@ -150,10 +188,24 @@ def main() -> None:
     urls_file = tmp / "urls.txt"
     modes = args.modes.split(",")
     web = subprocess.Popen(
-        [sys.executable, "-m", "freshcrawl", "test-web", "--pages", str(args.pages), "--hosts", str(args.hosts),
-         "--rates", "0.01:1", "--urls-out", str(urls_file),
-         "--for", f"{len(modes) * (args.seconds + 60):.0f}s"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "freshcrawl",
+            "test-web",
+            "--pages",
+            str(args.pages),
+            "--hosts",
+            str(args.hosts),
+            "--rates",
+            "0.01:1",
+            "--urls-out",
+            str(urls_file),
+            "--for",
+            f"{len(modes) * (args.seconds + 60):.0f}s",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         for _ in range(300):

@@ -10,7 +10,8 @@ Every exception subclasses :class:`FreshcrawlError` and the builtin that matches
     ├── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
     ├── EgressRefused (ValueError)           a URL whose host the egress policy forbids (SSRF guard)
     ├── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
-    └── TLSFileError (ValueError)            a certificate, key or CA file that TLS cannot use
+    ├── TLSFileError (ValueError)            a certificate, key or CA file that TLS cannot use
+    └── ArchiveError (OSError)               the WARC archive cannot be written (not writable, full)
 
     FreshcrawlWarning (UserWarning)
     └── ConvergenceWarning                   a solver stopped at its iteration limit
@@ -27,6 +28,7 @@ __all__ = [
     "EgressRefused",
     "DatabaseInUseError",
     "TLSFileError",
+    "ArchiveError",
     "FreshcrawlWarning",
     "ConvergenceWarning",
 ]
@@ -62,6 +64,21 @@ class DatabaseInUseError(FreshcrawlError, RuntimeError):
 
 class TLSFileError(FreshcrawlError, ValueError):
     """A certificate, key or CA file that TLS cannot use; the message names the file and why."""
+
+
+class ArchiveError(FreshcrawlError, OSError):
+    """A WARC archive that cannot be written: a directory not writable, a full disk, an I/O error.
+
+    The crawl stops on it; ``n_done`` visits of the batch being written have their records (the
+    crawl commits those and no other), and the original OSError is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, n_done: int = 0) -> None:
+        super().__init__(message)
+        self.n_done = n_done
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class FreshcrawlWarning(UserWarning):

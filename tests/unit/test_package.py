@@ -30,6 +30,11 @@ PUBLIC = {
         'AllocationResult', 'Detection', 'DetectionDiscrete', 'FreshnessPeriodic', 'FreshnessPoisson',
         'Harmonic', 'OBJECTIVE_NAMES', 'Objective', 'Status', 'SyncCost', 'allocate', 'get_objective',
     ],
+    'freshcrawl.archive': [
+        'DEFAULT_MAX_FILE_BYTES', 'LatestCopies', 'PROFILE_IDENTICAL', 'PROFILE_NOT_MODIFIED', 'StoredRecord',
+        'WarcArchive',
+        'payload_digest', 'recover_open_file',
+    ],
     'freshcrawl.bulk': [
         'DaskEngine', 'ENGINE_NAMES', 'PartitionedAllocation', 'PartitionedEstimate', 'StreamEngine',
         'allocate_partitioned', 'estimate_partitioned', 'make_engine', 'partition_by',

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from freshcrawl.crawler.outcome import FetchOutcome, RobotsOutcome
 
-__all__ = ["FrontierLike", "CrawlStats", "crawl"]
+__all__ = ["FrontierLike", "ArchiveLike", "CrawlStats", "crawl"]
 
 
 class FrontierLike(Protocol):
@@ -44,6 +44,26 @@ class FrontierLike(Protocol):
 
     def replan(self, now: float | None = None) -> None:
         """Re-plan the crawl."""
+
+
+class ArchiveLike(Protocol):
+    """What the crawl loop needs of an archive (:class:`freshcrawl.archive.WarcArchive` has it)."""
+
+    def write_visits(self, results: list[tuple[object, FetchOutcome]]) -> list:
+        """Write and sync the records of `results`; raise ArchiveError (``n_done``) on failure."""
+
+
+def _archive_then_record(archive: ArchiveLike, frontier: FrontierLike, batch: list) -> None:
+    """Write the batch's records, then commit it; on an archive failure commit what has records."""
+    from freshcrawl.errors import ArchiveError
+
+    try:
+        archive.write_visits(list(batch))
+    except ArchiveError as err:
+        if err.n_done:
+            frontier.record(list(batch[: err.n_done]))
+        raise
+    frontier.record(list(batch))
 
 
 @dataclass
@@ -84,6 +104,7 @@ async def crawl(
     on_progress: Callable[[CrawlStats], None] | None = None,
     progress_every_s: float = 0.5,
     clock: Callable[[], float] = time.time,
+    archive: ArchiveLike | None = None,
 ) -> CrawlStats:
     """Crawl until ``duration_s`` has passed or ``stop`` is set; return what was done.
 
@@ -101,11 +122,17 @@ async def crawl(
         Set it (e.g. from a signal handler) to finish the visits in flight, commit and return.
     on_progress : callable, optional
         Called with the running :class:`CrawlStats` every ``progress_every_s`` seconds and at the end.
+    archive : ArchiveLike, optional
+        Where the copies go (:class:`freshcrawl.archive.WarcArchive`): each batch of outcomes is
+        written there, and on disk, before the frontier commits it.
 
     Raises
     ------
     ValueError
         If ``max_in_flight`` < 1 or ``duration_s`` < 0.
+    freshcrawl.errors.ArchiveError
+        If the archive cannot be written: the visits of the batch that have their records are
+        committed, no other, and the crawl stops (``asyncio.run`` cancels the visits in flight).
     """
     from freshcrawl.frontier import RobotsVisit
 
@@ -139,7 +166,10 @@ async def crawl(
             else:
                 done_pages.append((item, out))
         if done_pages:
-            frontier.record(list(done_pages))
+            if archive is not None:
+                _archive_then_record(archive, frontier, done_pages)
+            else:
+                frontier.record(list(done_pages))
             for _, out in done_pages:
                 stats.visits += 1
                 stats.changes += out.outcome.value == "changed"

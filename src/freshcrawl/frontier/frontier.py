@@ -98,6 +98,16 @@ class CrawlSettings:
         ``mm-binned``): 4 keeps the estimator at 224 bytes per page (16, the simulation's default, takes
         896). The visits of a live crawl are periodic at rates that change only at re-plans, so few
         slots hold each page's intervals.
+    warc : str or None
+        Directory of the crawl's WARC files (:class:`freshcrawl.archive.WarcArchive`); None keeps
+        no copies.
+    warc_max_bytes : int
+        Size at which a WARC file is closed and the next one started, bytes (default 1 GiB).
+    keep_latest : str or None
+        Directory of the latest copy of each page (:class:`freshcrawl.archive.LatestCopies`),
+        for crawls without ``warc``; None keeps none.
+    notify : list of str or None
+        Apprise URLs told of every change (:class:`freshcrawl.archive.notify.ChangeNotifier`).
     """
 
     budget: float = 2000.0
@@ -115,6 +125,10 @@ class CrawlSettings:
     seed: int = 0
     n_bins: int = 4
     allow_private: bool = False
+    warc: str | None = None
+    warc_max_bytes: int = 1024**3
+    keep_latest: str | None = None
+    notify: list[str] | None = None
 
     def __post_init__(self) -> None:
         def positive(name: str, value: float, *, zero: bool = False) -> None:
@@ -133,6 +147,12 @@ class CrawlSettings:
             raise ValueError(f"max_page_errors must be an int >= 1; got {self.max_page_errors!r}")
         if self.signature not in ("raw", "text"):
             raise ValueError(f"signature must be 'raw' or 'text'; got {self.signature!r}")
+        if not (isinstance(self.warc_max_bytes, int) and self.warc_max_bytes >= 1):
+            raise ValueError(
+                f"warc_max_bytes must be an int >= 1 bytes; got {self.warc_max_bytes!r}")
+        if self.warc and self.keep_latest:
+            raise ValueError(
+                "warc and keep_latest exclude each other: a WARC archive keeps every copy")
         if self.policy.partition(":")[0] == "oracle":
             raise UnknownNameError("policy 'oracle' needs the true change rates and cannot run live")
 

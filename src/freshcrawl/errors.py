@@ -8,7 +8,10 @@ Every exception subclasses :class:`FreshcrawlError` and the builtin that matches
     ├── InfeasibleAllocation (ValueError)    budget outside [sum p_min, sum p_max], caps too tight
     ├── TraceFormatError (ValueError)        a malformed or unsorted change history or visit log
     ├── UnknownNameError (ValueError)        unknown estimator, objective, policy or update mode
-    └── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
+    ├── DatabaseInUseError (RuntimeError)    another serve process already writes this crawl database
+    │   └── WriterLockLostError              another process took the writer lock during an outage
+    ├── DatabaseUnavailableError (ConnectionError)  the database cannot be reached (after retries)
+    └── CorruptDatabaseError (ValueError)    a file that is not a crawl database (corrupt, empty, foreign)
 
     FreshcrawlWarning (UserWarning)
     └── ConvergenceWarning                   a solver stopped at its iteration limit
@@ -23,6 +26,9 @@ __all__ = [
     "TraceFormatError",
     "UnknownNameError",
     "DatabaseInUseError",
+    "WriterLockLostError",
+    "DatabaseUnavailableError",
+    "CorruptDatabaseError",
     "FreshcrawlWarning",
     "ConvergenceWarning",
 ]
@@ -50,6 +56,35 @@ class UnknownNameError(FreshcrawlError, ValueError):
 
 class DatabaseInUseError(FreshcrawlError, RuntimeError):
     """A crawl database that another process holds as its only writer (``freshcrawl serve``)."""
+
+
+class WriterLockLostError(DatabaseInUseError):
+    """The writer lock of a crawl database was lost (its connection died) and another process holds it now.
+
+    The process that raised it must stop writing: its in-memory state may be stale.
+    """
+
+
+class DatabaseUnavailableError(FreshcrawlError, ConnectionError):
+    """The crawl database cannot be reached: the server is down, restarting or refuses connections.
+
+    Raised once a store operation has retried for its whole retry window (or at once while the store
+    is known to be in an outage). The message is one line: what failed, where, and what to do; the
+    driver's exception is the ``__cause__``.
+
+    Attributes
+    ----------
+    where : str
+        The database, its password hidden.
+    """
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+
+
+class CorruptDatabaseError(FreshcrawlError, ValueError):
+    """A database file that is not a crawl database: corrupt, truncated to 0 bytes, or another program's."""
 
 
 class FreshcrawlWarning(UserWarning):

@@ -20,17 +20,17 @@ Every exception subclasses :class:`FreshcrawlError` and the builtin that matches
 from __future__ import annotations
 
 __all__ = [
+    "ConvergenceWarning",
+    "CorruptDatabaseError",
+    "DatabaseInUseError",
+    "DatabaseUnavailableError",
     "FreshcrawlError",
-    "InvalidObservation",
+    "FreshcrawlWarning",
     "InfeasibleAllocation",
+    "InvalidObservation",
     "TraceFormatError",
     "UnknownNameError",
-    "DatabaseInUseError",
     "WriterLockLostError",
-    "DatabaseUnavailableError",
-    "CorruptDatabaseError",
-    "FreshcrawlWarning",
-    "ConvergenceWarning",
 ]
 
 

@@ -25,7 +25,11 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context):
         """Run the command; a database that cannot be used ends it with its one-line error."""
-        from freshcrawl.errors import CorruptDatabaseError, DatabaseInUseError, DatabaseUnavailableError
+        from freshcrawl.errors import (
+            CorruptDatabaseError,
+            DatabaseInUseError,
+            DatabaseUnavailableError,
+        )
 
         try:
             return super().invoke(ctx)

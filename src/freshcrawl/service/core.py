@@ -340,17 +340,23 @@ class FrontierService:
             f = c.frontier
             batch: list = []
             floors: list = []
+            reported: list[str] = []
 
             def commit() -> None:
+                # effects after commit: a lease ends only once its report is committed, so that a
+                # report that failed (the database is down) can be sent again under the same lease
                 if batch:
                     f.record(batch, source=source)
+                    for url_ in reported:
+                        c.page_leases.pop(url_, None)
                     for page_id, floor in floors:
                         if floor is not None and floor > f.next_due[page_id - 1]:
+                            f.store.record([], [dict(id=page_id, next_due=float(floor))], [])
                             f.next_due[page_id - 1] = floor
                             f.held[page_id - 1] = float(floor)
-                            f.store.record([], [dict(id=page_id, next_due=float(floor))], [])
                 batch.clear()
                 floors.clear()
+                reported.clear()
 
             reports = list(reports)
             urls: list[str | ValueError] = []
@@ -390,7 +396,7 @@ class FrontierService:
                                                                        row["signature"]), row["next_due"])
                 batch.append((visit, out))
                 floors.append((row["id"], rep.refetch_not_before if outcome is Outcome.NO_INFO else None))
-                c.page_leases.pop(url, None)
+                reported.append(url)
                 answers.append("ok")
             commit()
         return answers
@@ -429,13 +435,13 @@ class FrontierService:
                 return False
             k = row["id"] - 1
             if not_before <= 0:
+                f.store.set_page_status([row["id"]], "removed", removed_at=time.time())
                 f.status[k] = 4  # removed: never visited again, its log kept
                 f.held.pop(k, None)
-                f.store.set_page_status([row["id"]], "removed", removed_at=time.time())
             else:
+                f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
                 f.next_due[k] = float(not_before)
                 f.held[k] = float(not_before)
-                f.store.record([], [dict(id=row["id"], next_due=float(not_before))], [])
             f.lease_until[k] = 0.0
             if c.page_leases.pop(row["url"], None) is not None:
                 f._hosts.lease_until[row["host_id"] - 1] = 0.0
@@ -483,9 +489,9 @@ class FrontierService:
         with self._frontier(crawl_id) as f:
             hk = self._host_index(f, queue)
             h = f._hosts
+            f.store.save_host(hk + 1, backoff_until=float(until))
             h.backoff_until[hk] = float(until)
             h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
-            f.store.save_host(hk + 1, backoff_until=float(until))
 
     def set_delay(self, crawl_id: str | None, queue: str | None, delay_s: float) -> None:
         """Least seconds between two requests to ``queue`` (None or "": every queue, and the default of
@@ -505,8 +511,8 @@ class FrontierService:
         with self._frontier(crawl_id) as f:
             hk = self._host_index(f, queue)
             ks = np.flatnonzero((f.host == hk) & (f.status != 4) & (f.status != 0))
-            f.status[ks] = 4
             f.store.set_page_status((ks + 1).tolist(), "removed", removed_at=time.time())
+            f.status[ks] = 4
             return int(ks.size)
 
     # reading -------------------------------------------------------------------------------------

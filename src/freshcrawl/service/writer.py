@@ -19,6 +19,7 @@ The lock is advisory: it keeps serve processes apart, not other programs that op
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from freshcrawl.errors import DatabaseInUseError, WriterLockLostError
 
-__all__ = ["WriterLock", "acquire_writer_lock", "ADVISORY_KEY"]
+__all__ = ["ADVISORY_KEY", "WriterLock", "acquire_writer_lock"]
 
 #: The PostgreSQL advisory lock key of a crawl database's writer (any constant 64-bit integer works:
 #: advisory locks are per database). ``int.from_bytes(b"frcrawl1", "big") >> 1``.
@@ -128,11 +129,9 @@ class WriterLock:
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # the connection is dead already
                 conn.invalidate()
                 conn.close()
-            except Exception:  # noqa: BLE001 - the connection is dead already
-                pass
 
     def release(self) -> None:
         """Release the lock (idempotent; a lock whose connection died is released already)."""
@@ -147,11 +146,11 @@ class WriterLock:
 
             with self._mutex:
                 try:
-                    if self._conn is not None:
-                        self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": ADVISORY_KEY})
-                        self._conn.commit()
-                except Exception:  # noqa: BLE001 - a dead connection holds no lock: nothing to release
-                    pass
+                    # a dead connection holds no lock: nothing to release
+                    with contextlib.suppress(Exception):
+                        if self._conn is not None:
+                            self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": ADVISORY_KEY})
+                            self._conn.commit()
                 finally:
                     self._drop_connection()
                     self._engine.dispose()

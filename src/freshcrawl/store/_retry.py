@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError
 
 from freshcrawl.errors import DatabaseUnavailableError
 
-__all__ = ["is_connection_error", "is_refused_login", "reason_of", "unavailable", "retried"]
+__all__ = ["is_connection_error", "is_refused_login", "reason_of", "retried", "unavailable"]
 
 T = TypeVar("T")
 

@@ -4,6 +4,10 @@ One process serves both APIs (uvicorn for HTTP, the gRPC server in its own threa
 :class:`~freshcrawl.service.FrontierService`, re-plans every crawl in a background thread, and is
 the only writer of its database: a second serve process on the same database is refused
 (:mod:`freshcrawl.service.writer`). SIGINT or SIGTERM stops both servers, then releases the database.
+
+During a database outage the process keeps running: calls answer 503 (REST) or UNAVAILABLE (gRPC),
+one line reports the outage and one its end, and the writer lock is taken again when the database
+is back. If another process took the lock meanwhile, this one stops with a one-line error.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import ipaddress
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import click
@@ -122,7 +127,7 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
     """
     import uvicorn
 
-    from freshcrawl.errors import DatabaseInUseError
+    from freshcrawl.errors import DatabaseInUseError, DatabaseUnavailableError, WriterLockLostError
     from freshcrawl.frontier import CrawlSettings
     from freshcrawl.service import FrontierService
     from freshcrawl.service.rest import create_app
@@ -152,14 +157,15 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
 
     try:
         lock = acquire_writer_lock(db)
-    except DatabaseInUseError as err:
+    except (DatabaseInUseError, DatabaseUnavailableError) as err:
         raise click.ClickException(str(err)) from err
     except ValueError as err:
         raise click.UsageError(str(err)) from err
     grpc_server = None
     stop = threading.Event()
+    lost: list[WriterLockLostError] = []
     try:
-        store = open_store(db, create=True)
+        store = open_store(db, create=True, guard=lock.ensure)
         try:
             values = dict(store.settings().get("settings") or {})
         finally:
@@ -169,7 +175,7 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
         if "budget" not in values:
             raise click.UsageError("the first run of a crawl needs --budget (e.g. --budget 10000/day)")
         try:
-            service = FrontierService(db, CrawlSettings.from_dict(values))
+            service = FrontierService(db, CrawlSettings.from_dict(values), guard=lock.ensure)
         except ValueError as err:
             raise click.UsageError(str(err)) from err
         app = create_app(service, token=token, public_reads=not private_reads)
@@ -187,8 +193,38 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
                 try:
                     if service.replan_all():
                         history.sample()
+                except (DatabaseUnavailableError, WriterLockLostError):
+                    pass  # the watchdog reports outages; the previous plan keeps serving
                 except Exception as err:  # keep serving; the next round tries again
                     click.echo(f"re-plan failed: {err!r}", err=True)
+
+        servers: list = []
+
+        def watchdog() -> None:
+            """Check the writer lock every second (taking it again after an outage); report outages.
+
+            One line when the database stops answering, one when it is back; a lock taken by another
+            process meanwhile stops this one.
+            """
+            down_since = None
+            while not stop.wait(1.0):
+                try:
+                    lock.ensure()
+                except WriterLockLostError as err:
+                    lost.append(err)
+                    for server_ in servers:
+                        server_.should_exit = True
+                    return
+                except DatabaseUnavailableError as err:
+                    if down_since is None:
+                        down_since = time.monotonic()
+                        click.echo(f"database outage: {err}; answering 503 (REST) and UNAVAILABLE (gRPC) "
+                                   "until it is back", err=True)
+                    continue
+                if down_since is not None:
+                    click.echo(f"database back after {time.monotonic() - down_since:.1f} s; the writer lock "
+                               "is held again", err=True)
+                    down_since = None
 
         planner = threading.Thread(target=replan_loop, name="freshcrawl-replan", daemon=True)
         planner.start()
@@ -198,7 +234,11 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
                    + ("" if token else " (no token: writes open to this machine only)"), err=True)
         server = _server_class()(uvicorn.Config(app, host=http_host, port=http_port, log_level="warning",
                                                access_log=False, lifespan="off"))
+        servers.append(server)
+        threading.Thread(target=watchdog, name="freshcrawl-writer-lock", daemon=True).start()
         server.run()  # returns after SIGINT or SIGTERM, or at once if the port is taken
+        if lost:
+            raise click.ClickException(str(lost[0]))
         if not server.started:
             raise click.ClickException(f"could not serve HTTP on {http_host}:{http_port}")
     finally:

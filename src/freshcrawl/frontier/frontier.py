@@ -79,6 +79,9 @@ class CrawlSettings:
         URL where site owners learn about the crawl, put in the User-Agent.
     seed : int
         Seed of the policy's and the dispatch's randomness.
+    db_give_up_s : float
+        Seconds of a database outage after which a crawl stops (> 0; default 600). During an
+        outage the crawl pauses fetching and keeps the outcomes of the visits in flight in memory.
     n_bins : int
         Interval slots per page of the binned estimators (``learned:mle-binned``, the default, and
         ``mm-binned``): 4 keeps the estimator at 224 bytes per page (16, the simulation's default, takes
@@ -100,6 +103,7 @@ class CrawlSettings:
     contact_url: str | None = None
     seed: int = 0
     n_bins: int = 4
+    db_give_up_s: float = 600.0
 
     def __post_init__(self) -> None:
         def positive(name: str, value: float, *, zero: bool = False) -> None:
@@ -112,6 +116,7 @@ class CrawlSettings:
         positive("min_delay_s (seconds)", self.min_delay_s, zero=True)
         positive("backoff_base_s (seconds)", self.backoff_base_s)
         positive("backoff_max_s (seconds)", self.backoff_max_s)
+        positive("db_give_up_s (seconds)", self.db_give_up_s)
         if self.max_per_host_day is not None:
             positive("max_per_host_day (requests per host per day)", self.max_per_host_day)
         if not (isinstance(self.max_page_errors, int) and self.max_page_errors >= 1):
@@ -832,6 +837,10 @@ class Frontier:
                 self.lease_until[item.page_id - 1] = 0.0
 
     # reports -------------------------------------------------------------------------------------
+    def ping(self) -> None:
+        """One round trip to the crawl's database; DatabaseUnavailableError if it cannot be reached."""
+        self.store.ping()
+
     def budget_in_use(self) -> float:
         """Sum of the current rates, visits per day."""
         return float(self.rate.sum())

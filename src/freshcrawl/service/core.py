@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -175,16 +175,22 @@ class FrontierService:
         The crawl database (SQLite path or URL); its crawl is :data:`DEFAULT_CRAWL`.
     settings : CrawlSettings
         Settings of every crawl this service opens or creates (the budget is per crawl).
+    guard : callable, optional
+        The writer lock's check, called before a new database connection is used (see
+        :attr:`freshcrawl.store.Store.guard`).
 
     Raises
     ------
     ValueError
         If ``db`` is not a path or URL.
+    DatabaseUnavailableError
+        If the database cannot be reached (also from any later call, during an outage).
     """
 
-    def __init__(self, db: str, settings: CrawlSettings) -> None:
+    def __init__(self, db: str, settings: CrawlSettings, *, guard: Callable[[], None] | None = None) -> None:
         self.db = str(db)
         self.settings = settings
+        self.guard = guard
         self.lock = threading.RLock()
         self._crawls: dict[str, _Crawl] = {}
         self.started_at = time.time()
@@ -199,7 +205,8 @@ class FrontierService:
                 return self._crawls[crawl_id]
             namespace = None if crawl_id == DEFAULT_CRAWL else crawl_id
             try:
-                store = open_store(self.db, namespace=namespace, create=create or namespace is None)
+                store = open_store(self.db, namespace=namespace, create=create or namespace is None,
+                                   guard=self.guard)
             except FileNotFoundError as err:
                 raise KeyError(f"no crawl {crawl_id!r}") from err
             c = _Crawl(Frontier(store, self.settings))

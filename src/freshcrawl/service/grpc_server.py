@@ -60,7 +60,9 @@ Other calls
     validators), SetActive and GetActive (every crawl at once). ListNodes, SetLogLevel,
     SetCrawlLimit, PurgeURLs and GetCrawlStats answer UNIMPLEMENTED. Bad arguments answer
     INVALID_ARGUMENT, an unknown crawl NOT_FOUND (GetURLs: nothing; DeleteCrawl: 0), an unknown
-    queue NOT_FOUND for BlockQueueUntil, SetDelay and GetStats (reads of it give nothing).
+    queue NOT_FOUND for BlockQueueUntil, SetDelay and GetStats (reads of it give nothing). During
+    a database outage a call answers UNAVAILABLE (try again later) and PutURLs acks its items as
+    failed, so that the client sends them again.
 Security
     The server is insecure (no TLS). With ``token``, every call needs ``authorization: Bearer
     <token>`` in its metadata.
@@ -346,8 +348,12 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             else:
                 acks = self._reports(cid, run) if kind == "report" else self._schedules(cid, run)
                 self._keep_known_metadata(cid, run, acks)
-        except Exception:
-            log.exception("PutURLs: %d item(s) of crawl %s failed", len(run), cid)
+        except Exception as err:
+            msg = _database_error(err)
+            if msg is None:
+                log.exception("PutURLs: %d item(s) of crawl %s failed", len(run), cid)
+            else:  # an outage: the client sends them again
+                log.warning("PutURLs: %d item(s) of crawl %s not recorded: %s", len(run), cid, msg)
             acks = [_FAIL] * len(run)
         for (ack_id, _), status in zip(run, acks, strict=True):
             yield pb.AckMessage(ID=ack_id, status=status)
@@ -582,6 +588,61 @@ class _TokenInterceptor(grpc.ServerInterceptor):
                     response_serializer=handler.response_serializer)
 
 
+def _database_error(err: BaseException) -> str | None:
+    """The message of an outage error (UNAVAILABLE), or None for any other error."""
+    from freshcrawl.errors import DatabaseUnavailableError, WriterLockLostError
+    from freshcrawl.store._retry import is_connection_error, reason_of
+
+    if isinstance(err, DatabaseUnavailableError | WriterLockLostError):
+        return str(err)
+    if is_connection_error(err):
+        return f"the crawl database is unavailable ({reason_of(err)})"
+    return None
+
+
+class _UnavailableInterceptor(grpc.ServerInterceptor):
+    """A call that meets a database outage ends UNAVAILABLE with a one-line message (gRPC's code for
+    "try again later"), not UNKNOWN with a traceback in the server log."""
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+
+        def guarded(behavior):
+            def call(request, context):
+                try:
+                    return behavior(request, context)
+                except Exception as err:
+                    msg = _database_error(err)
+                    if msg is None:
+                        raise
+                    context.abort(grpc.StatusCode.UNAVAILABLE, msg)
+            return call
+
+        def guarded_stream(behavior):
+            def call(request, context):
+                try:
+                    yield from behavior(request, context)
+                except Exception as err:
+                    msg = _database_error(err)
+                    if msg is None:
+                        raise
+                    context.abort(grpc.StatusCode.UNAVAILABLE, msg)
+            return call
+
+        kinds = (("unary_unary", grpc.unary_unary_rpc_method_handler, guarded),
+                 ("unary_stream", grpc.unary_stream_rpc_method_handler, guarded_stream),
+                 ("stream_unary", grpc.stream_unary_rpc_method_handler, guarded),
+                 ("stream_stream", grpc.stream_stream_rpc_method_handler, guarded_stream))
+        for attr, make, wrap in kinds:
+            behavior = getattr(handler, attr)
+            if behavior is not None:
+                return make(wrap(behavior), request_deserializer=handler.request_deserializer,
+                            response_serializer=handler.response_serializer)
+        return handler  # pragma: no cover - every handler has one behavior
+
+
 def serve_grpc(
     service: FrontierService,
     address: str = "127.0.0.1:7071",
@@ -626,7 +687,7 @@ def serve_grpc(
     if max_workers < 1:
         raise ValueError(f"max_workers must be >= 1; got {max_workers!r}")
     servicer = URLFrontierServicer(service, keys=keys, default_lease_s=default_lease_s)
-    interceptors = [] if token is None else [_TokenInterceptor(token)]
+    interceptors = [_UnavailableInterceptor()] + ([] if token is None else [_TokenInterceptor(token)])
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="urlfrontier"),
                          interceptors=interceptors)
     pb_grpc.add_URLFrontierServicer_to_server(servicer, server)

@@ -1,0 +1,174 @@
+"""Database faults: restarts and outages of a real PostgreSQL server, cut connections, unusable files.
+
+The restarts use a PostgreSQL server of this module (``private_pg``), never the shared one; cutting
+connections with ``pg_terminate_backend`` uses the shared server, on the test's own database only.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from freshcrawl.errors import (
+    CorruptDatabaseError,
+    DatabaseInUseError,
+    DatabaseUnavailableError,
+    WriterLockLostError,
+)
+from freshcrawl.service.writer import acquire_writer_lock
+from freshcrawl.store import open_store
+
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture
+def private_db(private_pg):
+    """A new database on the module's own PostgreSQL server (started again if a test left it down)."""
+    try:
+        private_pg.start()
+    except RuntimeError:
+        pass  # already running
+    return private_pg.create_database(f"fc_{uuid.uuid4().hex[:10]}")
+
+
+def _obs(page_id: int, t: float) -> dict:
+    return dict(page_id=page_id, time=t, outcome="first", why="first-copy", source="fetcher", status=200)
+
+
+def test_store_rides_out_a_restart_and_reports_an_outage_in_one_line(private_pg, private_db):
+    store = open_store(private_db, retry_s=1.0)
+    try:
+        store.add_pages([("http://a.example/x", "http://a.example", 1.0)], now=T0)
+        private_pg.restart(down_s=0.2)  # every connection of the pool is dead now
+        assert store.record([_obs(1, T0 + 1)], [dict(id=1, last_visit_at=T0 + 1)], []) == 1
+        assert store.down_since is None and store.outages == 0
+        private_pg.stop()
+        t = time.monotonic()
+        with pytest.raises(DatabaseUnavailableError) as err:
+            store.record([_obs(1, T0 + 2)], [], [])
+        assert time.monotonic() - t < 10.0
+        assert "\n" not in str(err.value) and "unavailable" in str(err.value)
+        assert f"127.0.0.1:{private_pg.port}" in str(err.value)
+        assert store.down_since is not None and store.outages == 1
+        t = time.monotonic()
+        with pytest.raises(DatabaseUnavailableError):  # while down: one try, no waiting
+            store.counts()
+        assert time.monotonic() - t < 1.0
+        private_pg.start()
+        assert store.record([_obs(1, T0 + 3)], [], []) == 1
+        assert store.down_since is None
+        assert [o["time"] for o in store.observation_log()] == [T0 + 1, T0 + 3]
+    finally:
+        store.close()
+
+
+def test_a_cut_connection_is_retried_and_no_observation_is_written_twice(pg_url):
+    store = open_store(pg_url)
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    try:
+        store.add_pages([("http://a.example/x", "http://a.example", 1.0)], now=T0)
+        with admin.connect() as conn:
+            n = conn.execute(text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                  "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar()
+        assert n >= 1  # the store's pooled connection
+        assert store.record([_obs(1, T0 + 1)], [], []) == 1
+        # a retry after a commit whose answer was lost writes only what is not logged yet
+        assert store._not_logged([_obs(1, T0 + 1), _obs(1, T0 + 2)]) == [_obs(1, T0 + 2)]
+        assert len(store.observation_log()) == 1
+    finally:
+        admin.dispose()
+        store.close()
+
+
+def test_the_writer_lock_is_taken_again_after_a_restart_and_still_refuses_a_second_writer(private_pg, private_db):
+    lock = acquire_writer_lock(private_db)
+    try:
+        private_pg.restart(down_s=0.2)  # the server forgot the session lock
+        lock.ensure()
+        assert lock.n_retaken == 1
+        with pytest.raises(DatabaseInUseError):
+            acquire_writer_lock(private_db)
+        lock.ensure()  # alive: one round trip, nothing taken again
+        assert lock.n_retaken == 1
+    finally:
+        lock.release()
+
+
+def test_a_writer_whose_lock_was_taken_during_an_outage_stops_writing(private_pg, private_db):
+    lock = acquire_writer_lock(private_db)
+    store = open_store(private_db, guard=lock.ensure)
+    other = None
+    try:
+        store.add_pages([("http://a.example/x", "http://a.example", 1.0)], now=T0)
+        private_pg.restart(down_s=0.2)
+        other = acquire_writer_lock(private_db)  # another process was faster after the restart
+        with pytest.raises(WriterLockLostError, match="another process holds it"):
+            store.record([_obs(1, T0 + 1)], [], [])
+        with pytest.raises(WriterLockLostError):
+            lock.ensure()
+        check = open_store(private_db)
+        assert check.observation_log() == []  # nothing was written
+        check.close()
+    finally:
+        store.close()
+        lock.release()
+        if other is not None:
+            other.release()
+
+
+def _cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "freshcrawl", *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"", "empty (0-byte) file"),
+    (b"not a database at all" * 100, "not a SQLite database"),
+    (b"SQLite format 3\x00" + bytes(range(256)) * 40, "cannot be read"),
+])
+def test_an_unusable_sqlite_file_is_refused_in_one_line(tmp_path, content, says):
+    db = tmp_path / "crawl.db"
+    db.write_bytes(content)
+    with pytest.raises(CorruptDatabaseError, match=re.escape(says)):
+        open_store(db)
+    assert db.read_bytes() == content  # left as it was
+    urls = tmp_path / "urls.txt"
+    urls.write_text("http://a.example/x\n")
+    for args in (("crawl", "status", "--db", str(db)), ("crawl", "add", "--db", str(db), str(urls))):
+        out = _cli(*args)
+        assert out.returncode == 1
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and says in lines[0] and str(db) in lines[0], out.stderr
+
+
+def test_a_foreign_sqlite_database_is_not_taken_over(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "other.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+    with pytest.raises(CorruptDatabaseError, match="another program"):
+        open_store(db)
+
+
+def test_an_unreachable_server_is_one_line_for_every_command(private_pg, tmp_path):
+    down = f"postgresql+psycopg://postgres@127.0.0.1:{private_pg.port}/nowhere"
+    private_pg.stop()
+    try:
+        urls = tmp_path / "urls.txt"
+        urls.write_text("http://a.example/x\n")
+        for args in (("crawl", "status", "--db", down), ("crawl", "add", "--db", down, str(urls)),
+                     ("crawl", "run", "--db", down, "--for", "1s"), ("serve", "--db", down, "--budget", "10/day",
+                                                                     "--http", "127.0.0.1:0", "--no-grpc")):
+            out = _cli(*args)
+            lines = out.stderr.strip().splitlines()
+            assert out.returncode == 1 and len(lines) == 1, (args, out.stderr)
+            assert "unavailable" in lines[0] and f"127.0.0.1:{private_pg.port}" in lines[0], lines[0]
+    finally:
+        private_pg.start()

@@ -7,8 +7,6 @@ connections with ``pg_terminate_backend`` uses the shared server, on the test's 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 import uuid
 
@@ -122,9 +120,16 @@ def test_a_writer_whose_lock_was_taken_during_an_outage_stops_writing(private_pg
             other.release()
 
 
-def _cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "freshcrawl", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False)
+def _cli(*args: str):
+    """Run a command in this process (click's runner); returns (exit code, lines of its error output)."""
+    from click.testing import CliRunner
+
+    from freshcrawl.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), (
+        result.exception)
+    return result.exit_code, result.stderr.strip().splitlines()
 
 
 @pytest.mark.parametrize("content, says", [
@@ -141,10 +146,8 @@ def test_an_unusable_sqlite_file_is_refused_in_one_line(tmp_path, content, says)
     urls = tmp_path / "urls.txt"
     urls.write_text("http://a.example/x\n")
     for args in (("crawl", "status", "--db", str(db)), ("crawl", "add", "--db", str(db), str(urls))):
-        out = _cli(*args)
-        assert out.returncode == 1
-        lines = out.stderr.strip().splitlines()
-        assert len(lines) == 1 and says in lines[0] and str(db) in lines[0], out.stderr
+        code, lines = _cli(*args)
+        assert code == 1 and len(lines) == 1 and says in lines[0] and str(db) in lines[0], lines
 
 
 def test_a_foreign_sqlite_database_is_not_taken_over(tmp_path):
@@ -163,12 +166,10 @@ def test_an_unreachable_server_is_one_line_for_every_command(private_pg, tmp_pat
     try:
         urls = tmp_path / "urls.txt"
         urls.write_text("http://a.example/x\n")
-        for args in (("crawl", "status", "--db", down), ("crawl", "add", "--db", down, str(urls)),
-                     ("crawl", "run", "--db", down, "--for", "1s"), ("serve", "--db", down, "--budget", "10/day",
-                                                                     "--http", "127.0.0.1:0", "--no-grpc")):
-            out = _cli(*args)
-            lines = out.stderr.strip().splitlines()
-            assert out.returncode == 1 and len(lines) == 1, (args, out.stderr)
+        for args in (("crawl", "add", "--db", down, str(urls)), ("crawl", "run", "--db", down, "--for", "1s"),
+                     ("serve", "--db", down, "--budget", "10/day", "--http", "127.0.0.1:0", "--no-grpc")):
+            code, lines = _cli(*args)
+            assert code == 1 and len(lines) == 1, (args, lines)
             assert "unavailable" in lines[0] and f"127.0.0.1:{private_pg.port}" in lines[0], lines[0]
     finally:
         private_pg.start()

@@ -27,7 +27,9 @@ def find_bindir() -> Path | None:
     pg_config = shutil.which("pg_config")
     if pg_config:
         try:
-            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=10, check=True)
+            out = subprocess.run(
+                [pg_config, "--bindir"], capture_output=True, text=True, timeout=10, check=True
+            )
             candidates.append(Path(out.stdout.strip()))
         except (OSError, subprocess.SubprocessError):
             pass
@@ -38,7 +40,9 @@ def find_bindir() -> Path | None:
         except ValueError:
             return 0.0
 
-    candidates += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version, reverse=True)]
+    candidates += [
+        Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version, reverse=True)
+    ]
     for path in candidates:
         if (path / "initdb").exists() and (path / "pg_ctl").exists():
             return path
@@ -74,15 +78,27 @@ class PrivatePostgres:
         self._as_root = os.geteuid() == 0
         if self._as_root:
             shutil.chown(self.root, "postgres", "postgres")
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
 
     def _run(self, tool: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
         cmd = [str(self.bindir / tool), *args]
         if self._as_root:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
         if out.returncode != 0:
-            raise RuntimeError(f"{tool} failed ({out.returncode}): {out.stderr.strip() or out.stdout.strip()}")
+            raise RuntimeError(
+                f"{tool} failed ({out.returncode}): {out.stderr.strip() or out.stdout.strip()}"
+            )
         return out
 
     def server_url(self) -> str:
@@ -91,9 +107,23 @@ class PrivatePostgres:
 
     def start(self) -> None:
         """Start the server on its port (loopback only, no fsync: a test server) and wait until it answers."""
-        options = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50")
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.root} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50"
+        )
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def stop(self, mode: str = "fast") -> None:
         """Stop the server: ``fast`` (connections cut, clean shutdown) or ``immediate`` (like a crash)."""

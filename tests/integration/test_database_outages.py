@@ -36,7 +36,14 @@ def private_db(private_pg):
 
 
 def _obs(page_id: int, t: float) -> dict:
-    return dict(page_id=page_id, time=t, outcome="first", why="first-copy", source="fetcher", status=200)
+    return {
+        "page_id": page_id,
+        "time": t,
+        "outcome": "first",
+        "why": "first-copy",
+        "source": "fetcher",
+        "status": 200,
+    }
 
 
 def test_store_rides_out_a_restart_and_reports_an_outage_in_one_line(private_pg, private_db):
@@ -44,7 +51,7 @@ def test_store_rides_out_a_restart_and_reports_an_outage_in_one_line(private_pg,
     try:
         store.add_pages([("http://a.example/x", "http://a.example", 1.0)], now=T0)
         private_pg.restart(down_s=0.2)  # every connection of the pool is dead now
-        assert store.record([_obs(1, T0 + 1)], [dict(id=1, last_visit_at=T0 + 1)], []) == 1
+        assert store.record([_obs(1, T0 + 1)], [{"id": 1, "last_visit_at": T0 + 1}], []) == 1
         assert store.down_since is None and store.outages == 0
         private_pg.stop()
         t = time.monotonic()
@@ -72,8 +79,12 @@ def test_a_cut_connection_is_retried_and_no_observation_is_written_twice(pg_url)
     try:
         store.add_pages([("http://a.example/x", "http://a.example", 1.0)], now=T0)
         with admin.connect() as conn:
-            n = conn.execute(text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                  "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar()
+            n = conn.execute(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            ).scalar()
         assert n >= 1  # the store's pooled connection
         assert store.record([_obs(1, T0 + 1)], [], []) == 1
         # a retry after a commit whose answer was lost writes only what is not logged yet
@@ -84,7 +95,9 @@ def test_a_cut_connection_is_retried_and_no_observation_is_written_twice(pg_url)
         store.close()
 
 
-def test_the_writer_lock_is_taken_again_after_a_restart_and_still_refuses_a_second_writer(private_pg, private_db):
+def test_the_writer_lock_is_taken_again_after_a_restart_and_still_refuses_a_second_writer(
+    private_pg, private_db
+):
     lock = acquire_writer_lock(private_db)
     try:
         private_pg.restart(down_s=0.2)  # the server forgot the session lock
@@ -127,16 +140,20 @@ def _cli(*args: str):
     from freshcrawl.cli import main
 
     result = CliRunner().invoke(main, list(args))
-    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), (
-        result.exception)
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit
+    ), result.exception
     return result.exit_code, result.stderr.strip().splitlines()
 
 
-@pytest.mark.parametrize("content, says", [
-    (b"", "empty (0-byte) file"),
-    (b"not a database at all" * 100, "not a SQLite database"),
-    (b"SQLite format 3\x00" + bytes(range(256)) * 40, "cannot be read"),
-])
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"", "empty (0-byte) file"),
+        (b"not a database at all" * 100, "not a SQLite database"),
+        (b"SQLite format 3\x00" + bytes(range(256)) * 40, "cannot be read"),
+    ],
+)
 def test_an_unusable_sqlite_file_is_refused_in_one_line(tmp_path, content, says):
     db = tmp_path / "crawl.db"
     db.write_bytes(content)
@@ -145,7 +162,10 @@ def test_an_unusable_sqlite_file_is_refused_in_one_line(tmp_path, content, says)
     assert db.read_bytes() == content  # left as it was
     urls = tmp_path / "urls.txt"
     urls.write_text("http://a.example/x\n")
-    for args in (("crawl", "status", "--db", str(db)), ("crawl", "add", "--db", str(db), str(urls))):
+    for args in (
+        ("crawl", "status", "--db", str(db)),
+        ("crawl", "add", "--db", str(db), str(urls)),
+    ):
         code, lines = _cli(*args)
         assert code == 1 and len(lines) == 1 and says in lines[0] and str(db) in lines[0], lines
 
@@ -166,10 +186,15 @@ def test_an_unreachable_server_is_one_line_for_every_command(private_pg, tmp_pat
     try:
         urls = tmp_path / "urls.txt"
         urls.write_text("http://a.example/x\n")
-        for args in (("crawl", "add", "--db", down, str(urls)), ("crawl", "run", "--db", down, "--for", "1s"),
-                     ("serve", "--db", down, "--budget", "10/day", "--http", "127.0.0.1:0", "--no-grpc")):
+        for args in (
+            ("crawl", "add", "--db", down, str(urls)),
+            ("crawl", "run", "--db", down, "--for", "1s"),
+            ("serve", "--db", down, "--budget", "10/day", "--http", "127.0.0.1:0", "--no-grpc"),
+        ):
             code, lines = _cli(*args)
             assert code == 1 and len(lines) == 1, (args, lines)
-            assert "unavailable" in lines[0] and f"127.0.0.1:{private_pg.port}" in lines[0], lines[0]
+            assert "unavailable" in lines[0] and f"127.0.0.1:{private_pg.port}" in lines[0], lines[
+                0
+            ]
     finally:
         private_pg.start()

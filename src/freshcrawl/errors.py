@@ -76,11 +76,15 @@ class DatabaseUnavailableError(FreshcrawlError, ConnectionError):
     ----------
     where : str
         The database, its password hidden.
+    since : float or None
+        When (seconds since the epoch) the first try of the failed operation began, if known: the
+        outage began no later than that.
     """
 
-    def __init__(self, message: str, *, where: str = "") -> None:
+    def __init__(self, message: str, *, where: str = "", since: float | None = None) -> None:
         super().__init__(message)
         self.where = where
+        self.since = since
 
 
 class CorruptDatabaseError(FreshcrawlError, ValueError):

@@ -198,3 +198,53 @@ def test_an_unreachable_server_is_one_line_for_every_command(private_pg, tmp_pat
             ]
     finally:
         private_pg.start()
+
+
+def test_the_service_answers_503_and_unavailable_during_an_outage_then_recovers(
+    private_pg, private_db
+):
+    import grpc
+    import httpx
+
+    from freshcrawl.frontier import CrawlSettings
+    from freshcrawl.service import FrontierService
+    from freshcrawl.service.grpc_server import serve_grpc
+    from freshcrawl.service.proto import urlfrontier_pb2 as pb
+    from freshcrawl.service.proto import urlfrontier_pb2_grpc as pb_grpc
+    from freshcrawl.service.rest import create_app
+    from tests.integration.rest_server import running
+
+    service = FrontierService(private_db, CrawlSettings(budget=100.0, policy="uniform"))
+    server = serve_grpc(service, "127.0.0.1:0")
+    try:
+        service.add_urls(None, [("http://a.example/x", 1.0)])
+        with (
+            running(create_app(service, token=None)) as base,
+            httpx.Client(base_url=base, timeout=30) as c,
+        ):
+            assert c.get("/status").status_code == 200
+            private_pg.stop()
+            for _ in range(2):  # the first one after the store's retry window, the second at once
+                r = c.get("/status")
+                assert r.status_code == 503 and r.headers["retry-after"] == "5"
+                assert r.headers["content-type"] == "application/json"
+                (detail,) = r.json()["detail"]
+                assert detail["type"] == "database_unavailable" and "\n" not in detail["msg"]
+                assert f"127.0.0.1:{private_pg.port}" in detail["msg"]
+            r = c.post("/leases", json={"worker_id": "w", "count": 1})
+            assert r.status_code in (200, 503)  # 200 when nothing is due: no database needed
+            metrics = c.get("/metrics")
+            assert metrics.status_code == 200
+            assert 'freshcrawl_database_up{crawl="DEFAULT"} 0.0' in metrics.text
+            with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                stub = pb_grpc.URLFrontierStub(channel)
+                with pytest.raises(grpc.RpcError) as err:
+                    stub.CountURLs(pb.CountUrlParams(crawlID=""), timeout=30)
+                assert err.value.code() is grpc.StatusCode.UNAVAILABLE
+                assert "unavailable" in err.value.details()
+            private_pg.start()
+            assert c.get("/status").status_code == 200
+            assert 'freshcrawl_database_up{crawl="DEFAULT"} 1.0' in c.get("/metrics").text
+    finally:
+        server.stop(grace=1.0).wait()
+        service.close()

@@ -198,7 +198,8 @@ async def crawl(
         nonlocal outage_since, probe_wait, next_probe
         last_error[:] = [err]
         if outage_since is None:
-            outage_since = clock()
+            # the store retried before it gave up: the outage began when its first try did
+            outage_since = clock() - (max(0.0, time.time() - err.since) if err.since is not None else 0.0)
             stats.outages += 1
             log.warning("database outage: %s; fetching paused, %d outcome(s) kept in memory", err,
                         len(done_pages) + len(done_robots) + len(tasks))

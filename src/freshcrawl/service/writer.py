@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import Self
 
 from freshcrawl.errors import DatabaseInUseError, WriterLockLostError
 
@@ -45,7 +46,9 @@ class WriterLock:
     another process took it meanwhile (this one must then stop writing).
     """
 
-    def __init__(self, db: str, *, fd: int | None = None, path: Path | None = None, conn=None, engine=None):
+    def __init__(
+        self, db: str, *, fd: int | None = None, path: Path | None = None, conn=None, engine=None
+    ):
         self.db = db
         self.path = path
         self._fd = fd
@@ -98,7 +101,9 @@ class WriterLock:
                     self._drop_connection()
             try:
                 conn = self._engine.connect()
-                got = conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": ADVISORY_KEY}).scalar_one()
+                got = conn.execute(
+                    text("SELECT pg_try_advisory_lock(:k)"), {"k": ADVISORY_KEY}
+                ).scalar_one()
                 conn.commit()
             except Exception as err:
                 if is_connection_error(err):
@@ -149,14 +154,16 @@ class WriterLock:
                     # a dead connection holds no lock: nothing to release
                     with contextlib.suppress(Exception):
                         if self._conn is not None:
-                            self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": ADVISORY_KEY})
+                            self._conn.execute(
+                                text("SELECT pg_advisory_unlock(:k)"), {"k": ADVISORY_KEY}
+                            )
                             self._conn.commit()
                 finally:
                     self._drop_connection()
                     self._engine.dispose()
                     self._engine = None
 
-    def __enter__(self) -> WriterLock:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -199,7 +206,9 @@ def acquire_writer_lock(db: str | Path, *, retry_s: float = 5.0) -> WriterLock:
         import fcntl
 
         if not url.database:
-            raise ValueError(f"db must name a SQLite file, not an in-memory database; got {shown!r}")
+            raise ValueError(
+                f"db must name a SQLite file, not an in-memory database; got {shown!r}"
+            )
         path = Path(url.database).with_name(Path(url.database).name + ".writer.lock")
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -215,21 +224,28 @@ def acquire_writer_lock(db: str | Path, *, retry_s: float = 5.0) -> WriterLock:
         os.write(fd, f"{os.getpid()}\n".encode())
         return WriterLock(str(db), fd=fd, path=path)
     if url.get_backend_name() == "postgresql":
-        engine = create_engine(url, poolclass=None, pool_size=1, max_overflow=0,
-                               connect_args={"connect_timeout": 10})
+        engine = create_engine(
+            url, poolclass=None, pool_size=1, max_overflow=0, connect_args={"connect_timeout": 10}
+        )
 
         def take():
             conn = engine.connect()
             try:
-                got = conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": ADVISORY_KEY}).scalar_one()
+                got = conn.execute(
+                    text("SELECT pg_try_advisory_lock(:k)"), {"k": ADVISORY_KEY}
+                ).scalar_one()
                 conn.commit()  # the session lock outlives the transaction; nothing stays open
             except BaseException:
                 conn.close()
                 raise
             return conn, got
 
-        retrying = Retrying(retry=retry_if_exception(is_connection_error), reraise=True,
-                            wait=wait_random_exponential(multiplier=0.05, max=1.0), stop=stop_after_delay(retry_s))
+        retrying = Retrying(
+            retry=retry_if_exception(is_connection_error),
+            reraise=True,
+            wait=wait_random_exponential(multiplier=0.05, max=1.0),
+            stop=stop_after_delay(retry_s),
+        )
         try:
             conn, got = retrying(take)
         except Exception as err:

@@ -52,7 +52,13 @@ def is_connection_error(err: BaseException) -> bool:
 
 #: Parts of the messages of connection attempts that the server refused for good: retrying them
 #: cannot help (the database does not exist, the login is refused).
-_REFUSED = ("does not exist", "authentication failed", "no pg_hba.conf entry", "role ", "permission denied")
+_REFUSED = (
+    "does not exist",
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "role ",
+    "permission denied",
+)
 
 
 def is_refused_login(err: BaseException) -> bool:
@@ -61,8 +67,12 @@ def is_refused_login(err: BaseException) -> bool:
         err = err.orig
     kinds = _psycopg_connection_errors()
     text = str(err)
-    return bool(kinds) and isinstance(err, kinds) and "connection failed" in text and any(
-        part in text for part in _REFUSED)
+    return (
+        bool(kinds)
+        and isinstance(err, kinds)
+        and "connection failed" in text
+        and any(part in text for part in _REFUSED)
+    )
 
 
 def reason_of(err: BaseException) -> str:

@@ -32,9 +32,15 @@ from numpy.typing import NDArray
 from sqlalchemy import Engine, create_engine, event, func, insert, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, DBAPIError
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_random_exponential,
+)
 
-from freshcrawl.errors import CorruptDatabaseError, DatabaseUnavailableError
+from freshcrawl.errors import CorruptDatabaseError
 from freshcrawl.store._retry import is_connection_error, is_refused_login, retried, unavailable
 from freshcrawl.store.schema import crawl, hosts, observations, pages, url_metadata
 
@@ -190,6 +196,7 @@ class Store:
             stop=stop,
             reraise=True,
         )
+        began = time.time()
         try:
             result = retrying(fn, *args, **kwargs)
         except Exception as err:
@@ -199,9 +206,11 @@ class Store:
                 raise
             with self._state_lock:
                 if self.down_since is None:
-                    self.down_since = time.time()
+                    self.down_since = began
                     self.outages += 1
-            raise unavailable(self.where, err) from err
+            error = unavailable(self.where, err)
+            error.since = self.down_since
+            raise error from err
         if down:
             with self._state_lock:
                 self.down_since = None

@@ -100,7 +100,7 @@ def test_the_writer_lock_is_taken_again_after_a_restart_and_still_refuses_a_seco
 ):
     lock = acquire_writer_lock(private_db)
     try:
-        private_pg.restart(down_s=0.2)  # the server forgot the session lock
+        private_pg.restart(down_s=0.2)  # the server forgot the advisory lock
         lock.ensure()
         assert lock.n_retaken == 1
         with pytest.raises(DatabaseInUseError):
@@ -248,3 +248,20 @@ def test_the_service_answers_503_and_unavailable_during_an_outage_then_recovers(
     finally:
         server.stop(grace=1.0).wait()
         service.close()
+
+
+@pytest.mark.parametrize(
+    "db, says",
+    [
+        ("mysql://user@host/crawl", "must be a SQLite file or a postgresql+psycopg:// URL"),
+        ("postgresql+psycopg://user@host:notaport/crawl", "is not a valid database URL"),
+    ],
+)
+def test_a_malformed_database_url_is_one_line_for_every_command(db, says):
+    for args in (
+        ("crawl", "status", "--db", db),
+        ("crawl", "run", "--db", db, "--for", "1s"),
+        ("serve", "--db", db, "--budget", "10/day", "--no-grpc"),
+    ):
+        code, lines = _cli(*args)
+        assert code == 1 and len(lines) == 1 and says in lines[0], (args, lines)

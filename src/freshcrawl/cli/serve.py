@@ -157,10 +157,8 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, bu
 
     try:
         lock = acquire_writer_lock(db)
-    except (DatabaseInUseError, DatabaseUnavailableError) as err:
+    except (DatabaseInUseError, DatabaseUnavailableError, ValueError) as err:  # one line, no usage text
         raise click.ClickException(str(err)) from err
-    except ValueError as err:
-        raise click.UsageError(str(err)) from err
     grpc_server = None
     stop = threading.Event()
     lost: list[WriterLockLostError] = []

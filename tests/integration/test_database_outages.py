@@ -133,13 +133,13 @@ def test_a_writer_whose_lock_was_taken_during_an_outage_stops_writing(private_pg
             other.release()
 
 
-def _cli(*args: str):
+def _cli(*args: str, input_: str | None = None):
     """Run a command in this process (click's runner); returns (exit code, lines of its error output)."""
     from click.testing import CliRunner
 
     from freshcrawl.cli import main
 
-    result = CliRunner().invoke(main, list(args))
+    result = CliRunner().invoke(main, list(args), input=input_)
     assert not isinstance(result.exception, Exception) or isinstance(
         result.exception, SystemExit
     ), result.exception
@@ -265,3 +265,45 @@ def test_a_malformed_database_url_is_one_line_for_every_command(db, says):
     ):
         code, lines = _cli(*args)
         assert code == 1 and len(lines) == 1 and says in lines[0], (args, lines)
+
+
+def test_crawl_run_gives_up_after_its_give_up_time_in_one_line(private_pg, private_db):
+    import threading
+
+    from freshcrawl.testing import HostSpec, TestWeb, make_pages
+
+    with TestWeb(
+        make_pages(4, 1, (0.5, 1.0), seed=2), hosts=[HostSpec()], seed=2, max_hang_s=2.0
+    ) as web:
+        code, lines = _cli("crawl", "add", "--db", private_db, "-", input_="\n".join(web.urls()))
+        assert code == 0, lines
+
+        def stop_after_first_request() -> None:
+            deadline = time.time() + 120
+            while time.time() < deadline and not any(r.page is not None for r in web.requests()):
+                time.sleep(0.05)
+            private_pg.stop()
+
+        killer = threading.Thread(target=stop_after_first_request, daemon=True)
+        killer.start()
+        t = time.monotonic()
+        code, lines = _cli(
+            "crawl",
+            "run",
+            "--db",
+            private_db,
+            "--budget",
+            "8/s",
+            "--for",
+            "120s",
+            "--min-delay",
+            "0.2s",
+            "--db-give-up",
+            "3s",
+        )
+        killer.join(timeout=10)
+    private_pg.start()
+    assert code == 1 and lines, lines
+    assert lines[-1].startswith("Error: gave up after a database outage of"), lines
+    assert f"127.0.0.1:{private_pg.port}" in lines[-1] and "Traceback" not in "\n".join(lines)
+    assert time.monotonic() - t < 100

@@ -138,7 +138,8 @@ class Store:
         Seconds an operation keeps retrying on connection errors before it raises
         :class:`~freshcrawl.errors.DatabaseUnavailableError` (0: one try).
     retry_max_wait_s : float, default=1.0
-        Longest wait between two tries, seconds (waits are jittered, growing from 50 ms).
+        Longest wait between two tries, seconds (each wait is drawn in [0, bound], the bound
+        doubling from 100 ms).
 
     Attributes
     ----------

@@ -173,9 +173,13 @@ _SIZE = _Size()
 @click.option("--notify", "notify", multiple=True, metavar="APPRISE_URL",
               help="Send a message to this Apprise URL on each change detected on any page "
               "(URL, time, size, first lines of the diff); repeatable; kept for later runs.")
+@duration_option("--db-give-up", "db_give_up",
+                 help="Stop after the database has been unreachable this long (default 10m); fetching "
+                 "pauses meanwhile.")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
         user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, tls_ca,
-        tls_cert, tls_key, allow_private, warc_dir, warc_max_bytes, latest_dir, notify) -> None:
+        tls_cert, tls_key, allow_private, warc_dir, warc_max_bytes, latest_dir, notify,
+        db_give_up) -> None:
     """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal.
 
     With --frontier, fetch the visits a remote frontier hands out and report their outcomes to it;
@@ -188,7 +192,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
 
     if frontier_url is not None:
         plan_options = dict(db=db, budget=budget, policy=policy, objective=objective, replan_every=replan_every,
-                            min_delay=min_delay, max_per_host_day=max_per_host_day, seed=seed)
+                            min_delay=min_delay, max_per_host_day=max_per_host_day, seed=seed,
+                            db_give_up=db_give_up)
         given = [f"--{k.replace('_', '-')}" for k, v in plan_options.items() if v is not None]
         if given:
             raise click.UsageError(f"{', '.join(given)}: the remote frontier's settings; not given with --frontier")
@@ -211,22 +216,23 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         raise click.UsageError("Missing option '--db' (needed unless --frontier is given).")
     if crawl_id is not None:
         raise click.UsageError("--crawl-id goes with --frontier")
-    from freshcrawl.errors import DatabaseInUseError
+    from freshcrawl.errors import DatabaseInUseError, DatabaseUnavailableError
     from freshcrawl.service.writer import acquire_writer_lock
 
     store = _open(db, create=False)
     try:  # one writer per crawl database: not beside a `serve` or another `crawl run` on it
         lock = acquire_writer_lock(db)
-    except DatabaseInUseError as err:
+    except (DatabaseInUseError, DatabaseUnavailableError) as err:
         store.close()
         raise click.ClickException(str(err)) from err
+    store.guard = lock.ensure  # a new connection (after an outage) first checks the writer lock
     settings = _settings(store, dict(
         budget=budget, policy=policy, objective=objective, signature=signature, replan_every_s=replan_every,
         min_delay_s=min_delay, max_per_host_day=max_per_host_day, user_agent=user_agent,
         contact_url=contact_url, seed=seed, allow_private=allow_private, warc_max_bytes=warc_max_bytes,
         warc=None if warc_dir is None else str(Path(warc_dir).resolve()),
         keep_latest=None if latest_dir is None else str(Path(latest_dir).resolve()),
-        notify=list(notify) or None,
+        notify=list(notify) or None, db_give_up_s=db_give_up,
     ))
     try:
         frontier = Frontier(store, settings)
@@ -255,7 +261,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
                           total_timeout_s=max(60.0, 2 * timeout_s), allow_private=settings.allow_private,
                           keep_copy=archive is not None)
         asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
-                                         archive))
+                                         archive, give_up_s=settings.db_give_up_s,
+                                         watchdog=lock.ensure))
     finally:
         if notifier is not None:
             notifier.close()
@@ -419,7 +426,7 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
 
 
 async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
-                               archive=None) -> None:
+                               archive=None, **options) -> None:
     """The crawl loop until ``--for`` elapses or SIGINT/SIGTERM; the visits in flight finish first.
 
     With an archive, its current WARC file is closed (renamed, indexed) at the end, also after an
@@ -438,7 +445,8 @@ async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progr
     try:
         async with fetcher:
             stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
-                                     stop=stop, on_progress=progress.update, archive=archive)
+                                     stop=stop, on_progress=progress.update, archive=archive,
+                                     **options)
     except ArchiveError as err:
         raise click.ClickException(
             f"{err}; the crawl stopped (visits without a record were not committed)") from err
@@ -461,9 +469,11 @@ class _Progress:
 
     def line(self, stats) -> str:
         f = self.frontier
+        outages = (f"  database outages {stats.outages} ({stats.outage_s:,.0f}s, {stats.pending} waiting)"
+                   if stats.outages else "")
         return (f"{stats.elapsed_s:7.1f}s  visits {stats.visits:,}  changes {stats.changes:,}  "
                 f"errors {stats.errors:,}  robots {stats.robots:,}  budget in use "
-                f"{f.budget_in_use():,.0f}/{f.settings.budget:,.0f} per day  due {f.n_due():,}")
+                f"{f.budget_in_use():,.0f}/{f.settings.budget:,.0f} per day  due {f.n_due():,}" + outages)
 
     def update(self, stats) -> None:
         if self.tty:

@@ -32,6 +32,10 @@ Every write needs ``Authorization: Bearer <token>`` when the app has a token (40
 otherwise); reads are public unless ``public_reads=False``. Errors are JSON: ``{"detail": [{"loc":
 [...], "msg": ..., "type": ...}]}`` where ``loc`` names the field (``["body", "urls", 3, "url"]``).
 
+During a database outage every call that needs the database answers 503 with a JSON body of type
+``database_unavailable`` and ``Retry-After: 5``; ``GET /metrics`` still answers, with
+``freshcrawl_database_up`` 0 and without the metrics read from the database.
+
 Non-finite numbers are not JSON: an unbounded interval end or cap (``inf``) and an unknown value
 (``nan``) are served as ``null``.
 
@@ -58,12 +62,22 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
+from freshcrawl.errors import DatabaseUnavailableError, WriterLockLostError
 from freshcrawl.frontier import limits
 from freshcrawl.frontier.frontier import origin_of
 from freshcrawl.frontier.report import crawl_status, explain_page
 from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report, queue_key
-from freshcrawl.store import check_namespace, list_namespaces
+from freshcrawl.store import (
+    check_namespace,
+    database_url,
+    is_connection_error,
+    list_namespaces,
+    reason_of,
+    unavailable,
+)
 
 __all__ = ["create_app", "FreshnessHistory"]
 
@@ -114,6 +128,16 @@ def _url(value: str) -> str:
     if len(origin_of(url)) > _MAX_ORIGIN:
         raise ValueError(f"url must be at most {_MAX_URL} characters with a host of at most {_MAX_ORIGIN}")
     return url
+
+
+#: Seconds a client is asked to wait (Retry-After) before trying again during a database outage.
+RETRY_AFTER_S = 5
+
+
+def _database_down(msg: str, *, kind: str = "database_unavailable") -> JSONResponse:
+    """503 with a JSON body and Retry-After: the database is unreachable (RFC 9110, 15.6.4)."""
+    return JSONResponse(status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)},
+                        content={"detail": [{"loc": [], "msg": msg, "type": kind}]})
 
 
 def _problem(status: int, loc: list[Any], msg: str, kind: str) -> HTTPException:
@@ -454,10 +478,25 @@ class _CrawlCollector:
             crawls = list(self.service._crawls.items())  # same package
             leased = {cid: c.frontier.n_leased(now) for cid, c in crawls}
             planned = {cid: c.frontier.planned_at for cid, c in crawls}
+        up = GaugeMetricFamily("freshcrawl_database_up", "1 when the crawl database answered its last "
+                               "operation, 0 during an outage.", labels=["crawl"])
+        outages = CounterMetricFamily("freshcrawl_database_outages", "Database outages seen since the start.",
+                                      labels=["crawl"])
         for cid, c in crawls:
             store = c.frontier.store
-            st = crawl_status(store, now=now)
-            by_kind = store.outcome_counts()
+            up.add_metric([cid], 0.0 if store.down_since is not None else 1.0)
+            outages.add_metric([cid], float(store.outages))
+        yield up
+        yield outages
+        for cid, c in crawls:
+            store = c.frontier.store
+            try:
+                st = crawl_status(store, now=now)
+                by_kind = store.outcome_counts()
+            except Exception as err:  # an outage: the metrics read from the database are left out
+                if not is_connection_error(err):
+                    raise
+                continue
             for outcome in ("changed", "unchanged", "first", "no-info"):
                 fam["visits"].add_metric([cid, outcome], float(st["observations"].get(outcome, 0)))
             fam["changes"].add_metric([cid], float(st["observations"].get("changed", 0)))
@@ -669,6 +708,22 @@ def create_app(
     async def read_auth(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
         if not public_reads:
             _check(creds)
+
+    @app.exception_handler(DatabaseUnavailableError)
+    async def _unavailable(request: Request, exc: DatabaseUnavailableError) -> JSONResponse:
+        return _database_down(str(exc))
+
+    @app.exception_handler(WriterLockLostError)
+    async def _lock_lost(request: Request, exc: WriterLockLostError) -> JSONResponse:
+        return _database_down(str(exc), kind="writer_lock_lost")
+
+    @app.exception_handler(DBAPIError)
+    async def _database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        if is_connection_error(exc):
+            where = make_url(database_url(service.db)).render_as_string(hide_password=True)
+            return _database_down(str(unavailable(where, exc)))
+        return JSONResponse(status_code=500, content={"detail": [
+            {"loc": [], "msg": f"database error: {reason_of(exc)}", "type": "database_error"}]})
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

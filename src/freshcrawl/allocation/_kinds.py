@@ -104,19 +104,17 @@ def lambert_x(y: Array) -> tuple[Array, Array]:
 
 
 def _clip(g: Array, dg: Array, lo: Array, hi: Array) -> tuple[Array, Array]:
-    inside = g > lo  # also False for NaN (0/0 of a zero-value page at λ = 0)
-    p = np.where(inside, np.minimum(g, hi), lo)
-    inside &= g < hi
-    return p, np.where(inside, dg, 0.0)
+    above = g > lo  # also False for NaN (0/0 of a zero-value page at λ = 0)
+    return np.where(above, np.minimum(g, hi), lo), np.where(above & (g < hi), dg, 0.0)
 
 
 def _lambert_response(y: Array, lam: Array, a: Array, lo: Array, hi: Array, use: Array):
     """Rate a/x with φ(x) = y where ``use`` (periodic freshness and detection), else lo."""
-    n = np.broadcast(y, lo, hi).shape
+    n = np.broadcast(y, a, lo, hi, use).shape
     g = np.zeros(n)
     dg = np.zeros(n)
     a = np.broadcast_to(a, n)
-    y = np.broadcast_to(y, n)
+    y, use = np.broadcast_to(y, n), np.broadcast_to(use, n)
     zero = use & (y <= 0.0) | use & (a == np.inf) & (y < 1.0)
     g[zero] = np.inf
     on = use & (y > 0.0) & (y < 1.0) & (a < np.inf)

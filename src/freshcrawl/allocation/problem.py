@@ -108,12 +108,16 @@ class PageProblem:
             with np.errstate(all="ignore"):
                 v = np.asarray(self.custom.value(p, self.delta), dtype=np.float64)
             return float(np.sum(np.where(self.w > 0, self.w * v, 0.0)))
-        total = 0.0
+        v = None
         with np.errstate(all="ignore"):
             for kind, idx, w, a, b, _, _ in self._parts():
-                v = w * (Q.value(kind, p if idx is None else p[idx], a, b) + self.offset)
-                total += float(np.sum(np.where(np.broadcast_to(w, v.shape) > 0, v, 0.0)))
-        return total
+                vk = w * (Q.value(kind, p if idx is None else p[idx], a, b) + self.offset)
+                vk = np.where(np.broadcast_to(w, vk.shape) > 0, vk, 0.0)
+                if idx is None:
+                    v = np.broadcast_to(vk, (self.n,)).copy()
+                else:
+                    v[idx] = vk
+        return float(np.sum(v))
 
     def active(self) -> NDArray[np.bool_]:
         """Pages with a positive marginal value at some rate, shape (n,)."""
@@ -138,8 +142,10 @@ class PageProblem:
                            delta=None if self.delta is None else self.delta[idx])
 
     def jump_points(self) -> Array | None:
-        """Per page the multiplier at which it enters with a jump of its rate, NaN where none, shape (n,);
-        None when no page has one (a flat marginal value at p_min = 0, or a constant one)."""
+        """Per page the multiplier at which it may enter with a jump of its rate, NaN where none, shape (n,);
+        None when no page has one: a constant marginal value, or a flat one where the rate leaves p_min
+        (periodic freshness and detection, whose rate a/x jumps from p_min to about a/37 where the
+        float64 y = λ/(w f'(0)) reaches 1)."""
         if self.kind < 0 or not self.has_jumps():
             return None
         out = np.full(self.n, np.nan)
@@ -148,7 +154,7 @@ class PageProblem:
                 if kind not in Q.FLAT_KINDS:
                     continue
                 e = {Q.PERIODIC: w / a, Q.DETECTION: w, Q.LINEAR: w * a}[kind]
-                ok = (w > 0) & (hi > lo) & ((lo <= 0) | (kind == Q.LINEAR)) & np.isfinite(e) & (e > 0)
+                ok = (w > 0) & (hi > lo) & ((30.0 * lo < a) | (kind == Q.LINEAR)) & np.isfinite(e) & (e > 0)
                 e = np.where(ok, e, np.nan)
                 if idx is None:
                     out[:] = e

@@ -70,7 +70,8 @@ class Roots:
     ``lam``: the root (the upper end λb of a jump); ``dlam``: the first-order correction of the rates;
     ``lam_a``, ``theta``: on a jump, its lower end λa and the weight of the rates at λa in the mix
     (``theta`` 0 where the root is not on a jump, NaN on a jump to an infinite sum); ``converged``;
-    ``n_iter``: passes made.
+    ``n_iter``: passes made; ``at``: the multiplier of the returned rates, λ + dλ, or on a jump the
+    entry point of the page that makes it (λb where none is known).
     """
 
     lam: Array
@@ -79,6 +80,7 @@ class Roots:
     theta: Array
     converged: NDArray[np.bool_]
     n_iter: int = 0
+    at: Array | None = None
 
 
 Evaluate = Callable[[Array, NDArray[np.bool_]], tuple[Array, Array]]
@@ -123,10 +125,11 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
     la = np.zeros(G) if la0 is None else np.array(la0, dtype=np.float64)
     lb = np.full(G, np.inf)
     s_a, s_b = np.full(G, np.nan), np.full(G, np.nan)
-    out = Roots(np.zeros(G), np.zeros(G), np.zeros(G), np.zeros(G), np.zeros(G, dtype=bool))
+    out = Roots(np.zeros(G), np.zeros(G), np.zeros(G), np.zeros(G), np.zeros(G, dtype=bool), at=np.zeros(G))
     done = np.zeros(G, dtype=bool)
     prev, slow, grow = np.full(G, np.inf), np.zeros(G, dtype=np.intp), np.full(G, 8.0)
     last = (lam.copy(), np.full(G, np.nan), np.zeros(G))
+    snap = np.full(G, np.nan)
     with np.errstate(all="ignore"):
         while out.n_iter < max_iter and not done.all():
             out.n_iter += 1
@@ -138,6 +141,7 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
                           | ((np.abs(err) <= -ds * 4.0 * _EPS * lam) & (np.abs(err) <= ulps_stop * target)))
             out.lam[conv] = out.lam_a[conv] = lam[conv]
             out.dlam[conv] = np.where(ds[conv] < 0, -err[conv] / ds[conv], 0.0)
+            out.at[conv] = lam[conv] + out.dlam[conv]
             act &= ~conv
             pos, neg = act & (err > 0), act & (err < 0)
             la, s_a = np.where(pos, lam, la), np.where(pos, s, s_a)
@@ -146,6 +150,8 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
             out.lam[jump], out.lam_a[jump] = lb[jump], la[jump]
             gap = s_a[jump] - s_b[jump]
             out.theta[jump] = np.where(np.isfinite(gap), (target[jump] - s_b[jump]) / gap, np.nan)
+            known = (snap[jump] >= la[jump]) & (snap[jump] <= lb[jump])
+            out.at[jump] = np.where(known, snap[jump], lb[jump])
             done |= conv | jump
             act &= ~jump
             # Newton in log-log; bisection where it leaves the bracket or stalls
@@ -157,13 +163,14 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
             need = act & both & ~(ok & (ln > la) & (ln < lb) & (slow == 0))
             if need.any():
                 width = lb - la
-                ln = np.where(need, np.where(width <= 1e-3 * lb, 0.5 * (la + lb), np.sqrt(la * lb)), ln)
+                ln = np.where(need, np.where(width <= 1e-3 * lb, la + 0.5 * width, np.sqrt(la) * np.sqrt(lb)), ln)
                 narrow = need & (width <= 1e-6 * lb)
                 if jumps is not None and narrow.any():
                     e = jumps(la, lb, ln, narrow)
                     lo_e, hi_e = e * (1.0 - 8.0 * _EPS), e * (1.0 + 8.0 * _EPS)
                     cand = np.where(la < lo_e, lo_e, hi_e)
-                    ln = np.where(narrow & (cand > la) & (cand < lb), cand, ln)
+                    use = narrow & (cand > la) & (cand < lb)
+                    ln, snap = np.where(use, cand, ln), np.where(use, e, snap)
             only_a = act & (la > 0) & ~np.isfinite(lb)
             only_b = act & ~(la > 0) & np.isfinite(lb)
             expand = only_a & ~(ok & (ln > lam)) | only_b & ~(ok & (ln < lam))
@@ -177,6 +184,7 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
             out.lam[left] = out.lam_a[left] = last[0][left]
             dl = -(last[1][left] - target[left]) / last[2][left]
             out.dlam[left] = np.where(np.isfinite(dl) & (last[2][left] < 0), dl, 0.0)
+            out.at[left] = out.lam[left] + out.dlam[left]
     return out
 
 
@@ -279,7 +287,7 @@ def solve_problem(prob: PageProblem, budget: float, hosts: NDArray[np.intp], cap
     s0_total = float(s0[n_hosts] + np.sum(np.minimum(caps, s0[:n_hosts])))
     n_iter = 0
     if budget >= s0_total:  # λ = 0: the valued pages take all they can
-        root = Roots(np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1), np.ones(1, dtype=bool))
+        root = Roots(np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1), np.ones(1, dtype=bool), at=np.zeros(1))
         s_low = s0
     else:
         cache = {}
@@ -300,7 +308,7 @@ def solve_problem(prob: PageProblem, budget: float, hosts: NDArray[np.intp], cap
     n_iter += more
     if budget > s0_total:
         _spread_leftover(prob, p, budget, hosts, caps, lamhat, tol, max_iter)
-    lam = float(root.lam[0] + root.dlam[0])
+    lam = float(root.at[0])
     return Solution(p, lam, lamhat, n_iter, bool(root.converged[0]) and ok)
 
 
@@ -332,8 +340,12 @@ def rates_at_root(prob: PageProblem, root: Roots, hosts: NDArray[np.intp], caps:
             r = _solve_hosts(prob, np.flatnonzero(bind), g, caps, lam_a, s_low, tol, max_iter)
             n_iter, converged = r.n_iter, bool(r.converged.all())
             idx = np.flatnonzero(bind)
+            # on a jump of λ, a host whose own root lies on the same jump is mixed with λ's pages (under
+            # its cap, below); the others take their own multiplier
+            own = r.lam_a > lam if theta != 0 else np.ones(idx.size, dtype=bool)
+            idx, r = idx[own], Roots(*(x[own] for x in (r.lam, r.dlam, r.lam_a, r.theta, r.converged)), at=r.at[own])
             mu[idx], mu_a[idx], dmu[idx], th[idx] = r.lam, r.lam_a, r.dlam, r.theta
-            lamhat[idx] = r.lam + r.dlam
+            lamhat[idx] = r.at
         mu[:n_hosts][pinned] = mu_a[:n_hosts][pinned] = np.inf
         dmu[:n_hosts][pinned] = th[:n_hosts][pinned] = 0.0
         lamhat[pinned] = np.inf
@@ -348,27 +360,48 @@ def rates_at_root(prob: PageProblem, root: Roots, hosts: NDArray[np.intp], caps:
         on = jumps[0] if g is None else jumps[g]
         glob = on & (page_mu == lam) if g is not None else np.full(n, bool(on))
         hosts_on = on & ~glob
-        if hosts_on.any():  # a host's own root on a jump: its sum is its cap
-            t = th[g]
-            inf_a = hosts_on & np.isinf(p_a)
-            p = np.where(hosts_on & ~inf_a, p_b + t * (p_a - p_b), p)
-            if inf_a.any():  # a jump to an infinite sum: the pages of unbounded rate share the gap
+        if hosts_on.any():  # a host's own root on a jump: θ_h from its sums at both ends, so that it meets its cap
+            with np.errstate(all="ignore"):
+                inf_a = hosts_on & np.isinf(p_a)
+                fin = hosts_on & ~inf_a
                 s_b = np.bincount(g[hosts_on], weights=p_b[hosts_on], minlength=n_hosts + 1)
+                d = np.bincount(g[fin], weights=(p_a - p_b)[fin], minlength=n_hosts + 1)
                 cnt = np.bincount(g[inf_a], minlength=n_hosts + 1)
-                share = (caps - s_b[:n_hosts]) / np.maximum(cnt[:n_hosts], 1)
-                p = np.where(inf_a, p_b + np.append(share, 0.0)[g], p)
-        if glob.any():  # λ on a jump: θ from the sums of the two rate vectors, so that Σp = B exactly
-            rest = float(np.sum(p[~glob]))
-            sa, sb = float(np.sum(p_a[glob])), float(np.sum(p_b[glob]))
-            if np.isinf(sa):
-                inf_a = glob & np.isinf(p_a)
-                p = np.where(glob, p_b, p)
-                p[inf_a] += (budget - rest - sb) / np.count_nonzero(inf_a)
-            else:
-                t = min(max((budget - rest - sb) / (sa - sb), 0.0), 1.0) if sa > sb else 0.0
-                p = np.where(glob, p_b + t * (p_a - p_b), p)
+                left = np.append(caps, np.inf) - s_b
+                t = np.where(cnt > 0, 0.0, np.nan_to_num(np.clip(left / d, 0.0, 1.0)))
+                share = np.where(cnt > 0, left / np.maximum(cnt, 1), 0.0)
+                p = np.where(fin, p_b + t[g] * (p_a - p_b), np.where(inf_a, p_b + share[g], p))
+        if glob.any():
+            p = np.where(glob, _mix_on_jump(p_a, p_b, glob, g, caps, budget - float(np.sum(p[~glob]))), p)
     np.clip(p, prob.lo, prob.hi, out=p)
     return p, lamhat, n_iter, converged
+
+
+def _mix_on_jump(p_a, p_b, on, g, caps, total):
+    """Rates of the pages ``on`` when λ sits on a jump [λa, λb]: p_b + θ (p_a - p_b), θ such that they
+    sum to ``total``, each host's θ held where its pages reach its cap; on a jump to an infinite sum, the
+    pages whose rate is infinite at λa share what the others leave."""
+    with np.errstate(all="ignore"):
+        inf_a = on & np.isinf(p_a)
+        if inf_a.any():
+            return np.where(inf_a, p_b + (total - float(np.sum(p_b[on]))) / np.count_nonzero(inf_a), p_b)
+        n_groups = caps.size + 1
+        gg = g if g is not None else np.full(p_a.size, n_groups - 1, dtype=np.intp)
+        s_b = np.bincount(gg[on], weights=p_b[on], minlength=n_groups)
+        d = np.bincount(gg[on], weights=(p_a - p_b)[on], minlength=n_groups)
+        cap_g = np.append(caps, np.inf)
+        t_cap = np.where(d > 0, (cap_g - s_b) / d, np.inf)
+        fixed = np.zeros(n_groups, dtype=bool)
+        for _ in range(n_groups + 1):  # hosts whose cap stops them below θ, fixed there one round at a time
+            free_d = float(np.sum(d[~fixed]))
+            t = (total - float(np.sum(s_b)) - float(np.sum((t_cap * d)[fixed]))) / free_d if free_d > 0 else 0.0
+            t = min(max(t, 0.0), 1.0)
+            newly = ~fixed & (t_cap < t)
+            if not newly.any():
+                break
+            fixed |= newly
+        t_g = np.clip(np.minimum(t, t_cap), 0.0, 1.0)
+        return p_b + t_g[gg] * (p_a - p_b)
 
 
 def _solve_hosts(prob, idx, g, caps, lam_low, s_low, tol, max_iter) -> Roots:

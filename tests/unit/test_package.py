@@ -28,7 +28,9 @@ PUBLIC = {
     ],
     'freshcrawl.allocation': [
         'AllocationResult', 'Detection', 'DetectionDiscrete', 'FreshnessPeriodic', 'FreshnessPoisson',
-        'Harmonic', 'OBJECTIVE_NAMES', 'Objective', 'Status', 'SyncCost', 'allocate', 'get_objective',
+        'Harmonic', 'KKT_ALARM', 'OBJECTIVE_NAMES', 'Objective', 'PageProblem', 'Roots', 'Status', 'SyncCost',
+        'allocate', 'budget_sums', 'find_roots', 'get_objective', 'group_sums', 'host_bounds', 'kkt_residual',
+        'make_problem', 'rates_at_root',
     ],
     'freshcrawl.bulk': [
         'DaskEngine', 'ENGINE_NAMES', 'PartitionedAllocation', 'PartitionedEstimate', 'StreamEngine',

@@ -260,9 +260,17 @@ def _check_feasible(budget, low, up, caps):
             f"(sum of p_max, each host limited to its cap)")
 
 
-def budget_sums(prob: PageProblem, lam: float, g: NDArray[np.intp] | None, caps: Array) -> tuple[float, float, Array]:
-    """F(λ) = Σ_h min(c_h, S_h(λ)) + S_free(λ), dF/dλ, and S_h(λ) per group (shape (n_hosts + 1,); empty
-    without hosts): one pass over the pages."""
+def budget_sums(prob: PageProblem, lam: float, hosts: NDArray[np.intp], caps: Array) -> tuple[float, float, Array]:
+    """F(λ) = Σ_h min(c_h, S_h(λ)) + S_free(λ) (visits/day), dF/dλ, and S_h(λ) per host then the pages
+    without a host (shape (n_hosts + 1,); empty without hosts): one pass over the pages.
+
+    ``hosts``: shape (n,), -1 for none, or empty; ``caps``: shape (n_hosts,), inf where uncapped.
+    """
+    g = _groups(hosts, caps.size, prob.n) if hosts.size and caps.size else None
+    return _budget_sums(prob, lam, g, caps)
+
+
+def _budget_sums(prob, lam, g, caps):
     p, dp = prob.rates(lam)
     if g is None:
         return float(p.sum()), float(dp.sum()), np.zeros(0)
@@ -293,7 +301,7 @@ def solve_problem(prob: PageProblem, budget: float, hosts: NDArray[np.intp], cap
         cache = {}
 
         def evaluate(lam_v, act):
-            f, df, s_h = budget_sums(prob, float(lam_v[0]), g, caps)
+            f, df, s_h = _budget_sums(prob, float(lam_v[0]), g, caps)
             cache[float(lam_v[0])] = s_h
             return np.array([f]), np.array([df])
 
@@ -303,7 +311,7 @@ def solve_problem(prob: PageProblem, budget: float, hosts: NDArray[np.intp], cap
         n_iter += root.n_iter
         s_low = cache.get(float(root.lam_a[0])) if use_hosts else None
         if use_hosts and s_low is None:
-            s_low = budget_sums(prob, float(root.lam_a[0]), g, caps)[2]
+            s_low = _budget_sums(prob, float(root.lam_a[0]), g, caps)[2]
     p, lamhat, more, ok = rates_at_root(prob, root, hosts, caps, s_low, budget, tol, max_iter, low=low)
     n_iter += more
     if budget > s0_total:

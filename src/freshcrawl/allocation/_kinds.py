@@ -202,3 +202,139 @@ def active(kind: int, w, a, b) -> NDArray[np.bool_]:
     if kind in (LOG, LINEAR):
         return np.asarray(w > 0.0) & np.ones_like(a, dtype=bool)
     return (w > 0.0) & (a > 0.0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The pass over many pages: the same responses, written into preallocated arrays
+# ---------------------------------------------------------------------------------------------------
+_D_XU = np.diff(_XU)
+
+
+def _clip_into(p: Array, dp: Array, lo, hi, m1, m2) -> None:
+    """:func:`_clip` in place (NaN goes to lo); m1, m2 are bool scratch arrays of the pages' shape."""
+    np.greater(p, lo, out=m1)
+    np.logical_not(m1, out=m1)
+    capped = np.any(hi < np.inf)
+    if capped:
+        np.greater_equal(p, hi, out=m2)
+        np.logical_or(m1, m2, out=m1)
+    np.copyto(dp, 0.0, where=m1)
+    np.fmax(p, lo, out=p)
+    if capped:
+        np.fmin(p, hi, out=p)
+
+
+def lambert_into(y: Array, x: Array, t: Array, u: Array, j: NDArray[np.intp]) -> None:
+    """:func:`lambert_x`'s x for 0 < y < 1, written into x (t, u, j: scratch of y's shape).
+
+    Linear interpolation in u = sqrt(t), t = -log(1 - y), on the table, then one Halley step on
+    x - log(1 + x) = t (cubic convergence from about 1e-7 relative error: the table has 8,192 steps); below y = 2e-4 the branch-point series of W_{-1} in σ = sqrt(2y) to σ⁹ instead.
+    """
+    np.negative(y, out=t)
+    np.log1p(t, out=t)
+    np.negative(t, out=t)
+    np.sqrt(t, out=u)
+    u *= 1.0 / _HU
+    np.copyto(j, u, casting="unsafe")
+    np.minimum(j, _XU.size - 2, out=j)
+    np.take(_XU, j, out=x)
+    u -= j
+    u *= np.take(_D_XU, j)
+    x += u
+    # one Halley step on H(x) = x - log1p(x) - t: x - 2 H x (1 + x) / (2 x² - H)
+    np.log1p(x, out=u)
+    u -= x
+    u += t  # -H
+    np.add(x, 1.0, out=t)
+    t *= u
+    t *= x  # -H x (1 + x)
+    np.multiply(x, x, out=j.view(np.float64))
+    j.view(np.float64)[:] *= 2.0
+    j.view(np.float64)[:] += u  # 2 x² - H
+    t /= j.view(np.float64)
+    t *= 2.0
+    x += t
+    small = y < 2e-4
+    if small.any():
+        s = np.sqrt(2.0 * y[small])
+        acc = np.zeros_like(s)
+        for c in _W_SERIES[::-1]:
+            acc += c
+            acc *= s
+        x[small] = acc
+
+
+#: x = -1 - W_{-1}(-(1 - y)/e) = Σ c_k σ^k, σ = sqrt(2y): the branch-point series of W (Corless et al.
+#: 1996, eq. (4.22)) with p = -σ
+_W_SERIES = [1.0, 1.0 / 3.0, 11.0 / 72.0, 43.0 / 540.0, 769.0 / 17280.0, 221.0 / 8505.0,
+             680863.0 / 43545600.0, 1963.0 / 204120.0, 226287557.0 / 37623398400.0]
+
+
+class Scratch:
+    """Preallocated arrays of one pass over n pages (rates, derivatives, and scratch)."""
+
+    def __init__(self, n: int) -> None:
+        self.p, self.dp, self.x, self.y, self.z = (np.empty(n) for _ in range(5))
+        self.j = np.empty(n, dtype=np.intp)
+        self.m1, self.m2 = np.empty(n, dtype=bool), np.empty(n, dtype=bool)
+
+
+def response_into(kind: int, lam, w, a, b, lo, hi, s: Scratch, static=None) -> bool:
+    """:func:`response` written into ``s.p`` and ``s.dp``; False (nothing written) for the kinds and
+    multipliers it does not cover (λ = 0, and the kinds other than Poisson freshness, periodic
+    freshness, harmonic staleness and detection). ``static``: for periodic freshness and detection,
+    the pages that may take a rate ((w > 0) & (a > 0) & (hi > lo)); for Poisson freshness sqrt(w a).
+    """
+    if not (lam > 0 if np.ndim(lam) == 0 else np.all(lam > 0)):
+        return False
+    p, dp = s.p, s.dp
+    with np.errstate(all="ignore"):
+        if kind == POISSON:
+            il = 1.0 / lam
+            np.multiply(static, np.sqrt(il), out=p)  # x = sqrt(w a / λ)
+            np.multiply(p, il, out=dp)
+            dp *= -0.5
+            p -= a
+        elif kind == HARMONIC:
+            il = 1.0 / lam
+            x, y = s.x, s.y
+            np.multiply(w, a, out=x)
+            x *= il  # q
+            np.multiply(a, a, out=y)
+            y += 4.0 * x
+            np.sqrt(y, out=y)  # s
+            np.multiply(x, il, out=dp)
+            dp /= y
+            np.negative(dp, out=dp)  # -q / (λ s)
+            y += a
+            np.divide(x, y, out=p)
+            p *= 2.0  # 2q / (a + s)
+        elif kind in (PERIODIC, DETECTION):
+            y, x = s.y, s.x
+            if kind == PERIODIC:
+                np.multiply(a, lam, out=y)
+                y /= w
+            else:
+                np.divide(lam, w, out=y)
+            bad = s.m1
+            np.greater_equal(y, 1.0, out=bad)
+            np.logical_or(bad, ~static, out=bad)
+            np.copyto(y, 0.5, where=bad)
+            lambert_into(y, x, s.z, p, s.j)
+            np.divide(a, x, out=p)  # g = a/x
+            # dg/dλ = -g y / (x λ φ'(x)), φ'(x) = x e^{-x} = x (1 - y) / (1 + x)
+            np.add(x, 1.0, out=s.z)
+            s.z *= y
+            s.z *= p
+            np.subtract(1.0, y, out=dp)
+            dp *= x
+            dp *= x
+            dp *= lam
+            np.divide(s.z, dp, out=dp)
+            np.negative(dp, out=dp)
+            np.copyto(p, 0.0, where=bad)
+            np.copyto(dp, 0.0, where=bad)
+        else:
+            return False
+        _clip_into(p, dp, lo, hi, s.m1, s.m2)
+    return True

@@ -59,6 +59,8 @@ class PageProblem:
     delta: Array | None = None
     lam0: float | None = None
     host_lam0: Array | None = None
+    _scratch: Q.Scratch | None = field(default=None, repr=False)
+    _static: Array | None = field(default=None, repr=False)
 
     def has_jumps(self) -> bool:
         """Whether Σp may jump where a page enters (a flat or constant marginal value)."""
@@ -70,13 +72,24 @@ class PageProblem:
         return [main] + [(k, i, *(_pick(x, i) for x in (self.w, self.a, self.b, self.lo, self.hi)))
                          for k, i in self.others]
 
-    def rates(self, lam: float | Array) -> tuple[Array, Array]:
+    def rates(self, lam: float | Array, *, scratch: bool = False) -> tuple[Array, Array]:
         """Rates p_i(λ_i) and dp_i/dλ_i, each of shape (n,), for λ a scalar or of shape (n,).
 
-        λ = 0 gives p_max to pages of positive marginal value; λ = inf gives p_min.
+        λ = 0 gives p_max to pages of positive marginal value; λ = inf gives p_min. With ``scratch``
+        the arrays may be the problem's own, valid until its next pass (no allocation of n-arrays for
+        the objectives of :func:`freshcrawl.allocation._kinds.response_into`).
         """
         if self.kind < 0:
             return self._custom_rates(lam)
+        if not self.others and self.kind in (Q.POISSON, Q.HARMONIC, Q.PERIODIC, Q.DETECTION):
+            if self._scratch is None:
+                self._scratch = Q.Scratch(self.n)
+                with np.errstate(all="ignore"):
+                    self._static = (np.sqrt(self.w * self.a) if self.kind == Q.POISSON
+                                    else (self.w > 0) & (self.a > 0) & (self.hi > self.lo))
+            s = self._scratch
+            if Q.response_into(self.kind, lam, self.w, self.a, self.b, self.lo, self.hi, s, self._static):
+                return (s.p, s.dp) if scratch else (s.p.copy(), s.dp.copy())
         p = dp = None
         for kind, idx, w, a, b, lo, hi in self._parts():
             lam_k = lam if idx is None or np.ndim(lam) == 0 else lam[idx]

@@ -271,7 +271,7 @@ def budget_sums(prob: PageProblem, lam: float, hosts: NDArray[np.intp], caps: Ar
 
 
 def _budget_sums(prob, lam, g, caps):
-    p, dp = prob.rates(lam)
+    p, dp = prob.rates(lam, scratch=True)
     if g is None:
         return float(p.sum()), float(dp.sum()), np.zeros(0)
     s_h, ds_h = group_sums(p, dp, g, caps.size + 1)
@@ -435,9 +435,14 @@ def _solve_hosts(prob, idx, g, caps, lam_low, s_low, tol, max_iter) -> Roots:
         lam0 = _mean_log(m, gi, G)
         la0 = None
 
+    state = [sub, gi]
+
     def evaluate(lam_v, act):
-        p, dp = sub.rates(lam_v[gi])
-        return group_sums(p, dp, gi, G)
+        if np.count_nonzero(act[state[1]]) < 0.5 * state[0].n:  # only the pages of the hosts still open
+            keep = np.flatnonzero(act[state[1]])
+            state[:] = [state[0].subset(keep), state[1][keep]]
+        p, dp = state[0].rates(lam_v[state[1]], scratch=True)
+        return group_sums(p, dp, state[1], G)
 
     return find_roots(evaluate, target, lam0, tol=tol, max_iter=max_iter, la0=la0,
                       jumps=_jump_finder(sub.jump_points(), gi, G), ulps_stop=1e-10)

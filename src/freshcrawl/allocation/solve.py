@@ -87,7 +87,8 @@ Evaluate = Callable[[Array, NDArray[np.bool_]], tuple[Array, Array]]
 
 
 def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, max_iter: int,
-               la0: Array | None = None, jumps: Callable | None = None, ulps_stop: float = _ULPS_STOP) -> Roots:
+               la0: Array | None = None, jumps: Callable | None = None, ulps_stop: float = _ULPS_STOP,
+               snap_width: float = 1e-6) -> Roots:
     """Solve S_g(λ_g) = target_g for every group g at once, S_g nonincreasing in λ_g >= 0.
 
     Parameters
@@ -104,8 +105,9 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
     la0 : ndarray of float, shape (G,), optional
         Known lower ends of the brackets (S(la0) > target there).
     jumps : callable, optional
-        ``jumps(la, lb, lam, active) -> e``: for each group a multiplier in (la, lb) where a page enters
-        with a jump of its rate (the one nearest to lam), NaN where none.
+        ``jumps(la, lb, lam, active) -> (e, e_up)``: for each group a multiplier in (la, lb) where a page
+        enters with a jump of its rate (the one nearest to lam), and the least such point above la;
+        NaN where none.
 
     Returns
     -------
@@ -115,8 +117,11 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
     -----
     Safeguarded Newton on log S against log λ (a power law S ∝ λ^-α is solved in one step); outside a
     bracket, expansion by a factor that squares each time; inside, bisection (geometric while the
-    bracket is wide) where a step leaves it or does not halve the error, and in a bracket narrower than
-    1e-6 relative, steps of 8 ulps to either side of a jump. A group stops when ``|S - target| <=
+    bracket is wide) where a step leaves it or does not halve the error, else the secant of log S across
+    the bracket; in a bracket narrower than ``snap_width`` relative, steps of 8 ulps to either side of
+    the jump nearest to that point (groups of few pages: any width, each entry point a kink worth
+    landing on), and where the next entry point lies just above the bracket, where S is singular,
+    Newton steps in log(e - λ). A group stops when ``|S - target| <=
     tol target``, or the Newton step is below a few ulps with ``|S - target| <= ulps_stop target``,
     or its bracket is 20 ulps wide (a jump).
     """
@@ -163,14 +168,27 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
             need = act & both & ~(ok & (ln > la) & (ln < lb) & (slow == 0))
             if need.any():
                 width = lb - la
-                ln = np.where(need, np.where(width <= 1e-3 * lb, la + 0.5 * width, np.sqrt(la) * np.sqrt(lb)), ln)
-                narrow = need & (width <= 1e-6 * lb)
-                if jumps is not None and narrow.any():
-                    e = jumps(la, lb, ln, narrow)
+                mid = np.where(width <= 1e-3 * lb, la + 0.5 * width, np.sqrt(la) * np.sqrt(lb))
+                # the secant of log S against log λ across the bracket, bisection after two slow steps
+                ls_a, ls_b, lt = np.log(s_a), np.log(s_b), np.log(target)
+                sec = np.exp(np.log(la) + (ls_a - lt) * (np.log(lb) - np.log(la)) / (ls_a - ls_b))
+                sec = np.where((sec > la) & (sec < lb) & (slow < 2), sec, mid)
+                ln = np.where(need, sec, ln)
+                narrow = need & (width <= snap_width * lb)
+                if jumps is not None and need.any():
+                    e, e_up = jumps(la, lb, ln, need)
                     lo_e, hi_e = e * (1.0 - 8.0 * _EPS), e * (1.0 + 8.0 * _EPS)
                     cand = np.where(la < lo_e, lo_e, hi_e)
                     use = narrow & (cand > la) & (cand < lb)
                     ln, snap = np.where(use, cand, ln), np.where(use, e, snap)
+                    # S singular at the next entry point e_up just above the bracket (a rate a/x with
+                    # x ~ -log(e_up - λ)): Newton in log(e_up - λ), else bisection of that log-distance
+                    dist_a, dist_b = e_up - la, np.maximum(e_up - lb, 4.0 * _EPS * e_up)
+                    sing = need & ~use & np.isfinite(e_up) & (dist_b < 0.25 * dist_a)
+                    dist = np.maximum(e_up - lam, 4.0 * _EPS * e_up)
+                    l_s = e_up - dist * np.exp(err / (ds * dist))
+                    l_s = np.where((l_s > la) & (l_s < lb) & (slow < 2), l_s, e_up - np.sqrt(dist_a * dist_b))
+                    ln = np.where(sing & (l_s > la) & (l_s < lb), l_s, ln)
             only_a = act & (la > 0) & ~np.isfinite(lb)
             only_b = act & ~(la > 0) & np.isfinite(lb)
             expand = only_a & ~(ok & (ln > lam)) | only_b & ~(ok & (ln < lam))
@@ -197,14 +215,19 @@ def _jump_finder(points: Array | None, groups: NDArray[np.intp] | None, n_groups
     g = np.zeros(e.size, dtype=np.intp) if groups is None else groups[keep]
 
     def jumps(la, lb, lam, act):
+        """Per group the entry point in (la, lb) nearest to lam, and the least one above la (NaN: none)."""
+        inside = act[g] & (e > la[g])
+        up = np.full(n_groups, np.inf)
+        np.minimum.at(up, g[inside], e[inside])
+        inside &= e < lb[g]
         with np.errstate(all="ignore"):
-            d = np.where(act[g] & (e > la[g]) & (e < lb[g]), np.abs(np.log(e / lam[g])), np.inf)
+            d = np.where(inside, np.abs(np.log(e / lam[g])), np.inf)
         best = np.full(n_groups, np.inf)
         np.minimum.at(best, g, d)
         out = np.full(n_groups, np.nan)
         hit = np.isfinite(d) & (d == best[g])
         out[g[hit]] = e[hit]
-        return out
+        return out, np.where(np.isfinite(up), up, np.nan)
 
     return jumps
 
@@ -445,7 +468,7 @@ def _solve_hosts(prob, idx, g, caps, lam_low, s_low, tol, max_iter) -> Roots:
         return group_sums(p, dp, state[1], G)
 
     return find_roots(evaluate, target, lam0, tol=tol, max_iter=max_iter, la0=la0,
-                      jumps=_jump_finder(sub.jump_points(), gi, G), ulps_stop=1e-10)
+                      jumps=_jump_finder(sub.jump_points(), gi, G), ulps_stop=1e-10, snap_width=np.inf)
 
 
 def _mean_log(m, gi, G):

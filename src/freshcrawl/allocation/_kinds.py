@@ -130,7 +130,7 @@ def _lambert_response(y: Array, lam: Array, a: Array, lo: Array, hi: Array, use:
 def response(kind: int, lam, w, a, b, lo, hi) -> tuple[Array, Array]:
     """(clip(g(λ), lo, hi), its derivative in λ) for pages of one kind; arrays broadcast to (n,)."""
     with np.errstate(all="ignore"):
-        il = 1.0 / lam
+        il = np.divide(1.0, lam)
         if kind == POISSON:
             x = np.sqrt(w * a * il)
             return _clip(x - a, -0.5 * x * il, lo, hi)

@@ -253,15 +253,23 @@ def _groups(hosts, n_hosts, n):
 
 def _bounds(prob, g, n_hosts):
     """Per group (hosts, then the pages without a host) Σ p_min, Σ p at λ = 0 and Σ p_max."""
-    lo, hi = (np.broadcast_to(x, (prob.n,)) for x in (prob.lo, prob.hi))
-    s0 = np.where(prob.active(), hi, lo)
-    return tuple(np.bincount(g, weights=x, minlength=n_hosts + 1) for x in (lo, s0, hi))
+    n = prob.n
+    act = prob.active()
+    if g is None:  # no hosts: one group
+        if prob.lo.size == 1 and prob.hi.size == 1:
+            k = float(np.count_nonzero(act))
+            lo, hi = float(prob.lo[0]), float(prob.hi[0])
+            return np.array([n * lo]), np.array([(k * hi if k else 0.0) + (n - k) * lo]), np.array([n * hi])
+        lo, hi = (np.broadcast_to(x, (n,)) for x in (prob.lo, prob.hi))
+        return np.array([lo.sum()]), np.array([np.where(act, hi, lo).sum()]), np.array([hi.sum()])
+    lo, hi = (np.broadcast_to(x, (n,)) for x in (prob.lo, prob.hi))
+    return tuple(np.bincount(g, weights=x, minlength=n_hosts + 1) for x in (lo, np.where(act, hi, lo), hi))
 
 
 def host_bounds(prob: PageProblem, hosts: NDArray[np.intp], caps: Array) -> tuple[Array, Array, Array]:
     """Per host (then the pages without a host) Σ p_min, Σ p at λ = 0 and Σ p_max, visits/day, each of
     shape (n_hosts + 1,)."""
-    return _bounds(prob, _groups(hosts, caps.size, prob.n), caps.size)
+    return _bounds(prob, _groups(hosts, caps.size, prob.n) if hosts.size else None, caps.size)
 
 
 def _check_feasible(budget, low, up, caps):
@@ -313,7 +321,7 @@ def solve_problem(prob: PageProblem, budget: float, hosts: NDArray[np.intp], cap
     n, n_hosts = prob.n, caps.size
     use_hosts = hosts.size > 0 and n_hosts > 0
     g = _groups(hosts, n_hosts, n) if use_hosts else None
-    low, s0, up = _bounds(prob, g if use_hosts else np.full(n, n_hosts, dtype=np.intp), n_hosts)
+    low, s0, up = _bounds(prob, g, n_hosts)
     _check_feasible(budget, low, up, caps)
     s0_total = float(s0[n_hosts] + np.sum(np.minimum(caps, s0[:n_hosts])))
     n_iter = 0
@@ -531,17 +539,22 @@ def _spread_leftover(prob, p, budget, hosts, caps, lamhat, tol, max_iter):
 
 def kkt_residual(prob: PageProblem, p: Array, lam: float, hosts: NDArray[np.intp], lamhat: Array) -> float:
     """Largest relative violation of stationarity |w f'(p) - λ_i| / λ_i inside the bounds (the sign
-    conditions at the bounds), λ_i = max(λ, λ_h) for a page on host h."""
-    lp = np.maximum(lam, lamhat[np.maximum(hosts, 0)]) if hosts.size and lamhat.size else np.full(prob.n, lam)
+    conditions at the bounds), λ_i = max(λ, λ_h) for a page on host h (λ alone where λ_h is empty)."""
     if hosts.size and lamhat.size:
-        lp = np.where(hosts >= 0, lp, lam)
-    lo, hi = (np.broadcast_to(x, (prob.n,)) for x in (prob.lo, prob.hi))
+        lp = np.where(hosts >= 0, np.maximum(lam, lamhat[np.maximum(hosts, 0)]), lam)
+    else:
+        lp = lam
     with np.errstate(all="ignore"):
-        m = prob.marginal(p)
-        r = np.where(p <= lo, np.maximum(0.0, m - lp), np.where(p >= hi, np.maximum(0.0, lp - m), np.abs(m - lp)))
-        r = np.where((hi <= lo) | ~np.isfinite(lp), 0.0, r)
-        r = np.where(lp > 0, r / np.where(lp > 0, lp, 1.0), r)
-    return float(np.max(r)) if r.size else 0.0
+        d = prob.marginal(p)
+        d -= lp  # w f'(p) - λ_i: may not be > 0 below p_max, nor < 0 above p_min
+        if np.ndim(lp) or lp > 0:
+            d /= lp if np.ndim(lp) == 0 else np.where(lp > 0, lp, 1.0)
+        fin = np.isfinite(lp)  # (a host pinned at its pages' p_min: nothing to check)
+        r_up = float(np.max(d, where=(p < prob.hi) & fin, initial=0.0))
+        np.negative(d, out=d)
+        r_down = float(np.max(d, where=(p > prob.lo) & fin, initial=0.0))
+    r = max(r_up, r_down)
+    return r if r == r else np.inf
 
 
 # ---------------------------------------------------------------------------------------------------

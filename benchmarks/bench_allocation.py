@@ -185,7 +185,7 @@ def worker():
             delta, w, hosts = instance(n)
             cache[n] = (delta, w, hosts, host_caps(hosts, 0.5 * n))
         delta, w, hosts, caps = cache[n]
-        kw = dict(hosts=hosts, host_caps=caps) if req["caps"] else {}
+        kw = {"hosts": hosts, "host_caps": caps} if req["caps"] else {}
         t0 = time.perf_counter()
         res = allocate(delta, 0.5 * n, weights=w, objective=req["objective"], **kw)
         t = time.perf_counter() - t0

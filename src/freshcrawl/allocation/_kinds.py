@@ -69,8 +69,11 @@ def _table(m: int, u_max: float) -> tuple[Array, float]:
     t = u * u
     y = -np.expm1(-t)
     s = np.sqrt(2.0 * t)
-    x = np.where(t < 1.5, s * (1 + s * (1 / 3 + s * (1 / 36 + s * (-1 / 270 + s / 4320)))),
-                 t + np.log1p(t + np.log1p(t)))
+    x = np.where(
+        t < 1.5,
+        s * (1 + s * (1 / 3 + s * (1 / 36 + s * (-1 / 270 + s / 4320)))),
+        t + np.log1p(t + np.log1p(t)),
+    )
     with np.errstate(all="ignore"):
         for _ in range(40):
             x, _ = _halley(x, y, np.exp(-t))
@@ -188,7 +191,9 @@ def value(kind: int, p, a, b) -> Array:
             v = np.where(a == np.inf, p, -p * np.expm1(-a / p))
             return np.where((p > 0.0) & (a > 0.0), v, 0.0)
         if kind == POLY:
-            v = np.where(p > 0.0, -a * p ** (-b) / (b + 1.0), np.where(b > 0.0, -np.inf, -a / (b + 1.0)))
+            v = np.where(
+                p > 0.0, -a * p ** (-b) / (b + 1.0), np.where(b > 0.0, -np.inf, -a / (b + 1.0))
+            )
             return np.where(a > 0.0, v, 0.0)
         if kind == LOG:
             return np.where(a > 0.0, np.where(p > 0.0, np.log(p / a), -np.inf), 0.0)
@@ -266,8 +271,17 @@ def lambert_into(y: Array, x: Array, t: Array, u: Array, j: NDArray[np.intp]) ->
 
 #: x = -1 - W_{-1}(-(1 - y)/e) = Σ c_k σ^k, σ = sqrt(2y): the branch-point series of W (Corless et al.
 #: 1996, eq. (4.22)) with p = -σ
-_W_SERIES = [1.0, 1.0 / 3.0, 11.0 / 72.0, 43.0 / 540.0, 769.0 / 17280.0, 221.0 / 8505.0,
-             680863.0 / 43545600.0, 1963.0 / 204120.0, 226287557.0 / 37623398400.0]
+_W_SERIES = [
+    1.0,
+    1.0 / 3.0,
+    11.0 / 72.0,
+    43.0 / 540.0,
+    769.0 / 17280.0,
+    221.0 / 8505.0,
+    680863.0 / 43545600.0,
+    1963.0 / 204120.0,
+    226287557.0 / 37623398400.0,
+]
 
 
 class Scratch:

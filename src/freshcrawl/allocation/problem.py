@@ -69,8 +69,10 @@ class PageProblem:
     def _parts(self):
         """(kind, page indices or None, w, a, b, lo, hi) of each kind's pages."""
         main = (self.kind, None, self.w, self.a, self.b, self.lo, self.hi)
-        return [main] + [(k, i, *(_pick(x, i) for x in (self.w, self.a, self.b, self.lo, self.hi)))
-                         for k, i in self.others]
+        return [main] + [
+            (k, i, *(_pick(x, i) for x in (self.w, self.a, self.b, self.lo, self.hi)))
+            for k, i in self.others
+        ]
 
     def rates(self, lam: float | Array, *, scratch: bool = False) -> tuple[Array, Array]:
         """Rates p_i(λ_i) and dp_i/dλ_i, each of shape (n,), for λ a scalar or of shape (n,).
@@ -85,10 +87,15 @@ class PageProblem:
             if self._scratch is None:
                 self._scratch = Q.Scratch(self.n)
                 with np.errstate(all="ignore"):
-                    self._static = (np.sqrt(self.w * self.a) if self.kind == Q.POISSON
-                                    else (self.w > 0) & (self.a > 0) & (self.hi > self.lo))
+                    self._static = (
+                        np.sqrt(self.w * self.a)
+                        if self.kind == Q.POISSON
+                        else (self.w > 0) & (self.a > 0) & (self.hi > self.lo)
+                    )
             s = self._scratch
-            if Q.response_into(self.kind, lam, self.w, self.a, self.b, self.lo, self.hi, s, self._static):
+            if Q.response_into(
+                self.kind, lam, self.w, self.a, self.b, self.lo, self.hi, s, self._static
+            ):
                 return (s.p, s.dp) if scratch else (s.p.copy(), s.dp.copy())
         p = dp = None
         for kind, idx, w, a, b, lo, hi in self._parts():
@@ -150,9 +157,15 @@ class PageProblem:
         pos = np.full(self.n, -1, dtype=np.intp)
         pos[idx] = np.arange(idx.size)
         others = [(k, pos[i][pos[i] >= 0]) for k, i in self.others]
-        return PageProblem(idx.size, self.kind, *(_pick(x, idx) for x in (self.w, self.a, self.b, self.lo, self.hi)),
-                           others=[(k, i) for k, i in others if i.size], offset=self.offset, custom=self.custom,
-                           delta=None if self.delta is None else self.delta[idx])
+        return PageProblem(
+            idx.size,
+            self.kind,
+            *(_pick(x, idx) for x in (self.w, self.a, self.b, self.lo, self.hi)),
+            others=[(k, i) for k, i in others if i.size],
+            offset=self.offset,
+            custom=self.custom,
+            delta=None if self.delta is None else self.delta[idx],
+        )
 
     def jump_points(self) -> Array | None:
         """Per page the multiplier at which it may enter with a jump of its rate, NaN where none, shape (n,);
@@ -167,7 +180,13 @@ class PageProblem:
                 if kind not in Q.FLAT_KINDS:
                     continue
                 e = {Q.PERIODIC: w / a, Q.DETECTION: w, Q.LINEAR: w * a}[kind]
-                ok = (w > 0) & (hi > lo) & ((30.0 * lo < a) | (kind == Q.LINEAR)) & np.isfinite(e) & (e > 0)
+                ok = (
+                    (w > 0)
+                    & (hi > lo)
+                    & ((30.0 * lo < a) | (kind == Q.LINEAR))
+                    & np.isfinite(e)
+                    & (e > 0)
+                )
                 e = np.where(ok, e, np.nan)
                 if idx is None:
                     out[:] = e
@@ -207,7 +226,10 @@ class PageProblem:
         obj = self.custom
         with np.errstate(all="ignore"):
             if type(obj).inverse_marginal is not Objective.inverse_marginal:
-                g = np.asarray(obj.inverse_marginal(lam / np.where(w > 0, w, 1.0), self.delta), dtype=np.float64)
+                g = np.asarray(
+                    obj.inverse_marginal(lam / np.where(w > 0, w, 1.0), self.delta),
+                    dtype=np.float64,
+                )
                 p[act] = np.clip(g[act], lo[act], hi[act])
                 return p
             a = lo.copy()
@@ -226,7 +248,9 @@ class PageProblem:
             for _ in range(2200):
                 if not run.any():
                     break
-                mid = np.where(b > 4.0 * a, np.where(a > 0, np.sqrt(a * b), 0.25 * b), 0.5 * (a + b))
+                mid = np.where(
+                    b > 4.0 * a, np.where(a > 0, np.sqrt(a * b), 0.25 * b), 0.5 * (a + b)
+                )
                 up = w * self._deriv(mid) > lam
                 a = np.where(run & up, mid, a)
                 b = np.where(run & ~up, mid, b)
@@ -242,5 +266,7 @@ def _pick(x, idx):
 
 def group_sums(p: Array, dp: Array, groups: NDArray[np.intp], n_groups: int) -> tuple[Array, Array]:
     """Σ p and Σ dp/dλ per group, each of shape (n_groups,); ``groups`` of shape (n,) in [0, n_groups)."""
-    return (np.bincount(groups, weights=p, minlength=n_groups),
-            np.bincount(groups, weights=dp, minlength=n_groups))
+    return (
+        np.bincount(groups, weights=p, minlength=n_groups),
+        np.bincount(groups, weights=dp, minlength=n_groups),
+    )

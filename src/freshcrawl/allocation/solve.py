@@ -42,8 +42,16 @@ from freshcrawl.allocation.problem import PageProblem, group_sums
 from freshcrawl.allocation.result import AllocationResult, Status
 from freshcrawl.errors import ConvergenceWarning, InfeasibleAllocation
 
-__all__ = ["allocate", "find_roots", "Roots", "make_problem", "solve_problem", "rates_at_root", "Solution",
-           "KKT_ALARM"]
+__all__ = [
+    "KKT_ALARM",
+    "Roots",
+    "Solution",
+    "allocate",
+    "find_roots",
+    "make_problem",
+    "rates_at_root",
+    "solve_problem",
+]
 
 Array = NDArray[np.float64]
 _EPS = np.finfo(np.float64).eps
@@ -86,9 +94,18 @@ class Roots:
 Evaluate = Callable[[Array, NDArray[np.bool_]], tuple[Array, Array]]
 
 
-def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, max_iter: int,
-               la0: Array | None = None, jumps: Callable | None = None, ulps_stop: float = _ULPS_STOP,
-               snap_width: float = 1e-6) -> Roots:
+def find_roots(
+    evaluate: Evaluate,
+    target: Array,
+    lam0: Array,
+    *,
+    tol: float,
+    max_iter: int,
+    la0: Array | None = None,
+    jumps: Callable | None = None,
+    ulps_stop: float = _ULPS_STOP,
+    snap_width: float = 1e-6,
+) -> Roots:
     """Solve S_g(λ_g) = target_g for every group g at once, S_g nonincreasing in λ_g >= 0.
 
     Parameters
@@ -130,7 +147,9 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
     la = np.zeros(G) if la0 is None else np.array(la0, dtype=np.float64)
     lb = np.full(G, np.inf)
     s_a, s_b = np.full(G, np.nan), np.full(G, np.nan)
-    out = Roots(np.zeros(G), np.zeros(G), np.zeros(G), np.zeros(G), np.zeros(G, dtype=bool), at=np.zeros(G))
+    out = Roots(
+        np.zeros(G), np.zeros(G), np.zeros(G), np.zeros(G), np.zeros(G, dtype=bool), at=np.zeros(G)
+    )
     done = np.zeros(G, dtype=bool)
     prev, slow, grow = np.full(G, np.inf), np.zeros(G, dtype=np.intp), np.full(G, 8.0)
     last = (lam.copy(), np.full(G, np.nan), np.zeros(G))
@@ -142,8 +161,10 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
             s, ds = evaluate(lam, act)
             last = tuple(np.where(act, new, old) for new, old in zip((lam, s, ds), last))
             err = s - target
-            conv = act & ((np.abs(err) <= tol * target)
-                          | ((np.abs(err) <= -ds * 4.0 * _EPS * lam) & (np.abs(err) <= ulps_stop * target)))
+            conv = act & (
+                (np.abs(err) <= tol * target)
+                | ((np.abs(err) <= -ds * 4.0 * _EPS * lam) & (np.abs(err) <= ulps_stop * target))
+            )
             out.lam[conv] = out.lam_a[conv] = lam[conv]
             out.dlam[conv] = np.where(ds[conv] < 0, -err[conv] / ds[conv], 0.0)
             out.at[conv] = lam[conv] + out.dlam[conv]
@@ -187,14 +208,20 @@ def find_roots(evaluate: Evaluate, target: Array, lam0: Array, *, tol: float, ma
                     sing = need & ~use & np.isfinite(e_up) & (dist_b < 0.25 * dist_a)
                     dist = np.maximum(e_up - lam, 4.0 * _EPS * e_up)
                     l_s = e_up - dist * np.exp(err / (ds * dist))
-                    l_s = np.where((l_s > la) & (l_s < lb) & (slow < 2), l_s, e_up - np.sqrt(dist_a * dist_b))
+                    l_s = np.where(
+                        (l_s > la) & (l_s < lb) & (slow < 2), l_s, e_up - np.sqrt(dist_a * dist_b)
+                    )
                     ln = np.where(sing & (l_s > la) & (l_s < lb), l_s, ln)
             only_a = act & (la > 0) & ~np.isfinite(lb)
             only_b = act & ~(la > 0) & np.isfinite(lb)
             expand = only_a & ~(ok & (ln > lam)) | only_b & ~(ok & (ln < lam))
             grow = np.where(expand, np.minimum(grow * grow, 1e30), 8.0)
             ln = np.where(expand & only_a, lam * grow, np.where(expand & only_b, lam / grow, ln))
-            ln = np.where(only_a, np.minimum(ln, lam * 1e30), np.where(only_b, np.maximum(ln, lam * 1e-30), ln))
+            ln = np.where(
+                only_a,
+                np.minimum(ln, lam * 1e30),
+                np.where(only_b, np.maximum(ln, lam * 1e-30), ln),
+            )
             lam = np.where(act, ln, lam)
         left = ~done
         out.converged = done
@@ -248,7 +275,9 @@ class Solution:
 
 def _groups(hosts, n_hosts, n):
     """Group of every page: its host, or n_hosts for a page without one."""
-    return np.where(hosts >= 0, hosts, n_hosts) if hosts.size else np.full(n, n_hosts, dtype=np.intp)
+    return (
+        np.where(hosts >= 0, hosts, n_hosts) if hosts.size else np.full(n, n_hosts, dtype=np.intp)
+    )
 
 
 def _bounds(prob, g, n_hosts):
@@ -259,14 +288,22 @@ def _bounds(prob, g, n_hosts):
         if prob.lo.size == 1 and prob.hi.size == 1:
             k = float(np.count_nonzero(act))
             lo, hi = float(prob.lo[0]), float(prob.hi[0])
-            return np.array([n * lo]), np.array([(k * hi if k else 0.0) + (n - k) * lo]), np.array([n * hi])
+            return (
+                np.array([n * lo]),
+                np.array([(k * hi if k else 0.0) + (n - k) * lo]),
+                np.array([n * hi]),
+            )
         lo, hi = (np.broadcast_to(x, (n,)) for x in (prob.lo, prob.hi))
         return np.array([lo.sum()]), np.array([np.where(act, hi, lo).sum()]), np.array([hi.sum()])
     lo, hi = (np.broadcast_to(x, (n,)) for x in (prob.lo, prob.hi))
-    return tuple(np.bincount(g, weights=x, minlength=n_hosts + 1) for x in (lo, np.where(act, hi, lo), hi))
+    return tuple(
+        np.bincount(g, weights=x, minlength=n_hosts + 1) for x in (lo, np.where(act, hi, lo), hi)
+    )
 
 
-def host_bounds(prob: PageProblem, hosts: NDArray[np.intp], caps: Array) -> tuple[Array, Array, Array]:
+def host_bounds(
+    prob: PageProblem, hosts: NDArray[np.intp], caps: Array
+) -> tuple[Array, Array, Array]:
     """Per host (then the pages without a host) Σ p_min, Σ p at λ = 0 and Σ p_max, visits/day, each of
     shape (n_hosts + 1,)."""
     return _bounds(prob, _groups(hosts, caps.size, prob.n) if hosts.size else None, caps.size)
@@ -277,21 +314,26 @@ def _check_feasible(budget, low, up, caps):
     total_low = float(low.sum())
     if budget < total_low:
         raise InfeasibleAllocation(
-            f"budget {budget:g} visits/day is below the sum of the lower bounds p_min, {total_low:g} visits/day")
+            f"budget {budget:g} visits/day is below the sum of the lower bounds p_min, {total_low:g} visits/day"
+        )
     bad = np.isfinite(caps) & (low[:n_hosts] > caps)
     if bad.any():
         h = int(np.flatnonzero(bad)[0])
         raise InfeasibleAllocation(
             f"host_caps: {int(bad.sum())} hosts have a cap below the sum of their pages' p_min, first host {h} "
-            f"(cap {caps[h]:g} visits/day < {low[h]:g} visits/day)")
+            f"(cap {caps[h]:g} visits/day < {low[h]:g} visits/day)"
+        )
     max_total = float(up[n_hosts] + np.sum(np.minimum(caps, up[:n_hosts])))
     if budget > max_total:
         raise InfeasibleAllocation(
             f"budget {budget:g} visits/day exceeds the most the pages can take, {max_total:g} visits/day "
-            f"(sum of p_max, each host limited to its cap)")
+            f"(sum of p_max, each host limited to its cap)"
+        )
 
 
-def budget_sums(prob: PageProblem, lam: float, hosts: NDArray[np.intp], caps: Array) -> tuple[float, float, Array]:
+def budget_sums(
+    prob: PageProblem, lam: float, hosts: NDArray[np.intp], caps: Array
+) -> tuple[float, float, Array]:
     """F(λ) = Σ_h min(c_h, S_h(λ)) + S_free(λ) (visits/day), dF/dλ, and S_h(λ) per host then the pages
     without a host (shape (n_hosts + 1,); empty without hosts): one pass over the pages.
 
@@ -307,12 +349,21 @@ def _budget_sums(prob, lam, g, caps):
         return float(p.sum()), float(dp.sum()), np.zeros(0)
     s_h, ds_h = group_sums(p, dp, g, caps.size + 1)
     over = s_h[:-1] > caps
-    return (float(s_h[-1] + np.sum(np.where(over, caps, s_h[:-1]))),
-            float(ds_h[-1] + np.sum(np.where(over, 0.0, ds_h[:-1]))), s_h)
+    return (
+        float(s_h[-1] + np.sum(np.where(over, caps, s_h[:-1]))),
+        float(ds_h[-1] + np.sum(np.where(over, 0.0, ds_h[:-1]))),
+        s_h,
+    )
 
 
-def solve_problem(prob: PageProblem, budget: float, hosts: NDArray[np.intp], caps: Array, tol: float,
-                  max_iter: int) -> Solution:
+def solve_problem(
+    prob: PageProblem,
+    budget: float,
+    hosts: NDArray[np.intp],
+    caps: Array,
+    tol: float,
+    max_iter: int,
+) -> Solution:
     """The optimal rates of one problem: λ, then the binding hosts' λ_h, then every page's rate.
 
     ``hosts`` (shape (n,), -1 for none) and ``caps`` (shape (n_hosts,), inf for uncapped) may both be
@@ -326,7 +377,14 @@ def solve_problem(prob: PageProblem, budget: float, hosts: NDArray[np.intp], cap
     s0_total = float(s0[n_hosts] + np.sum(np.minimum(caps, s0[:n_hosts])))
     n_iter = 0
     if budget >= s0_total:  # λ = 0: the valued pages take all they can
-        root = Roots(np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1), np.ones(1, dtype=bool), at=np.zeros(1))
+        root = Roots(
+            np.zeros(1),
+            np.zeros(1),
+            np.zeros(1),
+            np.zeros(1),
+            np.ones(1, dtype=bool),
+            at=np.zeros(1),
+        )
         s_low = s0
     else:
         cache = {}
@@ -337,13 +395,21 @@ def solve_problem(prob: PageProblem, budget: float, hosts: NDArray[np.intp], cap
             return np.array([f]), np.array([df])
 
         lam0 = _initial_lambda(prob, budget, tol)
-        root = find_roots(evaluate, np.array([budget]), np.array([lam0]), tol=tol, max_iter=max_iter,
-                          jumps=_jump_finder(prob.jump_points(), None, 1))
+        root = find_roots(
+            evaluate,
+            np.array([budget]),
+            np.array([lam0]),
+            tol=tol,
+            max_iter=max_iter,
+            jumps=_jump_finder(prob.jump_points(), None, 1),
+        )
         n_iter += root.n_iter
         s_low = cache.get(float(root.lam_a[0])) if use_hosts else None
         if use_hosts and s_low is None:
             s_low = _budget_sums(prob, float(root.lam_a[0]), g, caps)[2]
-    p, lamhat, more, ok = rates_at_root(prob, root, hosts, caps, s_low, budget, tol, max_iter, low=low)
+    p, lamhat, more, ok = rates_at_root(
+        prob, root, hosts, caps, s_low, budget, tol, max_iter, low=low
+    )
     n_iter += more
     if budget > s0_total:
         _spread_leftover(prob, p, budget, hosts, caps, lamhat, tol, max_iter)
@@ -351,8 +417,17 @@ def solve_problem(prob: PageProblem, budget: float, hosts: NDArray[np.intp], cap
     return Solution(p, lam, lamhat, n_iter, bool(root.converged[0]) and ok)
 
 
-def rates_at_root(prob: PageProblem, root: Roots, hosts: NDArray[np.intp], caps: Array, s_low: Array | None,
-                  budget: float, tol: float, max_iter: int, low: Array | None = None):
+def rates_at_root(
+    prob: PageProblem,
+    root: Roots,
+    hosts: NDArray[np.intp],
+    caps: Array,
+    s_low: Array | None,
+    budget: float,
+    tol: float,
+    max_iter: int,
+    low: Array | None = None,
+):
     """Rates at the root of the budget equation: each binding host's λ_h, then every page.
 
     ``root``: λ (one group) from :func:`find_roots`; ``s_low``: Σp per group (hosts, then the pages
@@ -364,7 +439,11 @@ def rates_at_root(prob: PageProblem, root: Roots, hosts: NDArray[np.intp], caps:
     use_hosts = hosts.size > 0 and n_hosts > 0
     lam, lam_a, dlam, theta = (float(x[0]) for x in (root.lam, root.lam_a, root.dlam, root.theta))
     lamhat = np.zeros(n_hosts)
-    mu, mu_a, dmu = np.full(n_hosts + 1, lam), np.full(n_hosts + 1, lam_a), np.full(n_hosts + 1, dlam)
+    mu, mu_a, dmu = (
+        np.full(n_hosts + 1, lam),
+        np.full(n_hosts + 1, lam_a),
+        np.full(n_hosts + 1, dlam),
+    )
     th = np.full(n_hosts + 1, theta)
     n_iter, converged = 0, True
     g = None
@@ -382,7 +461,12 @@ def rates_at_root(prob: PageProblem, root: Roots, hosts: NDArray[np.intp], caps:
             # on a jump of λ, a host whose own root lies on the same jump is mixed with λ's pages (under
             # its cap, below); the others take their own multiplier
             own = r.lam_a > lam if theta != 0 else np.ones(idx.size, dtype=bool)
-            idx, r = idx[own], Roots(*(x[own] for x in (r.lam, r.dlam, r.lam_a, r.theta, r.converged)), at=r.at[own])
+            idx, r = (
+                idx[own],
+                Roots(
+                    *(x[own] for x in (r.lam, r.dlam, r.lam_a, r.theta, r.converged)), at=r.at[own]
+                ),
+            )
             mu[idx], mu_a[idx], dmu[idx], th[idx] = r.lam, r.lam_a, r.dlam, r.theta
             lamhat[idx] = r.at
         mu[:n_hosts][pinned] = mu_a[:n_hosts][pinned] = np.inf
@@ -399,7 +483,9 @@ def rates_at_root(prob: PageProblem, root: Roots, hosts: NDArray[np.intp], caps:
         on = jumps[0] if g is None else jumps[g]
         glob = on & (page_mu == lam) if g is not None else np.full(n, bool(on))
         hosts_on = on & ~glob
-        if hosts_on.any():  # a host's own root on a jump: θ_h from its sums at both ends, so that it meets its cap
+        if (
+            hosts_on.any()
+        ):  # a host's own root on a jump: θ_h from its sums at both ends, so that it meets its cap
             with np.errstate(all="ignore"):
                 inf_a = hosts_on & np.isinf(p_a)
                 fin = hosts_on & ~inf_a
@@ -411,7 +497,9 @@ def rates_at_root(prob: PageProblem, root: Roots, hosts: NDArray[np.intp], caps:
                 share = np.where(cnt > 0, left / np.maximum(cnt, 1), 0.0)
                 p = np.where(fin, p_b + t[g] * (p_a - p_b), np.where(inf_a, p_b + share[g], p))
         if glob.any():
-            p = np.where(glob, _mix_on_jump(p_a, p_b, glob, g, caps, budget - float(np.sum(p[~glob]))), p)
+            p = np.where(
+                glob, _mix_on_jump(p_a, p_b, glob, g, caps, budget - float(np.sum(p[~glob]))), p
+            )
     np.clip(p, prob.lo, prob.hi, out=p)
     return p, lamhat, n_iter, converged
 
@@ -423,7 +511,9 @@ def _mix_on_jump(p_a, p_b, on, g, caps, total):
     with np.errstate(all="ignore"):
         inf_a = on & np.isinf(p_a)
         if inf_a.any():
-            return np.where(inf_a, p_b + (total - float(np.sum(p_b[on]))) / np.count_nonzero(inf_a), p_b)
+            return np.where(
+                inf_a, p_b + (total - float(np.sum(p_b[on]))) / np.count_nonzero(inf_a), p_b
+            )
         n_groups = caps.size + 1
         gg = g if g is not None else np.full(p_a.size, n_groups - 1, dtype=np.intp)
         s_b = np.bincount(gg[on], weights=p_b[on], minlength=n_groups)
@@ -431,9 +521,15 @@ def _mix_on_jump(p_a, p_b, on, g, caps, total):
         cap_g = np.append(caps, np.inf)
         t_cap = np.where(d > 0, (cap_g - s_b) / d, np.inf)
         fixed = np.zeros(n_groups, dtype=bool)
-        for _ in range(n_groups + 1):  # hosts whose cap stops them below θ, fixed there one round at a time
+        for _ in range(
+            n_groups + 1
+        ):  # hosts whose cap stops them below θ, fixed there one round at a time
             free_d = float(np.sum(d[~fixed]))
-            t = (total - float(np.sum(s_b)) - float(np.sum((t_cap * d)[fixed]))) / free_d if free_d > 0 else 0.0
+            t = (
+                (total - float(np.sum(s_b)) - float(np.sum((t_cap * d)[fixed]))) / free_d
+                if free_d > 0
+                else 0.0
+            )
             t = min(max(t, 0.0), 1.0)
             newly = ~fixed & (t_cap < t)
             if not newly.any():
@@ -469,14 +565,25 @@ def _solve_hosts(prob, idx, g, caps, lam_low, s_low, tol, max_iter) -> Roots:
     state = [sub, gi]
 
     def evaluate(lam_v, act):
-        if np.count_nonzero(act[state[1]]) < 0.5 * state[0].n:  # only the pages of the hosts still open
+        if (
+            np.count_nonzero(act[state[1]]) < 0.5 * state[0].n
+        ):  # only the pages of the hosts still open
             keep = np.flatnonzero(act[state[1]])
             state[:] = [state[0].subset(keep), state[1][keep]]
         p, dp = state[0].rates(lam_v[state[1]], scratch=True)
         return group_sums(p, dp, state[1], G)
 
-    return find_roots(evaluate, target, lam0, tol=tol, max_iter=max_iter, la0=la0,
-                      jumps=_jump_finder(sub.jump_points(), gi, G), ulps_stop=1e-10, snap_width=np.inf)
+    return find_roots(
+        evaluate,
+        target,
+        lam0,
+        tol=tol,
+        max_iter=max_iter,
+        la0=la0,
+        jumps=_jump_finder(sub.jump_points(), gi, G),
+        ulps_stop=1e-10,
+        snap_width=np.inf,
+    )
 
 
 def _mean_log(m, gi, G):
@@ -497,14 +604,19 @@ def _initial_lambda(prob, budget, tol) -> float:
     if n > 4 * _SAMPLE and prob.kind >= 0:
         idx = np.arange(0, n, n // _SAMPLE)
         try:
-            lam = solve_problem(prob.subset(idx), budget * idx.size / n, _NO_HOSTS, np.zeros(0), max(tol, 1e-9),
-                                50).lam
+            lam = solve_problem(
+                prob.subset(idx), budget * idx.size / n, _NO_HOSTS, np.zeros(0), max(tol, 1e-9), 50
+            ).lam
         except InfeasibleAllocation:
             lam = 0.0
         if lam > 0 and np.isfinite(lam):
             return float(lam)
     lo, hi = (np.broadcast_to(x, (n,)) for x in (prob.lo, prob.hi))
-    return float(_mean_log(prob.marginal(np.clip(np.full(n, budget / n), lo, hi)), np.zeros(n, np.intp), 1)[0])
+    return float(
+        _mean_log(prob.marginal(np.clip(np.full(n, budget / n), lo, hi)), np.zeros(n, np.intp), 1)[
+            0
+        ]
+    )
 
 
 def _spread_leftover(prob, p, budget, hosts, caps, lamhat, tol, max_iter):
@@ -537,7 +649,9 @@ def _spread_leftover(prob, p, budget, hosts, caps, lamhat, tol, max_iter):
     p[idx] = sol.p
 
 
-def kkt_residual(prob: PageProblem, p: Array, lam: float, hosts: NDArray[np.intp], lamhat: Array) -> float:
+def kkt_residual(
+    prob: PageProblem, p: Array, lam: float, hosts: NDArray[np.intp], lamhat: Array
+) -> float:
     """Largest relative violation of stationarity |w f'(p) - λ_i| / λ_i inside the bounds (the sign
     conditions at the bounds), λ_i = max(λ, λ_h) for a page on host h (λ alone where λ_h is empty)."""
     if hosts.size and lamhat.size:
@@ -554,16 +668,21 @@ def kkt_residual(prob: PageProblem, p: Array, lam: float, hosts: NDArray[np.intp
         np.negative(d, out=d)
         r_down = float(np.max(d, where=(p > prob.lo) & fin, initial=0.0))
     r = max(r_up, r_down)
-    return r if r == r else np.inf
+    return np.inf if np.isnan(r) else r
 
 
 # ---------------------------------------------------------------------------------------------------
 # Public entry point
 # ---------------------------------------------------------------------------------------------------
-def make_problem(delta: ArrayLike | None, *, weights: ArrayLike | None = None,
-                 objective: str | Objective = "freshness-poisson", p_min: float | ArrayLike = 0.0,
-                 p_max: float | ArrayLike = np.inf,
-                 observed_completely: ArrayLike | None = None) -> tuple[PageProblem, int]:
+def make_problem(
+    delta: ArrayLike | None,
+    *,
+    weights: ArrayLike | None = None,
+    objective: str | Objective = "freshness-poisson",
+    p_min: float | ArrayLike = 0.0,
+    p_max: float | ArrayLike = np.inf,
+    observed_completely: ArrayLike | None = None,
+) -> tuple[PageProblem, int]:
     """The checked per-page data of :func:`allocate`, as a problem: ``(problem, n_pages)``.
 
     Raises the ValueError and UnknownNameError of :func:`allocate` for its page arguments.
@@ -576,16 +695,22 @@ def make_problem(delta: ArrayLike | None, *, weights: ArrayLike | None = None,
         delta = np.zeros(n_obj)
     delta = check_array("delta", delta, low=0.0, unit="changes/day")
     if delta.ndim != 1 or delta.shape[0] < 1:
-        raise ValueError(f"delta must have shape (n_pages,) with n_pages >= 1; got shape {delta.shape}")
+        raise ValueError(
+            f"delta must have shape (n_pages,) with n_pages >= 1; got shape {delta.shape}"
+        )
     n = delta.shape[0]
     if n_obj is not None and n_obj != n:
-        raise ValueError(f"delta has {n} pages but the objective {obj!r} holds parameters for {n_obj}")
+        raise ValueError(
+            f"delta has {n} pages but the objective {obj!r} holds parameters for {n_obj}"
+        )
     w = np.ones(1) if weights is None else check_array("weights", weights, shape=(n,), low=0.0)
     lo = _bound("p_min", p_min, n, allow_inf=False)
     hi = _bound("p_max", p_max, n, allow_inf=True)
     if lo.shape[0] == 1 and hi.shape[0] == 1:
         if lo[0] > hi[0]:
-            raise ValueError(f"p_min must be <= p_max; got p_min={lo[0]!r} > p_max={hi[0]!r} visits/day")
+            raise ValueError(
+                f"p_min must be <= p_max; got p_min={lo[0]!r} > p_max={hi[0]!r} visits/day"
+            )
     else:
         bad = np.broadcast_to(lo, (n,)) > np.broadcast_to(hi, (n,))
         if bad.any():
@@ -627,8 +752,17 @@ def make_problem(delta: ArrayLike | None, *, weights: ArrayLike | None = None,
             lo = np.where(complete, np.minimum(lo, delta), lo)
             hi = np.where(complete, np.minimum(hi, delta), hi)
         a, b = (np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in (a, b))
-        prob = PageProblem(n, obj._kind, w, a, b, np.atleast_1d(lo), np.atleast_1d(hi), others=others,
-                           offset=obj._offset)
+        prob = PageProblem(
+            n,
+            obj._kind,
+            w,
+            a,
+            b,
+            np.atleast_1d(lo),
+            np.atleast_1d(hi),
+            others=others,
+            offset=obj._offset,
+        )
 
     return prob, n
 
@@ -639,8 +773,6 @@ def _bound(name: str, value: ArrayLike, n: int, *, allow_inf: bool) -> NDArray[n
         arr = check_array(name, np.atleast_1d(arr), low=0.0, allow_inf=allow_inf, unit="visits/day")
         return arr
     return check_array(name, arr, shape=(n,), low=0.0, allow_inf=allow_inf, unit="visits/day")
-
-
 
 
 def allocate(
@@ -747,8 +879,14 @@ def allocate(
     budget = check_positive("budget", budget, unit="visits/day")
     tol = check_positive("tol", tol)
     max_iter = check_int("max_iter", max_iter, low=1)
-    prob, n = make_problem(delta, weights=weights, objective=objective, p_min=p_min, p_max=p_max,
-                           observed_completely=observed_completely)
+    prob, n = make_problem(
+        delta,
+        weights=weights,
+        objective=objective,
+        p_min=p_min,
+        p_max=p_max,
+        observed_completely=observed_completely,
+    )
     hosts_arr, caps = _check_hosts(hosts, host_caps, n)
     n_hosts = caps.shape[0]
     if not np.isfinite(caps).any():  # no host, or no finite cap: nothing to cap, every λ_h = λ
@@ -783,14 +921,18 @@ def allocate(
     status = Status.CONVERGED if sol.converged else Status.MAX_ITER
     if sol.converged and not kkt <= KKT_ALARM:
         status = Status.NOT_OPTIMAL
-        message = (f"the root-finds converged but the rates miss the optimality conditions: {used:.12g} of "
-                   f"{budget:.12g} visits/day used, KKT residual {kkt:.2e} (a solver defect; please report)")
+        message = (
+            f"the root-finds converged but the rates miss the optimality conditions: {used:.12g} of "
+            f"{budget:.12g} visits/day used, KKT residual {kkt:.2e} (a solver defect; please report)"
+        )
         warnings.warn(message, ConvergenceWarning, stacklevel=2)
     elif sol.converged:
         message = f"converged: {used:.12g} of {budget:.12g} visits/day used, KKT residual {kkt:.2e}"
     else:
-        message = (f"stopped at max_iter={max_iter} before reaching tol={tol:g}: {used:.12g} of "
-                   f"{budget:.12g} visits/day used, KKT residual {kkt:.2e}")
+        message = (
+            f"stopped at max_iter={max_iter} before reaching tol={tol:g}: {used:.12g} of "
+            f"{budget:.12g} visits/day used, KKT residual {kkt:.2e}"
+        )
         warnings.warn(message, ConvergenceWarning, stacklevel=2)
     if hosts is None:
         host_lam = None
@@ -798,8 +940,16 @@ def allocate(
         host_lam = np.full(n_hosts, lam)
     else:
         host_lam = np.maximum(lam, lamhat)
-    return AllocationResult(p=p, lam=lam, host_lam=host_lam, objective=float(value), status=status,
-                            message=message, n_iter=int(sol.n_iter), kkt_residual=float(kkt))
+    return AllocationResult(
+        p=p,
+        lam=lam,
+        host_lam=host_lam,
+        objective=float(value),
+        status=status,
+        message=message,
+        n_iter=int(sol.n_iter),
+        kkt_residual=float(kkt),
+    )
 
 
 def _warm_start(start, n_hosts):
@@ -813,7 +963,9 @@ def _warm_start(start, n_hosts):
     if start is None:
         return None, None
     if not isinstance(start, AllocationResult):
-        raise TypeError(f"warm_start must be an AllocationResult (a previous solve's result); got {type(start).__name__}")
+        raise TypeError(
+            f"warm_start must be an AllocationResult (a previous solve's result); got {type(start).__name__}"
+        )
     host_lam = None
     if n_hosts and start.host_lam is not None:
         host_lam = np.array(start.host_lam, dtype=np.float64)
@@ -842,15 +994,22 @@ def _check_hosts(hosts, host_caps, n):
         if h.dtype.kind == "f" and np.all(np.isfinite(h)) and np.all(h == np.round(h)):
             h = h.astype(np.intp)
         else:
-            raise ValueError(f"hosts must be integer host indices (-1 for none); got dtype {h.dtype}")
+            raise ValueError(
+                f"hosts must be integer host indices (-1 for none); got dtype {h.dtype}"
+            )
     h = np.ascontiguousarray(h, dtype=np.intp)
     h_min, h_max = (int(h.min()), int(h.max())) if n else (0, -1)  # numpy masks below only on error
     if host_caps is None:
         n_hosts = int(h_max) + 1
         caps = np.full(max(n_hosts, 0), np.inf)
     else:
-        caps = check_array("host_caps", np.atleast_1d(np.asarray(host_caps, dtype=np.float64)), low=0.0,
-                           allow_inf=True, unit="visits/day")
+        caps = check_array(
+            "host_caps",
+            np.atleast_1d(np.asarray(host_caps, dtype=np.float64)),
+            low=0.0,
+            allow_inf=True,
+            unit="visits/day",
+        )
         if caps.ndim != 1:
             raise ValueError(f"host_caps must have shape (n_hosts,); got {caps.shape}")
         caps = np.array(caps, dtype=np.float64)

@@ -292,6 +292,13 @@ class Scratch:
         self.j = np.empty(n, dtype=np.intp)
         self.m1, self.m2 = np.empty(n, dtype=bool), np.empty(n, dtype=bool)
 
+    def head(self, m: int) -> Scratch:
+        """The same arrays, their first m entries (views)."""
+        out = Scratch(0)
+        for name in ("p", "dp", "x", "y", "z", "j", "m1", "m2"):
+            setattr(out, name, getattr(self, name)[:m])
+        return out
+
 
 def response_into(kind: int, lam, w, a, b, lo, hi, s: Scratch, static=None) -> bool:
     """:func:`response` written into ``s.p`` and ``s.dp``; False (nothing written) for the kinds and

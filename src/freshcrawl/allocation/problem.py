@@ -17,7 +17,12 @@ from numpy.typing import NDArray
 from freshcrawl.allocation import _kinds as Q
 from freshcrawl.allocation.objectives import Objective
 
-__all__ = ["PageProblem", "group_sums"]
+__all__ = ["CHUNK", "PageProblem", "group_sums"]
+
+#: Pages per chunk of a pass (Poisson and periodic freshness, harmonic staleness, detection): each of
+#: the pass's dozen array operations then works on arrays that stay in the core's cache instead of
+#: streaming arrays of n pages through memory.
+CHUNK = 1 << 14
 
 Array = NDArray[np.float64]
 
@@ -61,6 +66,7 @@ class PageProblem:
     host_lam0: Array | None = None
     _scratch: Q.Scratch | None = field(default=None, repr=False)
     _static: Array | None = field(default=None, repr=False)
+    _out: tuple | None = field(default=None, repr=False)
 
     def has_jumps(self) -> bool:
         """Whether Σp may jump where a page enters (a flat or constant marginal value)."""
@@ -83,20 +89,16 @@ class PageProblem:
         """
         if self.kind < 0:
             return self._custom_rates(lam)
-        if not self.others and self.kind in (Q.POISSON, Q.HARMONIC, Q.PERIODIC, Q.DETECTION):
-            if self._scratch is None:
-                self._scratch = Q.Scratch(self.n)
-                with np.errstate(all="ignore"):
-                    self._static = (
-                        np.sqrt(self.w * self.a)
-                        if self.kind == Q.POISSON
-                        else (self.w > 0) & (self.a > 0) & (self.hi > self.lo)
-                    )
-            s = self._scratch
-            if Q.response_into(
-                self.kind, lam, self.w, self.a, self.b, self.lo, self.hi, s, self._static
-            ):
-                return (s.p, s.dp) if scratch else (s.p.copy(), s.dp.copy())
+        if self._fast(lam):
+            if scratch:
+                if self._out is None:
+                    self._out = (np.empty(self.n), np.empty(self.n))
+                p, dp = self._out
+            else:
+                p, dp = np.empty(self.n), np.empty(self.n)
+            for sl, pc, dc in self._chunks(lam):
+                p[sl], dp[sl] = pc, dc
+            return p, dp
         p = dp = None
         for kind, idx, w, a, b, lo, hi in self._parts():
             lam_k = lam if idx is None or np.ndim(lam) == 0 else lam[idx]
@@ -106,6 +108,62 @@ class PageProblem:
             else:
                 p[idx], dp[idx] = pk, dk
         return p, dp
+
+    def _fast(self, lam) -> bool:
+        """Whether the chunked pass of :func:`_kinds.response_into` covers this problem at λ."""
+        if self.kind not in (Q.POISSON, Q.HARMONIC, Q.PERIODIC, Q.DETECTION) or self.others:
+            return False
+        if not (lam > 0 if np.ndim(lam) == 0 else np.all(lam > 0)):
+            return False
+        if self._scratch is None:
+            self._scratch = Q.Scratch(min(self.n, CHUNK))
+            with np.errstate(all="ignore"):
+                self._static = (
+                    np.sqrt(self.w * self.a)
+                    if self.kind == Q.POISSON
+                    else (self.w > 0) & (self.a > 0) & (self.hi > self.lo)
+                )
+        return True
+
+    def _chunks(self, lam):
+        """(slice, rates, derivatives) of the pages, CHUNK pages at a time (views of the scratch)."""
+        n = self.n
+        per_page = [
+            x if x.shape[0] > 1 else None for x in (self.w, self.a, self.b, self.lo, self.hi)
+        ]
+        static = self._static if np.ndim(self._static) and self._static.shape[0] > 1 else None
+        for start in range(0, n, CHUNK):
+            sl = slice(start, min(n, start + CHUNK))
+            m = sl.stop - start
+            s = self._scratch if m == self._scratch.p.shape[0] else self._scratch.head(m)
+            w, a, b, lo, hi = (
+                x[sl] if x is not None else y
+                for x, y in zip(per_page, (self.w, self.a, self.b, self.lo, self.hi), strict=True)
+            )
+            st = static[sl] if static is not None else self._static
+            Q.response_into(
+                self.kind, lam if np.ndim(lam) == 0 else lam[sl], w, a, b, lo, hi, s, st
+            )
+            yield sl, s.p, s.dp
+
+    def sums(
+        self, lam: float | Array, groups: NDArray[np.intp] | None = None, n_groups: int = 1
+    ) -> tuple[Array, Array]:
+        """Σ p_i(λ_i) and Σ dp_i/dλ_i per group (shape (n_groups,); one group without ``groups``)."""
+        if not self._fast(lam):
+            p, dp = self.rates(lam, scratch=True)
+            if groups is None:
+                return np.array([p.sum()]), np.array([dp.sum()])
+            return group_sums(p, dp, groups, n_groups)
+        s, ds = np.zeros(n_groups), np.zeros(n_groups)
+        for sl, p, dp in self._chunks(lam):
+            if groups is None:
+                s[0] += p.sum()
+                ds[0] += dp.sum()
+            else:
+                s += np.bincount(groups[sl], weights=p, minlength=n_groups)
+                ds += np.bincount(groups[sl], weights=dp, minlength=n_groups)
+        return s, ds
 
     def marginal(self, p: Array) -> Array:
         """w_i f_i'(p_i), shape (n,): 0 for a page of no value."""

@@ -344,10 +344,10 @@ def budget_sums(
 
 
 def _budget_sums(prob, lam, g, caps):
-    p, dp = prob.rates(lam, scratch=True)
     if g is None:
-        return float(p.sum()), float(dp.sum()), np.zeros(0)
-    s_h, ds_h = group_sums(p, dp, g, caps.size + 1)
+        s, ds = prob.sums(lam)
+        return float(s[0]), float(ds[0]), np.zeros(0)
+    s_h, ds_h = prob.sums(lam, g, caps.size + 1)
     over = s_h[:-1] > caps
     return (
         float(s_h[-1] + np.sum(np.where(over, caps, s_h[:-1]))),
@@ -570,8 +570,7 @@ def _solve_hosts(prob, idx, g, caps, lam_low, s_low, tol, max_iter) -> Roots:
         ):  # only the pages of the hosts still open
             keep = np.flatnonzero(act[state[1]])
             state[:] = [state[0].subset(keep), state[1][keep]]
-        p, dp = state[0].rates(lam_v[state[1]], scratch=True)
-        return group_sums(p, dp, state[1], G)
+        return state[0].sums(lam_v[state[1]], state[1], G)
 
     return find_roots(
         evaluate,

@@ -105,6 +105,7 @@ def find_roots(
     jumps: Callable | None = None,
     ulps_stop: float = _ULPS_STOP,
     snap_width: float = 1e-6,
+    sqrt_steps: bool = False,
 ) -> Roots:
     """Solve S_g(λ_g) = target_g for every group g at once, S_g nonincreasing in λ_g >= 0.
 
@@ -132,7 +133,8 @@ def find_roots(
 
     Notes
     -----
-    Safeguarded Newton on log S against log λ (a power law S ∝ λ^-α is solved in one step); outside a
+    Safeguarded Newton on log S against log λ (a power law S ∝ λ^-α is solved in one step), or with
+    ``sqrt_steps`` on S against λ^(-1/2) (Poisson freshness: affine between breakpoints); outside a
     bracket, expansion by a factor that squares each time; inside, bisection (geometric while the
     bracket is wide) where a step leaves it or does not halve the error, else the secant of log S across
     the bracket; in a bracket narrower than ``snap_width`` relative, steps of 8 ulps to either side of
@@ -181,7 +183,13 @@ def find_roots(
             done |= conv | jump
             act &= ~jump
             # Newton in log-log; bisection where it leaves the bracket or stalls
-            ln = lam * np.exp(-(np.log(s) - np.log(target)) * s / (lam * ds))
+            if (
+                sqrt_steps
+            ):  # Newton on S against z = λ^(-1/2), in which Poisson freshness rates are affine
+                z = 1.0 / np.sqrt(lam) + err / (2.0 * ds * lam * np.sqrt(lam))
+                ln = np.where(z > 0, 1.0 / (z * z), np.nan)
+            else:
+                ln = lam * np.exp(-(np.log(s) - np.log(target)) * s / (lam * ds))
             ok = np.isfinite(ln) & (ln > 0)
             slow = np.where(np.abs(err) > 0.5 * prev, slow + 1, 0)
             prev = np.abs(err)
@@ -402,6 +410,7 @@ def solve_problem(
             tol=tol,
             max_iter=max_iter,
             jumps=_jump_finder(prob.jump_points(), None, 1),
+            sqrt_steps=prob.kind == Q.POISSON,
         )
         n_iter += root.n_iter
         s_low = cache.get(float(root.lam_a[0])) if use_hosts else None
@@ -582,6 +591,7 @@ def _solve_hosts(prob, idx, g, caps, lam_low, s_low, tol, max_iter) -> Roots:
         jumps=_jump_finder(sub.jump_points(), gi, G),
         ulps_stop=1e-10,
         snap_width=np.inf,
+        sqrt_steps=prob.kind == Q.POISSON,
     )
 
 

@@ -186,6 +186,11 @@ class PageProblem:
             with np.errstate(all="ignore"):
                 v = np.asarray(self.custom.value(p, self.delta), dtype=np.float64)
             return float(np.sum(np.where(self.w > 0, self.w * v, 0.0)))
+        if not self.others and self.n > CHUNK:  # by chunks: no n-sized temporaries
+            return sum(
+                self.chunk(slice(i, min(self.n, i + CHUNK))).objective(p[i : i + CHUNK])
+                for i in range(0, self.n, CHUNK)
+            )
         v = None
         with np.errstate(all="ignore"):
             for kind, idx, w, a, b, _, _ in self._parts():
@@ -209,6 +214,15 @@ class PageProblem:
             else:
                 out[idx] = ak
         return out
+
+    def chunk(self, sl: slice) -> PageProblem:
+        """The pages of ``sl`` (views), for a problem of one kind."""
+        return PageProblem(
+            sl.stop - sl.start,
+            self.kind,
+            *(x if x.shape[0] == 1 else x[sl] for x in (self.w, self.a, self.b, self.lo, self.hi)),
+            offset=self.offset,
+        )
 
     def subset(self, idx: NDArray[np.intp]) -> PageProblem:
         """The problem of the pages ``idx`` alone (same objective and bounds; no start)."""

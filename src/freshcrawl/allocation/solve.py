@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 from freshcrawl._validation import check_array, check_int, check_positive
 from freshcrawl.allocation import _kinds as Q
 from freshcrawl.allocation.objectives import Objective, get_objective
-from freshcrawl.allocation.problem import PageProblem, group_sums
+from freshcrawl.allocation.problem import CHUNK, PageProblem, group_sums
 from freshcrawl.allocation.result import AllocationResult, Status
 from freshcrawl.errors import ConvergenceWarning, InfeasibleAllocation
 
@@ -247,7 +247,20 @@ def _jump_finder(points: Array | None, groups: NDArray[np.intp] | None, n_groups
         return None
     keep = np.flatnonzero(np.isfinite(points))
     e = points[keep]
-    g = np.zeros(e.size, dtype=np.intp) if groups is None else groups[keep]
+    if groups is None:  # one group: no group index per page
+
+        def one(la, lb, lam, act):
+            nan = np.full(1, np.nan)
+            above = e[e > la[0]] if act[0] else e[:0]
+            if not above.size:
+                return nan, nan
+            inside = above[above < lb[0]]
+            with np.errstate(all="ignore"):
+                pick = inside[np.argmin(np.abs(np.log(inside / lam[0])))] if inside.size else np.nan
+            return np.array([pick]), np.array([above.min()])
+
+        return one
+    g = groups[keep]
 
     def jumps(la, lb, lam, act):
         """Per group the entry point in (la, lb) nearest to lam, and the least one above la (NaN: none)."""
@@ -486,29 +499,31 @@ def rates_at_root(
     with np.errstate(all="ignore"):
         p += dp * (dmu[0] if g is None else dmu[g])
     jumps = th != 0
-    if jumps.any():
-        p_b, _ = prob.rates(page_mu[0] if g is None else page_mu)
-        p_a, _ = prob.rates(mu_a[0] if g is None else mu_a[g])
-        on = jumps[0] if g is None else jumps[g]
-        glob = on & (page_mu == lam) if g is not None else np.full(n, bool(on))
-        hosts_on = on & ~glob
-        if (
-            hosts_on.any()
-        ):  # a host's own root on a jump: θ_h from its sums at both ends, so that it meets its cap
+    if (
+        jumps.any()
+    ):  # groups whose root sits on a jump: their pages only (their dλ is 0: p is p(λb))
+        idx = np.flatnonzero(jumps[g]) if g is not None else np.arange(n)
+        gi = None if g is None else g[idx]
+        p_b = p[idx]
+        p_a, _ = prob.subset(idx).rates(mu_a[0] if g is None else mu_a[gi])
+        glob = np.ones(idx.size, dtype=bool) if g is None else page_mu[idx] == lam
+        q = p_b.copy()
+        if not glob.all():  # a host's own root on a jump: θ_h from its sums at both ends (its cap)
             with np.errstate(all="ignore"):
-                inf_a = hosts_on & np.isinf(p_a)
-                fin = hosts_on & ~inf_a
-                s_b = np.bincount(g[hosts_on], weights=p_b[hosts_on], minlength=n_hosts + 1)
-                d = np.bincount(g[fin], weights=(p_a - p_b)[fin], minlength=n_hosts + 1)
-                cnt = np.bincount(g[inf_a], minlength=n_hosts + 1)
+                own = ~glob
+                inf_a = own & np.isinf(p_a)
+                fin = own & ~inf_a
+                s_b = np.bincount(gi[own], weights=p_b[own], minlength=n_hosts + 1)
+                d = np.bincount(gi[fin], weights=(p_a - p_b)[fin], minlength=n_hosts + 1)
+                cnt = np.bincount(gi[inf_a], minlength=n_hosts + 1)
                 left = np.append(caps, np.inf) - s_b
                 t = np.where(cnt > 0, 0.0, np.nan_to_num(np.clip(left / d, 0.0, 1.0)))
                 share = np.where(cnt > 0, left / np.maximum(cnt, 1), 0.0)
-                p = np.where(fin, p_b + t[g] * (p_a - p_b), np.where(inf_a, p_b + share[g], p))
+                q = np.where(fin, p_b + t[gi] * (p_a - p_b), np.where(inf_a, p_b + share[gi], q))
         if glob.any():
-            p = np.where(
-                glob, _mix_on_jump(p_a, p_b, glob, g, caps, budget - float(np.sum(p[~glob]))), p
-            )
+            rest = float(np.sum(p)) - float(np.sum(p_b)) + float(np.sum(q[~glob]))
+            q = np.where(glob, _mix_on_jump(p_a, p_b, glob, gi, caps, budget - rest), q)
+        p[idx] = q
     np.clip(p, prob.lo, prob.hi, out=p)
     return p, lamhat, n_iter, converged
 
@@ -663,19 +678,26 @@ def kkt_residual(
 ) -> float:
     """Largest relative violation of stationarity |w f'(p) - λ_i| / λ_i inside the bounds (the sign
     conditions at the bounds), λ_i = max(λ, λ_h) for a page on host h (λ alone where λ_h is empty)."""
-    if hosts.size and lamhat.size:
-        lp = np.where(hosts >= 0, np.maximum(lam, lamhat[np.maximum(hosts, 0)]), lam)
-    else:
-        lp = lam
-    with np.errstate(all="ignore"):
-        d = prob.marginal(p)
-        d -= lp  # w f'(p) - λ_i: may not be > 0 below p_max, nor < 0 above p_min
-        if np.ndim(lp) or lp > 0:
-            d /= lp if np.ndim(lp) == 0 else np.where(lp > 0, lp, 1.0)
-        fin = np.isfinite(lp)  # (a host pinned at its pages' p_min: nothing to check)
-        r_up = float(np.max(d, where=(p < prob.hi) & fin, initial=0.0))
-        np.negative(d, out=d)
-        r_down = float(np.max(d, where=(p > prob.lo) & fin, initial=0.0))
+    r_up = r_down = 0.0
+    step = prob.n if prob.kind < 0 or prob.others else CHUNK  # by chunks: no n-sized temporaries
+    for start in range(0, prob.n, step):
+        sl = slice(start, min(prob.n, start + step))
+        part = prob if step == prob.n else prob.chunk(sl)
+        pc = p[sl]
+        if hosts.size and lamhat.size:
+            hc = hosts[sl]
+            lp = np.where(hc >= 0, np.maximum(lam, lamhat[np.maximum(hc, 0)]), lam)
+        else:
+            lp = lam
+        with np.errstate(all="ignore"):
+            d = part.marginal(pc)
+            d -= lp  # w f'(p) - λ_i: may not be > 0 below p_max, nor < 0 above p_min
+            if np.ndim(lp) or lp > 0:
+                d /= lp if np.ndim(lp) == 0 else np.where(lp > 0, lp, 1.0)
+            fin = np.isfinite(lp)  # (a host pinned at its pages' p_min: nothing to check)
+            r_up = max(r_up, float(np.max(d, where=(pc < part.hi) & fin, initial=0.0)))
+            np.negative(d, out=d)
+            r_down = max(r_down, float(np.max(d, where=(pc > part.lo) & fin, initial=0.0)))
     r = max(r_up, r_down)
     return np.inf if np.isnan(r) else r
 

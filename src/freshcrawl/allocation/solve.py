@@ -191,8 +191,9 @@ def find_roots(
             else:
                 ln = lam * np.exp(-(np.log(s) - np.log(target)) * s / (lam * ds))
             ok = np.isfinite(ln) & (ln > 0)
+            # slow: the error is not half the best so far (also when steps alternate across the root)
             slow = np.where(np.abs(err) > 0.5 * prev, slow + 1, 0)
-            prev = np.abs(err)
+            prev = np.minimum(prev, np.abs(err))
             both = (la > 0) & np.isfinite(lb)
             need = act & both & ~(ok & (ln > la) & (ln < lb) & (slow == 0))
             if need.any():

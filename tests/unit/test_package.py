@@ -59,7 +59,8 @@ PUBLIC = {
     ],
     'freshcrawl.store': [
         'HostArrays', 'PAGE_STATUSES', 'PageArrays', 'Store', 'check_namespace', 'database_url',
-        'drop_namespace', 'list_namespaces', 'open_store',
+        'drop_namespace', 'is_connection_error', 'is_refused_login', 'list_namespaces', 'open_store',
+        'reason_of', 'unavailable',
     ],
     'freshcrawl.testing': [
         'FAULT_KINDS', 'Fault', 'FreshnessReport', 'HostInfo', 'HostSpec', 'Page', 'PageSpec',

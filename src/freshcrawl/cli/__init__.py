@@ -85,8 +85,15 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.lazy_subcommands))
 
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_subcommands:
+            module_name, attr = self.lazy_subcommands[cmd_name].split(":")
+            return getattr(importlib.import_module(module_name), attr)
+        return super().get_command(ctx, cmd_name)
+
     def invoke(self, ctx: click.Context):
-        """Run the command; a database that cannot be used ends it with its one-line error."""
+        """Run the subcommand. A database that cannot be used ends it with its one-line error, and a
+        module of a missing extra with one line naming the extra."""
         from freshcrawl.errors import (
             CorruptDatabaseError,
             DatabaseInUseError,
@@ -97,17 +104,6 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except (DatabaseUnavailableError, CorruptDatabaseError, DatabaseInUseError) as err:
             raise click.ClickException(str(err)) from err
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self.lazy_subcommands:
-            module_name, attr = self.lazy_subcommands[cmd_name].split(":")
-            return getattr(importlib.import_module(module_name), attr)
-        return super().get_command(ctx, cmd_name)
-
-    def invoke(self, ctx: click.Context):
-        """Run the subcommand; a module of a missing extra becomes one line naming the extra."""
-        try:
-            return super().invoke(ctx)
         except ImportError as err:
             found = missing_extra(err)
             if found is None:

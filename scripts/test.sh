@@ -12,9 +12,9 @@
 # Without arguments it first builds the documentation site (`mkdocs build --strict`, into a temporary
 # directory that is removed; any warning, such as a broken link or a docstring mkdocstrings cannot
 # read, fails the build and the command), then runs the default suite in two phases: every test but
-# the `realtime` ones on two worker processes (pytest-xdist, a test file to a worker: the machine has
-# two cores, and most of this phase compiles the numba kernels), then the `realtime` ones alone
-# (end-to-end crawls graded on the wall clock, which need the whole machine). `-p no:benchmark`: where
+# the `realtime` ones on four worker processes (pytest-xdist, a test file to a worker: the machine has
+# two cores, and much of this phase waits on servers and subprocesses it starts), then the `realtime`
+# ones alone (end-to-end crawls graded on the wall clock, which need the whole machine). `-p no:benchmark`: where
 # pytest-benchmark is installed it warns under xdist, and the suite turns warnings into errors. With
 # arguments: `python -m pytest ARGS` (no docs build).
 set -euo pipefail
@@ -57,7 +57,7 @@ site_dir=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$site_dir" || status=$?
 rm -rf "$site_dir"
 [ "$status" -eq 0 ] || echo "mkdocs build --strict failed" >&2
-python -m pytest -n 2 --dist loadfile -p no:benchmark -m "not slow and not realtime" || status=$?
-python -m pytest -p no:xdist -m "realtime and not slow" || status=$?
+python -m pytest -n 4 --dist loadfile -p no:benchmark -m "not slow and not realtime" --durations=15 || status=$?
+python -m pytest -p no:xdist -m "realtime and not slow" --durations=10 || status=$?
 echo "test run: $(( $(date +%s) - start )) s (docs build and both phases)"
 exit "$status"

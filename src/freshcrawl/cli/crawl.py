@@ -242,8 +242,6 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         raise click.UsageError(str(err)) from err
     progress = _Progress(frontier)
 
-    from freshcrawl.archive.notify import NotifyingFrontier
-
     notifier = None
     try:
         archive = None
@@ -253,6 +251,8 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
             archive = _latest(settings.keep_latest)
         per_page = store.settings().get("notify_pages") or {}
         if settings.notify or per_page:
+            from freshcrawl.archive.notify import NotifyingFrontier
+
             notifier = _notifier(list(settings.notify or []), per_page, archive,
                                  settings.keep_latest)
             frontier = NotifyingFrontier(frontier, notifier)

@@ -173,6 +173,22 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 
 #: The timeout of the visit in progress (per task), extended by the politeness waits between hops.
 _deadline: contextvars.ContextVar[asyncio.Timeout] = contextvars.ContextVar("freshcrawl_fetch_deadline")
+#: When the visit's first request was sent (its headers written): appended to by the session's trace
+#: hook, read by :meth:`Fetcher.fetch` as the visit's ``started_at``, so that a host's politeness
+#: delay runs from the request itself, not from before the connection and name resolution.
+_sent_at: contextvars.ContextVar[list[float]] = contextvars.ContextVar("freshcrawl_fetch_sent_at")
+
+
+async def _note_headers_sent(session, context, params) -> None:  # aiohttp trace signature
+    sent = _sent_at.get(None)
+    if sent is not None and not sent:
+        sent.append(time.time())
+
+
+def _trace_config() -> aiohttp.TraceConfig:
+    trace = aiohttp.TraceConfig()
+    trace.on_request_headers_sent.append(_note_headers_sent)
+    return trace
 
 class _Refused(Exception):
     """A redirect the fetcher will not follow; caught inside this module only."""
@@ -406,6 +422,7 @@ class Fetcher:
                 trust_env=False,
                 auto_decompress=True,
                 headers={"User-Agent": self.user_agent},
+                trace_configs=[_trace_config()],
             )
             # aiohttp sends an idempotent request a second time, at once, when the connection fails
             # (reset, disconnect): a second request to the host with no delay. A visit is one request
@@ -579,9 +596,13 @@ class Fetcher:
             hop_delay = max(0.0, float(request.hop_delay_s))
             async with asyncio.timeout(self.total_timeout_s) as deadline:
                 _deadline.set(deadline)
+                sent: list[float] = []
+                _sent_at.set(sent)
                 response, url = await self._open(
                     request.url, self._headers(extra), self.max_redirects, hop_delay
                 )
+                if sent:  # the politeness delay runs from when the request went out
+                    started_at = sent[0]
                 final_url = url if url != request.url else None
                 complete = False
                 try:

@@ -114,7 +114,10 @@ def _network_why(exc: BaseException) -> str:
     from twisted.internet import error as terr
 
     name = type(exc).__name__
-    if isinstance(exc, (terr.TimeoutError, TimeoutError)) or "Timeout" in name:
+    if (
+        isinstance(exc, (terr.TimeoutError, terr.TCPTimedOutError, TimeoutError))
+        or "Timeout" in name
+    ):
         return "timeout"
     if isinstance(exc, terr.DNSLookupError):
         return "dns-error"
@@ -130,12 +133,26 @@ def _response_outcome(lease: Lease, response: Response, *, now: float, mode: str
     elapsed = max(0.0, now - started)
     status = response.status
     final_url = response.url if response.url != req.url else None
-    common = dict(url=req.url, started_at=started, elapsed_s=elapsed, status=status, final_url=final_url)
+    common = {
+        "url": req.url,
+        "started_at": started,
+        "elapsed_s": elapsed,
+        "status": status,
+        "final_url": final_url,
+    }
     if status == 304:
         if req.etag or req.last_modified:
-            return FetchOutcome(outcome=Outcome.UNCHANGED, why="not-modified", etag=req.etag,
-                                last_modified=req.last_modified, signature=req.signature, **common)
-        return FetchOutcome(outcome=Outcome.NO_INFO, why="unexpected-304", error=ErrorKind.PAGE, **common)
+            return FetchOutcome(
+                outcome=Outcome.UNCHANGED,
+                why="not-modified",
+                etag=req.etag,
+                last_modified=req.last_modified,
+                signature=req.signature,
+                **common,
+            )
+        return FetchOutcome(
+            outcome=Outcome.NO_INFO, why="unexpected-304", error=ErrorKind.PAGE, **common
+        )
     if not 200 <= status < 300:
         retry = parse_retry_after(_header(response, b"Retry-After"), now)
         if status in (429, 503):
@@ -144,8 +161,9 @@ def _response_outcome(lease: Lease, response: Response, *, now: float, mode: str
             kind = ErrorKind.SERVER
         else:
             kind = ErrorKind.PAGE
-        return FetchOutcome(outcome=Outcome.NO_INFO, why=f"http-{status}", error=kind, retry_after_s=retry,
-                            **common)
+        return FetchOutcome(
+            outcome=Outcome.NO_INFO, why=f"http-{status}", error=kind, retry_after_s=retry, **common
+        )
     body = response.body
     sig = compute_signature(body, _header(response, b"Content-Type"), mode)
     if req.signature is None:
@@ -154,17 +172,32 @@ def _response_outcome(lease: Lease, response: Response, *, now: float, mode: str
         outcome, why = Outcome.UNCHANGED, "same-signature"
     else:
         outcome, why = Outcome.CHANGED, "new-signature"
-    return FetchOutcome(outcome=outcome, why=why, n_bytes=len(body), etag=_header(response, b"ETag"),
-                        last_modified=_header(response, b"Last-Modified"), signature=sig, **common)
+    return FetchOutcome(
+        outcome=outcome,
+        why=why,
+        n_bytes=len(body),
+        etag=_header(response, b"ETag"),
+        last_modified=_header(response, b"Last-Modified"),
+        signature=sig,
+        **common,
+    )
 
 
 def _failure_outcome(lease: Lease, exc: BaseException, *, now: float) -> FetchOutcome:
     """The outcome of a page visit that ended with ``exc`` (no answer, or dropped by Scrapy)."""
     started = lease.started_at if lease.started_at is not None else now
-    common = dict(url=lease.visit.request.url, started_at=started, elapsed_s=max(0.0, now - started))
+    common = {
+        "url": lease.visit.request.url,
+        "started_at": started,
+        "elapsed_s": max(0.0, now - started),
+    }
     if isinstance(exc, IgnoreRequest):
-        return FetchOutcome(outcome=Outcome.NO_INFO, why="robots-disallowed", error=ErrorKind.PAGE, **common)
-    return FetchOutcome(outcome=Outcome.NO_INFO, why=_network_why(exc), error=ErrorKind.NETWORK, **common)
+        return FetchOutcome(
+            outcome=Outcome.NO_INFO, why="robots-disallowed", error=ErrorKind.PAGE, **common
+        )
+    return FetchOutcome(
+        outcome=Outcome.NO_INFO, why=_network_why(exc), error=ErrorKind.NETWORK, **common
+    )
 
 
 def _header(response: Response, name: bytes) -> str | None:
@@ -212,8 +245,13 @@ class ObservationMiddleware:
     def from_crawler(cls, crawler: Any) -> ObservationMiddleware:
         """Scrapy's constructor hook."""
         sched = crawler.settings.get("SCHEDULER")
-        if not (sched is Scheduler or (isinstance(sched, str) and sched.endswith("freshcrawl.scrapy.Scheduler"))):
-            raise NotConfigured("ObservationMiddleware goes with SCHEDULER = 'freshcrawl.scrapy.Scheduler'")
+        if not (
+            sched is Scheduler
+            or (isinstance(sched, str) and sched.endswith("freshcrawl.scrapy.Scheduler"))
+        ):
+            raise NotConfigured(
+                "ObservationMiddleware goes with SCHEDULER = 'freshcrawl.scrapy.Scheduler'"
+            )
         return cls(crawler)
 
     def process_request(self, request: Request, spider: Any = None) -> None:
@@ -232,11 +270,16 @@ class ObservationMiddleware:
         lease.last_request_at = now
         return None
 
-    def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
+    def process_response(
+        self, request: Request, response: Response, spider: Any = None
+    ) -> Response:
         """Report a 304 the spider does not handle and drop it (IgnoreRequest); pass the rest."""
         lease = request.meta.get(META_KEY)
         if lease is None:
-            if request.meta.get("dont_obey_robotstxt") and urlsplit(request.url).path == "/robots.txt":
+            if (
+                request.meta.get("dont_obey_robotstxt")
+                and urlsplit(request.url).path == "/robots.txt"
+            ):
                 # Scrapy's own robots.txt fetch (ROBOTSTXT_OBEY): it answers the frontier's next
                 # robots.txt visit of the host, which is then not made again
                 self._robots[origin_of(request.url)] = (time.time(), response)
@@ -251,9 +294,11 @@ class ObservationMiddleware:
             sched.report_response(lease, response)
         raise IgnoreRequest("304 Not Modified (reported to freshcrawl as unchanged)")
 
-    def process_exception(self, request: Request, exception: BaseException, spider: Any = None) -> None:
+    def process_exception(
+        self, request: Request, exception: BaseException, spider: Any = None
+    ) -> None:
         """Nothing here: the visit's final exception is reported by the scheduler's errback."""
-        return None
+        return
 
 
 _SCHEDULERS: dict[int, Scheduler] = {}
@@ -342,7 +387,9 @@ class Scheduler:
         (the message names it).
     """
 
-    def __init__(self, crawler: Any, open_frontier: Any, *, mode: str, prefetch: int, poll_s: float = 0.05) -> None:
+    def __init__(
+        self, crawler: Any, open_frontier: Any, *, mode: str, prefetch: int, poll_s: float = 0.05
+    ) -> None:
         self.crawler = crawler
         self._open_frontier = open_frontier
         self.mode = mode
@@ -362,8 +409,16 @@ class Scheduler:
         self._has_pages = True
         self._error: BaseException | None = None
         #: leased visits, reports (page and robots) and discovered URLs sent to the frontier
-        self.counts = {"leased": 0, "reported": 0, "robots": 0, "discovered": 0, "changed": 0,
-                       "unchanged": 0, "first": 0, "no-info": 0}
+        self.counts = {
+            "leased": 0,
+            "reported": 0,
+            "robots": 0,
+            "discovered": 0,
+            "changed": 0,
+            "unchanged": 0,
+            "first": 0,
+            "no-info": 0,
+        }
 
     # BaseScheduler -------------------------------------------------------------------------------
     @classmethod
@@ -376,26 +431,36 @@ class Scheduler:
         s = crawler.settings
         db, server = s.get("FRESHCRAWL_DB"), s.get("FRESHCRAWL_SERVER")
         if bool(db) == bool(server):
-            raise NotConfigured("freshcrawl.scrapy.Scheduler needs exactly one of FRESHCRAWL_DB (an in-process "
-                                f"frontier) and FRESHCRAWL_SERVER (a running freshcrawl serve); got {db!r}, {server!r}")
+            raise NotConfigured(
+                "freshcrawl.scrapy.Scheduler needs exactly one of FRESHCRAWL_DB (an in-process "
+                f"frontier) and FRESHCRAWL_SERVER (a running freshcrawl serve); got {db!r}, {server!r}"
+            )
         mode = s.get("FRESHCRAWL_SIGNATURE", "raw")
         if mode not in SIGNATURE_MODES:
-            raise NotConfigured(f"FRESHCRAWL_SIGNATURE must be one of {sorted(SIGNATURE_MODES)}; got {mode!r}")
+            raise NotConfigured(
+                f"FRESHCRAWL_SIGNATURE must be one of {sorted(SIGNATURE_MODES)}; got {mode!r}"
+            )
         lease_s = s.getfloat("FRESHCRAWL_LEASE", 2 * s.getfloat("DOWNLOAD_TIMEOUT", 180.0) + 30.0)
         prefetch = s.getint("FRESHCRAWL_PREFETCH", s.getint("CONCURRENT_REQUESTS", 16))
         if db:
             try:
                 budget = s.get("FRESHCRAWL_BUDGET")
-                given = dict(
-                    budget=None if budget is None else parse_rate(budget, name="FRESHCRAWL_BUDGET"),
-                    policy=s.get("FRESHCRAWL_POLICY"), signature=mode,
-                    min_delay_s=None if s.get("FRESHCRAWL_MIN_DELAY") is None else s.getfloat("FRESHCRAWL_MIN_DELAY"),
-                    replan_every_s=None if s.get("FRESHCRAWL_REPLAN_EVERY") is None
-                    else s.getfloat("FRESHCRAWL_REPLAN_EVERY"),
-                    max_per_host_day=None if s.get("FRESHCRAWL_MAX_PER_HOST_DAY") is None
-                    else s.getfloat("FRESHCRAWL_MAX_PER_HOST_DAY"),
-                    allow_private=s.getbool("FRESHCRAWL_ALLOW_PRIVATE") or None,
-                    user_agent=s.get("USER_AGENT"), seed=s.getint("FRESHCRAWL_SEED", 0))
+
+                def seconds(name: str) -> float | None:
+                    return None if s.get(name) is None else s.getfloat(name)
+
+                given = {
+                    "budget": None
+                    if budget is None
+                    else parse_rate(budget, name="FRESHCRAWL_BUDGET"),
+                    "policy": s.get("FRESHCRAWL_POLICY"),
+                    "signature": mode,
+                    "min_delay_s": seconds("FRESHCRAWL_MIN_DELAY"),
+                    "replan_every_s": seconds("FRESHCRAWL_REPLAN_EVERY"),
+                    "max_per_host_day": seconds("FRESHCRAWL_MAX_PER_HOST_DAY"),
+                    "allow_private": s.getbool("FRESHCRAWL_ALLOW_PRIVATE") or None,
+                    "seed": s.getint("FRESHCRAWL_SEED", 0),
+                }
             except ValueError as err:
                 raise NotConfigured(str(err)) from err
 
@@ -405,17 +470,22 @@ class Scheduler:
             from freshcrawl.service.rest_client import RestFrontier
             from freshcrawl.service.tls import ClientTLS
 
-            tls_files = [s.get(k) for k in ("FRESHCRAWL_TLS_CA", "FRESHCRAWL_TLS_CERT", "FRESHCRAWL_TLS_KEY")]
+            tls_files = [
+                s.get(k) for k in ("FRESHCRAWL_TLS_CA", "FRESHCRAWL_TLS_CERT", "FRESHCRAWL_TLS_KEY")
+            ]
             token = s.get("FRESHCRAWL_TOKEN") or os.environ.get("FRESHCRAWL_TOKEN") or None
             try:
                 tls = ClientTLS(*tls_files) if any(tls_files) else None
-                frontier = RestFrontier(server, s.get("FRESHCRAWL_CRAWL_ID"), lease_s=lease_s, token=token, tls=tls)
+                frontier = RestFrontier(
+                    server, s.get("FRESHCRAWL_CRAWL_ID"), lease_s=lease_s, token=token, tls=tls
+                )
             except ValueError as err:
                 raise NotConfigured(str(err)) from err
             frontier.allow_private = s.getbool("FRESHCRAWL_ALLOW_PRIVATE")
 
             def open_frontier() -> Any:
                 return frontier
+
         sched = cls(crawler, open_frontier, mode=mode, prefetch=max(1, prefetch))
         sched.lease_s = lease_s
         _SCHEDULERS[id(crawler)] = sched
@@ -429,15 +499,18 @@ class Scheduler:
         sig.connect(self._on_response, signal=signals.response_received)
         mws = self.crawler.settings.getdict("DOWNLOADER_MIDDLEWARES")
         if not any("ObservationMiddleware" in str(k) for k, v in mws.items() if v is not None):
-            log.warning("freshcrawl: ObservationMiddleware is not in DOWNLOADER_MIDDLEWARES; visits are timed "
-                        "from when Scrapy takes them, and 304s reach HttpErrorMiddleware")
+            log.warning(
+                "freshcrawl: ObservationMiddleware is not in DOWNLOADER_MIDDLEWARES; visits are timed "
+                "from when Scrapy takes them, and 304s reach HttpErrorMiddleware"
+            )
         opened = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(opened,), name="freshcrawl-frontier", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(opened,), name="freshcrawl-frontier", daemon=True
+        )
         self._thread.start()
         opened.wait()
         if self._error is not None:
             raise self._error
-        return None
 
     def close(self, reason: str) -> None:
         """Stop leasing, report what is waiting, give back the visits not made, close the frontier."""
@@ -449,7 +522,6 @@ class Scheduler:
         for k, v in self.counts.items():
             stats.set_value(f"freshcrawl/{k}", v)
         log.info("freshcrawl: %s", ", ".join(f"{k} {v}" for k, v in self.counts.items()))
-        return None
 
     def has_pending_requests(self) -> bool:
         """Whether a leased visit, a redirect or a retry waits for Scrapy."""
@@ -465,8 +537,11 @@ class Scheduler:
             return True
         if lease is not None or request.method != "GET" or request.body:
             # a hop of a visit waits for the host's delay since the visit's previous request
-            delay = getattr(lease.visit.request, "hop_delay_s", 0.0) if lease is not None and isinstance(
-                lease.visit, Visit) else 0.0
+            delay = (
+                getattr(lease.visit.request, "hop_delay_s", 0.0)
+                if lease is not None and isinstance(lease.visit, Visit)
+                else 0.0
+            )
             if lease is not None and isinstance(lease.visit, RobotsVisit):
                 delay = lease.visit.delay_s
             not_before = (lease.last_request_at + delay) if lease is not None else 0.0
@@ -477,7 +552,12 @@ class Scheduler:
 
                 reactor.callLater(wait + 0.001, self._wake)
             return True
-        if request.callback is not None or request.errback is not None or request.meta or request.cb_kwargs:
+        if (
+            request.callback is not None
+            or request.errback is not None
+            or request.meta
+            or request.cb_kwargs
+        ):
             try:
                 self._templates[request.url] = request.to_dict(spider=self.spider)
             except ValueError:
@@ -541,7 +621,7 @@ class Scheduler:
     def _run(self, opened: threading.Event) -> None:
         try:
             self.frontier = self._open_frontier()
-        except BaseException as err:  # handed to open(), which raises it in Scrapy's thread
+        except Exception as err:  # noqa: BLE001 - handed to open(), which raises it in Scrapy's thread
             self._error = NotConfigured(f"freshcrawl: cannot open the frontier: {err}")
             opened.set()
             return
@@ -560,7 +640,7 @@ class Scheduler:
                 if want > 0:
                     try:
                         items = self.frontier.due(now, want)
-                    except Exception as err:  # a served frontier that is unreachable: ask again later
+                    except Exception as err:  # noqa: BLE001 - a served frontier unreachable: ask again
                         log.warning("freshcrawl: leasing failed (%s); asking again", err)
                         items = []
                     for item in items:
@@ -571,10 +651,12 @@ class Scheduler:
                     try:
                         active = self.frontier.n_active() > 0 or bool(self._leased)
                         self._has_pages = active or not self._inbox.empty()
-                    except Exception as err:
+                    except Exception as err:  # noqa: BLE001 - the next count may succeed
                         log.warning("freshcrawl: cannot count the crawl's pages (%s)", err)
                 wake = min(self.frontier.next_wakeup(now), self.frontier.next_replan, now + 0.25)
-                self._drain(timeout=max(min(wake - time.time(), 0.25), self.poll_s if not items else 0.0))
+                self._drain(
+                    timeout=max(min(wake - time.time(), 0.25), self.poll_s if not items else 0.0)
+                )
             self._drain(timeout=0.0)
             self._give_back()
         except Exception:
@@ -603,8 +685,14 @@ class Scheduler:
         self._leased.add(lease)
         self.counts["leased"] += 1
         if isinstance(item, RobotsVisit):
-            return Request(lease.url, callback=_ignore, errback=self._errback, dont_filter=True, priority=10,
-                           meta={META_KEY: lease, "handle_httpstatus_all": True, "dont_retry": True})
+            return Request(
+                lease.url,
+                callback=_ignore,
+                errback=self._errback,
+                dont_filter=True,
+                priority=10,
+                meta={META_KEY: lease, "handle_httpstatus_all": True, "dont_retry": True},
+            )
         req = item.request
         headers = {}
         if req.etag:
@@ -616,8 +704,13 @@ class Scheduler:
         if template is not None:
             base = request_from_dict(template, spider=self.spider)
             lease.template_errback = base.errback
-            return base.replace(url=req.url, headers={**base.headers.to_unicode_dict(), **headers},
-                                errback=self._errback, dont_filter=True, meta={**base.meta, **meta})
+            return base.replace(
+                url=req.url,
+                headers={**base.headers.to_unicode_dict(), **headers},
+                errback=self._errback,
+                dont_filter=True,
+                meta={**base.meta, **meta},
+            )
         return Request(req.url, headers=headers, errback=self._errback, dont_filter=True, meta=meta)
 
     def _drain(self, timeout: float) -> None:
@@ -628,8 +721,11 @@ class Scheduler:
         while True:
             try:
                 wait = deadline - time.monotonic()
-                msg = self._inbox.get(timeout=wait) if wait > 0 and not pages and not discovered else \
-                    self._inbox.get_nowait()
+                msg = (
+                    self._inbox.get(timeout=wait)
+                    if wait > 0 and not pages and not discovered
+                    else self._inbox.get_nowait()
+                )
             except queue.Empty:
                 break
             kind = msg[0]
@@ -675,11 +771,25 @@ class Scheduler:
         origin = lease.visit.origin
         if isinstance(got, Response):
             status = got.status
-            text = got.text if 200 <= status < 300 and hasattr(got, "text") else (
-                got.body.decode("utf-8", "replace") if 200 <= status < 300 else None)
-            retry = parse_retry_after(_header(got, b"Retry-After"), now) if status in (429, 503) else None
-            out = RobotsOutcome(origin, status, text[:512_000] if text else text, started, elapsed,
-                                "ok" if 200 <= status < 300 else f"http-{status}", retry)
+            text = (
+                got.text
+                if 200 <= status < 300 and hasattr(got, "text")
+                else (got.body.decode("utf-8", "replace") if 200 <= status < 300 else None)
+            )
+            retry = (
+                parse_retry_after(_header(got, b"Retry-After"), now)
+                if status in (429, 503)
+                else None
+            )
+            out = RobotsOutcome(
+                origin,
+                status,
+                text[:512_000] if text else text,
+                started,
+                elapsed,
+                "ok" if 200 <= status < 300 else f"http-{status}",
+                retry,
+            )
         else:
             out = RobotsOutcome(origin, None, None, started, elapsed, _network_why(got))
         self.frontier.record_robots(lease.visit, out)
@@ -691,4 +801,3 @@ class Scheduler:
         if left and hasattr(self.frontier, "release"):
             self.frontier.release(left)
         self._leased.clear()
-

@@ -72,17 +72,30 @@ class RestFrontier:
     #: The server plans: a caller never re-plans a served frontier.
     next_replan = math.inf
 
-    def __init__(self, base_url: str, crawl_id: str | None = None, worker: str | None = None, *,
-                 lease_s: float = 120.0, poll_s: float = 0.25, timeout_s: float = 10.0,
-                 token: str | None = None, tls: ClientTLS | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        crawl_id: str | None = None,
+        worker: str | None = None,
+        *,
+        lease_s: float = 120.0,
+        poll_s: float = 0.25,
+        timeout_s: float = 10.0,
+        token: str | None = None,
+        tls: ClientTLS | None = None,
+    ) -> None:
         for name, value in (("lease_s", lease_s), ("poll_s", poll_s), ("timeout_s", timeout_s)):
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be finite and > 0 seconds; got {value!r}")
         url = httpx.URL(str(base_url).strip())
         if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError(f"a served frontier is http://HOST:PORT or https://HOST:PORT; got {base_url!r}")
+            raise ValueError(
+                f"a served frontier is http://HOST:PORT or https://HOST:PORT; got {base_url!r}"
+            )
         if url.scheme == "http" and tls is not None:
-            raise ValueError(f"{base_url} is plaintext (http://): TLS settings go with https://HOST:PORT")
+            raise ValueError(
+                f"{base_url} is plaintext (http://): TLS settings go with https://HOST:PORT"
+            )
         self.base_url = str(url).rstrip("/")
         self.crawl_id = crawl_id or None
         self.worker = worker or f"scrapy-{os.getpid()}"
@@ -91,7 +104,9 @@ class RestFrontier:
         self.counts = {"leased": 0, "reported": 0, "refused": 0, "added": 0}
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         verify = (tls or ClientTLS()).ssl_context() if url.scheme == "https" else True
-        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s, verify=verify)
+        self._client = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout_s, verify=verify
+        )
 
     def close(self) -> None:
         """Close the HTTP client."""
@@ -115,14 +130,18 @@ class RestFrontier:
         """
         if limit <= 0:
             return []
-        got = self._post("/leases", {"worker_id": self.worker, "count": min(int(limit), 1000),
-                                     "lease_s": self.lease_s})
+        got = self._post(
+            "/leases",
+            {"worker_id": self.worker, "count": min(int(limit), 1000), "lease_s": self.lease_s},
+        )
         out: list[Visit | RobotsVisit] = []
         for x in got["leases"]:
             if x["kind"] == "robots":
                 out.append(RobotsVisit(0, x["url"].rsplit("/robots.txt", 1)[0]))
             else:
-                req = FetchRequest(x["url"], x.get("etag"), x.get("last_modified"), x.get("signature"))
+                req = FetchRequest(
+                    x["url"], x.get("etag"), x.get("last_modified"), x.get("signature")
+                )
                 out.append(Visit(int(x.get("page_id") or 0), 0, req, float(x["due"])))
         self.counts["leased"] += len(out)
         return out
@@ -140,12 +159,22 @@ class RestFrontier:
             error = None
             if out.status is None:
                 error = {ErrorKind.NETWORK: "timeout" if out.why == "timeout" else "network"}.get(
-                    out.error, out.why)
-            batches[-1].append({
-                "url": url, "status": out.status, "signature": out.signature, "etag": out.etag,
-                "last_modified": out.last_modified, "elapsed_s": max(0.0, out.elapsed_s),
-                "n_bytes": out.n_bytes, "retry_after_s": out.retry_after_s, "error": error,
-                "started_at": out.started_at})
+                    out.error, out.why
+                )
+            batches[-1].append(
+                {
+                    "url": url,
+                    "status": out.status,
+                    "signature": out.signature,
+                    "etag": out.etag,
+                    "last_modified": out.last_modified,
+                    "elapsed_s": max(0.0, out.elapsed_s),
+                    "n_bytes": out.n_bytes,
+                    "retry_after_s": out.retry_after_s,
+                    "error": error,
+                    "started_at": out.started_at,
+                }
+            )
         for batch in batches:
             if batch:
                 results_ = self._post("/observations", {"reports": batch})["results"]
@@ -155,9 +184,17 @@ class RestFrontier:
 
     def record_robots(self, visit: RobotsVisit, out: RobotsOutcome) -> None:
         """Report a robots.txt fetch (``POST /robots``)."""
-        self._post("/robots", {"url": visit.origin + "/robots.txt", "status": out.status, "text": out.text,
-                               "fetched_at": out.fetched_at, "elapsed_s": max(0.0, out.elapsed_s),
-                               "retry_after_s": out.retry_after_s})
+        self._post(
+            "/robots",
+            {
+                "url": visit.origin + "/robots.txt",
+                "status": out.status,
+                "text": out.text,
+                "fetched_at": out.fetched_at,
+                "elapsed_s": max(0.0, out.elapsed_s),
+                "retry_after_s": out.retry_after_s,
+            },
+        )
 
     def next_wakeup(self, now: float | None = None) -> float:
         """When to ask again: ``poll_s`` from now (the server knows what is due, not this side)."""
@@ -167,7 +204,9 @@ class RestFrontier:
         """Nothing: the server plans."""
 
     # beyond FrontierLike -------------------------------------------------------------------------
-    def add_urls(self, urls: list[tuple[str, float]], *, allow_private: bool = False) -> tuple[int, int]:
+    def add_urls(
+        self, urls: list[tuple[str, float]], *, allow_private: bool = False
+    ) -> tuple[int, int]:
         """Add ``(url, weight)`` pairs (``POST /urls``); return (added, known).
 
         URLs the server would refuse (malformed, with credentials, a host the egress policy
@@ -177,12 +216,14 @@ class RestFrontier:
         rows = []
         for url, weight in urls:
             try:
-                rows.append({"url": check_url(url, allow_private=allow_private), "weight": float(weight)})
+                rows.append(
+                    {"url": check_url(url, allow_private=allow_private), "weight": float(weight)}
+                )
             except ValueError:
                 continue
         added = known = 0
         for i in range(0, len(rows), _BATCH):
-            got = self._post("/urls", {"urls": rows[i:i + _BATCH]})
+            got = self._post("/urls", {"urls": rows[i : i + _BATCH]})
             added += got["added"]
             known += got["known"]
         self.counts["added"] += added

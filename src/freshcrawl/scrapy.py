@@ -353,32 +353,31 @@ class _LocalFrontier:
 class Scheduler:
     """Scrapy scheduler (the ``BaseScheduler`` interface) backed by a freshcrawl frontier.
 
-    Settings
-    --------
-    FRESHCRAWL_DB : str
-        Crawl database of an in-process frontier: a SQLite file (created on first use) or a
-        ``postgresql+psycopg://`` URL. One writer per database: not beside a ``freshcrawl serve``
-        on it.
-    FRESHCRAWL_SERVER : str
-        Or: ``http(s)://host:port`` of a running ``freshcrawl serve`` (its REST API), which plans.
-    FRESHCRAWL_TOKEN : str
-        The server's bearer token (writes).
-    FRESHCRAWL_TLS_CA, FRESHCRAWL_TLS_CERT, FRESHCRAWL_TLS_KEY : str
-        With an ``https://`` server: PEM files of the CA that signs its certificate, and of a client
-        certificate and key for mutual TLS.
-    FRESHCRAWL_CRAWL_ID : str
-        With a server: the crawl ID (default the server's default crawl).
-    FRESHCRAWL_BUDGET : str or float
-        In-process: visits per day over all pages (``"20000/day"``, ``"5/s"``); needed on the first
-        run of a database, kept for later runs.
-    FRESHCRAWL_POLICY, FRESHCRAWL_SIGNATURE (``raw`` or ``text``), FRESHCRAWL_MIN_DELAY (seconds
-    between two requests to a host, default 1), FRESHCRAWL_REPLAN_EVERY (seconds, default 3600),
-    FRESHCRAWL_MAX_PER_HOST_DAY, FRESHCRAWL_ALLOW_PRIVATE (bool)
-        In-process: the plan's settings, as the options of ``freshcrawl crawl run``.
-    FRESHCRAWL_LEASE : float
-        Seconds a visit is held for this crawler (default: twice ``DOWNLOAD_TIMEOUT`` plus 30).
-    FRESHCRAWL_PREFETCH : int
-        Visits leased ahead of Scrapy (default ``CONCURRENT_REQUESTS``).
+    Parameters
+    ----------
+    crawler : scrapy.crawler.Crawler
+        The crawler (Scrapy builds the scheduler with :meth:`from_crawler`).
+    open_frontier : callable
+        Opens the frontier, in the background thread.
+    mode : str
+        Signature mode, ``raw`` or ``text``.
+    prefetch : int
+        Visits leased ahead of Scrapy.
+    poll_s : float, default=0.05
+        Least seconds between two lease calls when nothing came back.
+
+    Notes
+    -----
+    Settings read by :meth:`from_crawler` (the Scrapy page of the documentation has the table):
+    ``FRESHCRAWL_DB`` (an in-process frontier: SQLite file or PostgreSQL URL) or
+    ``FRESHCRAWL_SERVER`` (``http(s)://host:port`` of a running ``freshcrawl serve``), exactly one;
+    ``FRESHCRAWL_TOKEN``, ``FRESHCRAWL_CRAWL_ID`` and ``FRESHCRAWL_TLS_CA`` / ``_CERT`` / ``_KEY``
+    for a server; ``FRESHCRAWL_BUDGET`` (visits per day, ``"20000/day"``), ``FRESHCRAWL_POLICY``,
+    ``FRESHCRAWL_MIN_DELAY`` and ``FRESHCRAWL_REPLAN_EVERY`` (seconds),
+    ``FRESHCRAWL_MAX_PER_HOST_DAY``, ``FRESHCRAWL_ALLOW_PRIVATE`` and ``FRESHCRAWL_SEED`` in
+    process; ``FRESHCRAWL_SIGNATURE`` (``raw`` or ``text``), ``FRESHCRAWL_LEASE`` (seconds a visit
+    is held, default ``2 * DOWNLOAD_TIMEOUT + 30``) and ``FRESHCRAWL_PREFETCH`` (visits leased
+    ahead, default ``CONCURRENT_REQUESTS``) for both.
 
     Raises
     ------

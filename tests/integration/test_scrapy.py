@@ -67,17 +67,16 @@ def _settings(**extra) -> dict:
     }
 
 
-def _run_spider(web: TestWeb, settings: dict) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-c", SPIDER, json.dumps(web.urls()), json.dumps(settings)],
-        capture_output=True,
-        text=True,
-        timeout=RUN_S + 60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def _spider(web: TestWeb, settings: dict) -> subprocess.Popen:
+    argv = [sys.executable, "-c", SPIDER, json.dumps(web.urls()), json.dumps(settings)]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _stats(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=RUN_S + 60)
+    assert proc.returncode == 0, err[-4000:]
+    assert "Traceback" not in err, err[-4000:]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def _web() -> TestWeb:
@@ -115,61 +114,85 @@ def _observations(db: str) -> list[dict]:
     return [dict(r) for r in rows if r["why"] != "robots"]
 
 
-def test_scrapy_in_process_frontier(tmp_path):
-    db = str(tmp_path / "crawl.db")
-    with _web() as web:
-        stats = _run_spider(
-            web,
-            _settings(
-                FRESHCRAWL_DB=db,
-                FRESHCRAWL_BUDGET=f"{N_PAGES * 0.5}/s",
-                FRESHCRAWL_MIN_DELAY=MIN_DELAY_S,
-                FRESHCRAWL_REPLAN_EVERY=3,
-            ),
-        )
-        observations = _observations(db)
-        _grade(web, stats, observations)
-    assert stats["freshcrawl/discovered"] == N_PAGES
-    assert stats["freshcrawl/robots"] >= N_HOSTS
-
-
-def test_scrapy_through_serve(tmp_path):
-    db = str(tmp_path / "served.db")
+def test_scrapy_in_process_and_through_serve_over_mutual_tls(tmp_path, tls_pki):
+    """Both forms at once (each crawl on its own test web): an in-process frontier on SQLite, and
+    ``freshcrawl serve`` over mutual TLS with a token, reached with the FRESHCRAWL_TLS_* settings."""
+    local_db, served_db = str(tmp_path / "crawl.db"), str(tmp_path / "served.db")
     port = _free_port()
-    with _web() as web:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "freshcrawl",
-                "serve",
-                "--db",
-                db,
-                "--http",
-                f"127.0.0.1:{port}",
-                "--no-grpc",
-                "--budget",
-                f"{N_PAGES * 0.5}/s",
-                "--min-delay",
-                f"{MIN_DELAY_S}s",
-                "--replan-every",
-                "3s",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    token = "scrapy-test-token"
+    token_file = tmp_path / "token"
+    token_file.write_text(token)
+    budget = f"{N_PAGES * 0.5}/s"
+    procs: list[subprocess.Popen] = []
+    with _web() as local_web, _web() as served_web:
         try:
-            base = f"http://127.0.0.1:{port}"
-            for _ in range(100):  # at most 20 s for the server to answer
+            server = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "freshcrawl",
+                    "serve",
+                    "--db",
+                    served_db,
+                    "--http",
+                    f"127.0.0.1:{port}",
+                    "--no-grpc",
+                    "--budget",
+                    budget,
+                    "--min-delay",
+                    f"{MIN_DELAY_S}s",
+                    "--replan-every",
+                    "3s",
+                    "--token-file",
+                    str(token_file),
+                    "--tls-cert",
+                    str(tls_pki.server_cert),
+                    "--tls-key",
+                    str(tls_pki.server_key),
+                    "--client-ca",
+                    str(tls_pki.ca_file),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            procs.append(server)
+            local = _spider(
+                local_web,
+                _settings(
+                    FRESHCRAWL_DB=local_db,
+                    FRESHCRAWL_BUDGET=budget,
+                    FRESHCRAWL_MIN_DELAY=MIN_DELAY_S,
+                    FRESHCRAWL_REPLAN_EVERY=3,
+                ),
+            )
+            procs.append(local)
+            base = f"https://127.0.0.1:{port}"
+            ssl_context = tls_pki.client_tls().ssl_context()
+            for _ in range(150):  # at most 30 s for the server to answer
                 try:
-                    httpx.get(base + "/status", timeout=1.0)
+                    httpx.get(base + "/status", timeout=1.0, verify=ssl_context)
                     break
                 except httpx.TransportError:
+                    assert server.poll() is None, server.communicate()[1][-4000:]
                     time.sleep(0.2)
-            stats = _run_spider(web, _settings(FRESHCRAWL_SERVER=base))
+            served = _spider(
+                served_web,
+                _settings(
+                    FRESHCRAWL_SERVER=base,
+                    FRESHCRAWL_TOKEN=token,
+                    FRESHCRAWL_TLS_CA=str(tls_pki.ca_file),
+                    FRESHCRAWL_TLS_CERT=str(tls_pki.client_cert),
+                    FRESHCRAWL_TLS_KEY=str(tls_pki.client_key),
+                ),
+            )
+            procs.append(served)
+            local_stats, served_stats = _stats(local), _stats(served)
         finally:
-            server.terminate()
-            server.communicate(timeout=30)
-        observations = _observations(db)
-        _grade(web, stats, observations)
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.terminate()
+                    proc.communicate(timeout=30)
+        _grade(local_web, local_stats, _observations(local_db))
+        _grade(served_web, served_stats, _observations(served_db))
+    assert local_stats["freshcrawl/discovered"] == N_PAGES

@@ -476,11 +476,15 @@ class Scheduler:
             try:
                 tls = ClientTLS(*tls_files) if any(tls_files) else None
                 frontier = RestFrontier(
-                    server, s.get("FRESHCRAWL_CRAWL_ID"), lease_s=lease_s, token=token, tls=tls
+                    server,
+                    s.get("FRESHCRAWL_CRAWL_ID"),
+                    lease_s=lease_s,
+                    token=token,
+                    tls=tls,
+                    allow_private=s.getbool("FRESHCRAWL_ALLOW_PRIVATE"),
                 )
             except ValueError as err:
                 raise NotConfigured(str(err)) from err
-            frontier.allow_private = s.getbool("FRESHCRAWL_ALLOW_PRIVATE")
 
             def open_frontier() -> Any:
                 return frontier
@@ -530,6 +534,10 @@ class Scheduler:
         """Take a request: a visit leased in the background, a redirect or retry of one (kept
         here), or a spider's request (its URL goes to the frontier; non-GET ones are kept here)."""
         lease = request.meta.get(META_KEY)
+        if lease is not None and lease.reported:
+            # a request yielded by the callback of a visit, with the visit's meta copied: a page
+            request = request.replace(meta={k: v for k, v in request.meta.items() if k != META_KEY})
+            lease = None
         if lease is not None and not lease.enqueued:
             lease.enqueued = True
             self._ready.append(request)
@@ -630,21 +638,12 @@ class Scheduler:
         last_count = 0.0
         try:
             while not self._stop.is_set():
-                self._drain(timeout=0.0)
+                try:
+                    self._step(reactor)
+                except Exception:
+                    log.exception("freshcrawl: a frontier call failed; going on")
+                    self._stop.wait(1.0)
                 now = time.time()
-                if now >= self.frontier.next_replan:
-                    self.frontier.replan(now)
-                want = self.prefetch - len(self._leased)
-                items: list = []
-                if want > 0:
-                    try:
-                        items = self.frontier.due(now, want)
-                    except Exception as err:  # noqa: BLE001 - a served frontier unreachable: ask again
-                        log.warning("freshcrawl: leasing failed (%s); asking again", err)
-                        items = []
-                    for item in items:
-                        req = self._request_for(item)
-                        reactor.callFromThread(self._inject, req)
                 if now - last_count >= 2.0:
                     last_count = now
                     try:
@@ -652,10 +651,6 @@ class Scheduler:
                         self._has_pages = active or not self._inbox.empty()
                     except Exception as err:  # noqa: BLE001 - the next count may succeed
                         log.warning("freshcrawl: cannot count the crawl's pages (%s)", err)
-                wake = min(self.frontier.next_wakeup(now), self.frontier.next_replan, now + 0.25)
-                self._drain(
-                    timeout=max(min(wake - time.time(), 0.25), self.poll_s if not items else 0.0)
-                )
             self._drain(timeout=0.0)
             self._give_back()
         except Exception:
@@ -665,6 +660,24 @@ class Scheduler:
                 self.frontier.close()
             except Exception:
                 log.exception("freshcrawl: closing the frontier failed")
+
+    def _step(self, reactor: Any) -> None:
+        """One round of the background thread: reports in, a plan when due, leases out, a short wait."""
+        self._drain(timeout=0.0)
+        now = time.time()
+        if now >= self.frontier.next_replan:
+            self.frontier.replan(now)
+        want = self.prefetch - len(self._leased)
+        items: list = []
+        if want > 0:
+            try:
+                items = self.frontier.due(now, want)
+            except Exception as err:  # noqa: BLE001 - a served frontier unreachable: ask again
+                log.warning("freshcrawl: leasing failed (%s); asking again", err)
+            for item in items:
+                reactor.callFromThread(self._inject, self._request_for(item))
+        wake = min(self.frontier.next_wakeup(now), self.frontier.next_replan, now + 0.25)
+        self._drain(timeout=max(min(wake - time.time(), 0.25), self.poll_s if not items else 0.0))
 
     def _wake(self) -> None:
         slot = getattr(self.crawler.engine, "_slot", None)

@@ -19,6 +19,8 @@ from freshcrawl.scrapy import (
     _failure_outcome,
     _response_outcome,
 )
+from freshcrawl.service.rest_client import RestFrontier
+from freshcrawl.service.tls import ClientTLS
 
 URL = "http://127.0.0.2:8000/page/0"
 BODY = b"<html><body><p>Hello</p></body></html>"
@@ -121,3 +123,16 @@ def test_304_reaches_the_callback_only_when_the_spider_asks():
 def test_bad_settings_are_refused_by_name(settings, match):
     with pytest.raises(NotConfigured, match=match):
         Scheduler.from_crawler(get_crawler(settings_dict=settings))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"base_url": "grpc://127.0.0.1:7071"}, "http://HOST:PORT"),
+        ({"base_url": "http://127.0.0.1:8080", "lease_s": 0.0}, "lease_s"),
+        ({"base_url": "http://127.0.0.1:8080", "tls": ClientTLS()}, "plaintext"),
+    ],
+)
+def test_rest_frontier_refuses_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RestFrontier(**kwargs)

@@ -55,6 +55,9 @@ class RestFrontier:
         Bearer token of the server's writes.
     tls : ClientTLS, optional
         CA and client certificate of an ``https://`` server (default: the system's trust store).
+    allow_private : bool, default=False
+        Whether :meth:`add_urls` sends URLs of private, link-local and reserved hosts (a server
+        started with ``--allow-private`` takes them).
 
     Raises
     ------
@@ -83,6 +86,7 @@ class RestFrontier:
         timeout_s: float = 10.0,
         token: str | None = None,
         tls: ClientTLS | None = None,
+        allow_private: bool = False,
     ) -> None:
         for name, value in (("lease_s", lease_s), ("poll_s", poll_s), ("timeout_s", timeout_s)):
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
@@ -100,6 +104,7 @@ class RestFrontier:
         self.crawl_id = crawl_id or None
         self.worker = worker or f"scrapy-{os.getpid()}"
         self.lease_s = float(lease_s)
+        self.allow_private = bool(allow_private)
         self.poll_s = float(poll_s)
         self.counts = {"leased": 0, "reported": 0, "refused": 0, "added": 0}
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -205,14 +210,16 @@ class RestFrontier:
 
     # beyond FrontierLike -------------------------------------------------------------------------
     def add_urls(
-        self, urls: list[tuple[str, float]], *, allow_private: bool = False
+        self, urls: list[tuple[str, float]], *, allow_private: bool | None = None
     ) -> tuple[int, int]:
         """Add ``(url, weight)`` pairs (``POST /urls``); return (added, known).
 
         URLs the server would refuse (malformed, with credentials, a host the egress policy
-        refuses unless ``allow_private``) are dropped here, so that one bad URL does not refuse the
-        rest; the server checks again.
+        refuses unless ``allow_private``, default the constructor's) are dropped here, so that one
+        bad URL does not refuse the rest; the server checks again.
         """
+        if allow_private is None:
+            allow_private = self.allow_private
         rows = []
         for url, weight in urls:
             try:

@@ -407,6 +407,8 @@ class Scheduler:
         self._thread: threading.Thread | None = None
         self._has_pages = True
         self._error: BaseException | None = None
+        self._unsent_pages: list[tuple[Visit, FetchOutcome]] = []  # kept over a failed call
+        self._unsent_urls: dict[str, float] = {}
         #: leased visits, reports (page and robots) and discovered URLs sent to the frontier
         self.counts = {
             "leased": 0,
@@ -640,8 +642,12 @@ class Scheduler:
             while not self._stop.is_set():
                 try:
                     self._step(reactor)
-                except Exception:
-                    log.exception("freshcrawl: a frontier call failed; going on")
+                except Exception as err:  # noqa: BLE001 - a served frontier down: try again
+                    log.warning(
+                        "freshcrawl: a frontier call failed (%s: %s); trying again in 1 s",
+                        type(err).__name__,
+                        err,
+                    )
                     self._stop.wait(1.0)
                 now = time.time()
                 if now - last_count >= 2.0:
@@ -651,8 +657,16 @@ class Scheduler:
                         self._has_pages = active or not self._inbox.empty()
                     except Exception as err:  # noqa: BLE001 - the next count may succeed
                         log.warning("freshcrawl: cannot count the crawl's pages (%s)", err)
-            self._drain(timeout=0.0)
-            self._give_back()
+            try:
+                self._drain(timeout=0.0)
+            finally:
+                if self._unsent_pages or self._unsent_urls:
+                    log.warning(
+                        "freshcrawl: %d report(s) and %d discovered URL(s) could not be sent",
+                        len(self._unsent_pages),
+                        len(self._unsent_urls),
+                    )
+                self._give_back()
         except Exception:
             log.exception("freshcrawl: the frontier thread failed")
         finally:
@@ -759,20 +773,25 @@ class Scheduler:
                 out = _failure_outcome(lease, msg[2], now=msg[3])
             pages.append((lease.visit, out))
             self.counts[out.outcome.value] += 1
-        if pages:
+        # what a failed call left unsent goes first; a report is never sent twice
+        self._unsent_pages.extend(pages)
+        while self._unsent_pages:
             # a URL at most once per batch (the store's rows are updated in order)
             batch: list[tuple[Visit, FetchOutcome]] = []
             seen: set[str] = set()
-            for visit, out in pages:
+            for visit, out in self._unsent_pages:
                 if visit.url in seen:
-                    self.frontier.record(batch)
-                    batch, seen = [], set()
+                    break
                 batch.append((visit, out))
                 seen.add(visit.url)
             self.frontier.record(batch)
-            self.counts["reported"] += len(pages)
-        if discovered:
-            added, _ = self.frontier.add_urls(list(discovered.items()))
+            del self._unsent_pages[: len(batch)]
+            self.counts["reported"] += len(batch)
+        for url, weight in discovered.items():
+            self._unsent_urls.setdefault(url, weight)
+        if self._unsent_urls:
+            added, _ = self.frontier.add_urls(list(self._unsent_urls.items()))
+            self._unsent_urls.clear()
             self.counts["discovered"] += added
             if added:
                 self._has_pages = True

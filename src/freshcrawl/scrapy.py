@@ -508,6 +508,7 @@ class Scheduler:
                 "freshcrawl: ObservationMiddleware is not in DOWNLOADER_MIDDLEWARES; visits are timed "
                 "from when Scrapy takes them, and 304s reach HttpErrorMiddleware"
             )
+        self._no_transport_retries()
         opened = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(opened,), name="freshcrawl-frontier", daemon=True
@@ -516,6 +517,18 @@ class Scheduler:
         opened.wait()
         if self._error is not None:
             raise self._error
+
+    def _no_transport_retries(self) -> None:
+        """Stop Twisted's connection pool from sending a GET again, at once, when a reused connection
+        fails before any answer (``HTTPConnectionPool.retryAutomatically``): that second request
+        would come closer than the host's delay. Scrapy keeps its handlers' pools private, so this
+        reaches them by name and does nothing where they are not found."""
+        handlers = getattr(getattr(self.crawler.engine, "downloader", None), "handlers", None)
+        get = getattr(handlers, "_get_handler", None)
+        for scheme in ("http", "https"):
+            pool = getattr(get(scheme), "_pool", None) if get is not None else None
+            if pool is not None and hasattr(pool, "retryAutomatically"):
+                pool.retryAutomatically = False
 
     def close(self, reason: str) -> None:
         """Stop leasing, report what is waiting, give back the visits not made, close the frontier."""
@@ -659,6 +672,7 @@ class Scheduler:
                         log.warning("freshcrawl: cannot count the crawl's pages (%s)", err)
             try:
                 self._drain(timeout=0.0)
+                self._report_cut_off()
             finally:
                 if self._unsent_pages or self._unsent_urls:
                     log.warning(
@@ -825,6 +839,28 @@ class Scheduler:
             out = RobotsOutcome(origin, None, None, started, elapsed, _network_why(got))
         self.frontier.record_robots(lease.visit, out)
         self.counts["robots"] += 1
+
+    def _report_cut_off(self) -> None:
+        """Visits whose request was sent but whose answer the spider's close cut off: no information."""
+        now = time.time()
+        cut = [
+            lease for lease in self._leased if lease.started_at is not None and not lease.reported
+        ]
+        for lease in cut:
+            lease.reported = True
+            self._leased.discard(lease)
+            out = FetchOutcome(
+                url=lease.visit.url,
+                outcome=Outcome.NO_INFO,
+                why="cut-off",
+                started_at=lease.started_at,
+                elapsed_s=max(0.0, now - lease.started_at),
+                error=ErrorKind.NETWORK,
+            )
+            if isinstance(lease.visit, Visit):
+                self._unsent_pages.append((lease.visit, out))
+                self.counts["no-info"] += 1
+        self._drain(timeout=0.0)
 
     def _give_back(self) -> None:
         """Visits leased and not reported at the end go back to the frontier (in-process) or expire."""

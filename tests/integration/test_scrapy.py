@@ -18,7 +18,7 @@ import time
 import httpx
 import pytest
 
-from freshcrawl.testing import HostSpec, TestWeb, make_pages
+from freshcrawl.testing import Fault, HostSpec, TestWeb, make_pages
 
 pytestmark = pytest.mark.realtime  # graded on the wall clock (politeness delays)
 
@@ -79,9 +79,28 @@ def _stats(proc: subprocess.Popen) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+#: faults of some pages (page i is on host i % 3): throttling with Retry-After, a reset, a 404 and a
+#: hang the server ends after 2 s, all "no information" for the estimators
+FAULTS = {
+    3: Fault("503-seconds", retry_after_s=2.0),
+    6: Fault("reset"),
+    5: Fault("404"),
+    8: Fault("timeout", probability=0.5),
+}
+
+
 def _web() -> TestWeb:
     hosts = [HostSpec(), HostSpec(disallow=["/page/1"]), HostSpec(crawl_delay=0.5)]
-    return TestWeb(make_pages(N_PAGES, N_HOSTS, (0.05, 0.5), seed=3), hosts=hosts, seed=3)
+    web = TestWeb(
+        make_pages(N_PAGES, N_HOSTS, (0.05, 0.5), seed=3), hosts=hosts, seed=3, max_hang_s=2.0
+    )
+    return web
+
+
+def _set_faults(web: TestWeb) -> None:
+    urls = web.urls()
+    for i, fault in FAULTS.items():
+        web.set_fault(urls[i], fault)
 
 
 def _grade(web: TestWeb, stats: dict, observations: list[dict]) -> None:
@@ -101,6 +120,13 @@ def _grade(web: TestWeb, stats: dict, observations: list[dict]) -> None:
     assert len(not_modified) == n_304
     assert all(o["outcome"] == "unchanged" for o in not_modified)
     assert any(o["outcome"] == "changed" for o in observations), stats
+    # the faults are visits without information, reported as such
+    assert {"http-503", "http-404"} <= {o["why"] for o in observations}
+    network = [
+        o for o in observations if o["outcome"] == "no-info" and not o["why"].startswith("http-")
+    ]
+    assert network, "the reset and the hang gave no report"
+    assert all(o["outcome"] == "no-info" for o in observations if o["why"].startswith("http-"))
     # with ROBOTSTXT_OBEY, Scrapy's own robots.txt fetch answers the frontier's: one request per host
     n_robots = sum(r.path == "/robots.txt" for r in records)
     assert n_robots == stats["freshcrawl/robots"] == N_HOSTS
@@ -125,6 +151,8 @@ def test_scrapy_in_process_and_through_serve_over_mutual_tls(tmp_path, tls_pki):
     budget = f"{N_PAGES * 0.5}/s"
     procs: list[subprocess.Popen] = []
     with _web() as local_web, _web() as served_web:
+        _set_faults(local_web)
+        _set_faults(served_web)
         try:
             server = subprocess.Popen(
                 [

@@ -231,6 +231,11 @@ class ObservationMiddleware:
     ------
     NotConfigured
         If the project's scheduler is not :class:`Scheduler` (the middleware then stays out).
+
+    References
+    ----------
+    .. [1] Scrapy documentation, "Downloader Middleware" (``process_request``,
+       ``process_response``); RFC 9110 Sec. 15.4.5 (304 Not Modified) and Sec. 10.2.3 (Retry-After).
     """
 
     #: Seconds for which a robots.txt that Scrapy's RobotsTxtMiddleware fetched answers a robots.txt
@@ -378,6 +383,11 @@ class Scheduler:
     process; ``FRESHCRAWL_SIGNATURE`` (``raw`` or ``text``), ``FRESHCRAWL_LEASE`` (seconds a visit
     is held, default ``2 * DOWNLOAD_TIMEOUT + 30``) and ``FRESHCRAWL_PREFETCH`` (visits leased
     ahead, default ``CONCURRENT_REQUESTS``) for both.
+
+    References
+    ----------
+    .. [1] Scrapy documentation, "Scheduler" (``BaseScheduler``) and "Signals" (``spider_idle``,
+       ``response_received``), Scrapy 2.11 and later.
 
     Raises
     ------

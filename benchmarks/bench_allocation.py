@@ -1,7 +1,10 @@
 """Speed and exactness of the allocation solver on one core: prints markdown tables.
 
 Run as ``python benchmarks/bench_allocation.py [--min-n 1e4] [--max-n 1e7] [--repeats 2] [--skip-scipy]
-[--skip-replan] [--objectives NAME ...]``.
+[--skip-replan] [--objectives NAME ...]``, or, for a before/after table against another checkout's
+solver, ``python benchmarks/bench_allocation.py --against OTHER/src [--sizes 1e6 1e7] [--repeats 2]``:
+each row is timed in two long-lived worker processes, one importing ``freshcrawl`` from OTHER/src
+("before") and one from this checkout ("after"), alternating which goes first, best of the repeats.
 Not a pass/fail gate. Times are the best of --repeats runs (of up to 20 below 10^6 pages, where a
 solve takes milliseconds and the timings are the noisiest).
 
@@ -19,9 +22,14 @@ cold and with the last plan as ``warm_start``.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
@@ -56,7 +64,7 @@ def timed(fn, repeats):
 
 
 def warm_up():
-    """Compile (or load from the cache) every kernel the timed runs use."""
+    """One small solve of every kind the timed runs use (loads whatever a solver caches on first use)."""
     d, w, h = instance(20_000, seed=1)
     caps = host_caps(h, 10_000.0)
     for name in OBJECTIVES:
@@ -162,8 +170,73 @@ def lambdacrawl_table(repeats):
               f"| {published:.0f} | {published / t:.0f}x |")
 
 
+COMPARE_OBJECTIVES = ["freshness-poisson", "freshness-periodic"]
+
+
+def worker():
+    """Serve timing requests on stdin (one JSON object a line: n, objective, caps), one JSON reply a line."""
+    warm_up()
+    cache = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        n = int(req["n"])
+        if n not in cache:
+            cache.clear()
+            delta, w, hosts = instance(n)
+            cache[n] = (delta, w, hosts, host_caps(hosts, 0.5 * n))
+        delta, w, hosts, caps = cache[n]
+        kw = {"hosts": hosts, "host_caps": caps} if req["caps"] else {}
+        t0 = time.perf_counter()
+        res = allocate(delta, 0.5 * n, weights=w, objective=req["objective"], **kw)
+        t = time.perf_counter() - t0
+        print(json.dumps({"t": t, "n_iter": int(res.n_iter), "kkt": float(res.kkt_residual)}), flush=True)
+
+
+def compare_table(against, sizes, repeats, objectives=COMPARE_OBJECTIVES):
+    """Before/after: the solver of another checkout's ``src`` against this one, alternating per request."""
+    here = str(Path(__file__).resolve().parents[1] / "src")
+    procs = {}
+    for label, src in (("before", str(Path(against).resolve())), ("after", here)):
+        env = dict(os.environ, PYTHONPATH=src)
+        procs[label] = subprocess.Popen([sys.executable, __file__, "--worker"], env=env, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+
+    def ask(label, req):
+        proc = procs[label]
+        proc.stdin.write(json.dumps(req) + "\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    print("| N | objective | host caps | before (s) | after (s) | after / before | passes before, after "
+          "| KKT residual after |")
+    print("|---:|---|---|---:|---:|---:|---|---:|")
+    try:
+        for n in sizes:
+            for name in objectives:
+                for caps in (False, True):
+                    req = {"n": n, "objective": name, "caps": caps}
+                    best = {"before": None, "after": None}
+                    for r in range(repeats):
+                        for label in (("before", "after") if r % 2 == 0 else ("after", "before")):
+                            out = ask(label, req)
+                            if best[label] is None or out["t"] < best[label]["t"]:
+                                best[label] = out
+                    b, a = best["before"], best["after"]
+                    print(f"| {n:.0e} | {name} | {'10^4' if caps else 'none'} | {b['t']:.3f} | {a['t']:.3f} "
+                          f"| {a['t'] / b['t']:.2f} | {b['n_iter']}, {a['n_iter']} | {a['kkt']:.1e} |", flush=True)
+    finally:
+        for proc in procs.values():
+            proc.stdin.close()
+            proc.wait()
+
+
 def main():
+    if "--worker" in sys.argv:
+        worker()
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--against", help="another checkout's src directory: print the before/after table")
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7], help="page counts of --against")
     parser.add_argument("--min-n", type=float, default=1e4)
     parser.add_argument("--max-n", type=float, default=1e7)
     parser.add_argument("--skip-scipy", action="store_true", help="leave out the minutes-long SLSQP runs")
@@ -172,6 +245,9 @@ def main():
                         help="objectives of the scaling and re-planning tables (default: all four)")
     parser.add_argument("--skip-replan", action="store_true", help="leave out the re-planning table")
     args = parser.parse_args()
+    if args.against:
+        compare_table(args.against, [int(x) for x in args.sizes], args.repeats)
+        return
     warm_up()
     sizes = [int(10**k) for k in range(4, 8) if args.min_n <= 10**k <= args.max_n]
     scaling_table(sizes, args.repeats, args.objectives)

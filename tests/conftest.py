@@ -64,3 +64,24 @@ def db_url(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "crawl.db")
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(scope="module")
+def private_pg():
+    """A PostgreSQL server of its own (``tests/pgserver.py``), started, for tests that stop or restart it.
+
+    Never the shared server of ``pg_url``: stopping that one would break other tests. Fails (never
+    skips) when PostgreSQL's server binaries are missing.
+    """
+    from tests.pgserver import PrivatePostgres, find_bindir
+
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.fail("PostgreSQL's server binaries (initdb, pg_ctl) are needed by this test and not found: "
+                    "install the PostgreSQL server package")
+    server = PrivatePostgres(bindir)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.close()

@@ -1,7 +1,7 @@
 """Fixtures of the integration tests.
 
 The crawl tests run crawler processes for a few seconds and count what they did. On a fresh
-install the first plan of such a process compiles the allocation and estimator kernels (numba), which
+install the first plan of such a process compiles the estimator kernels (numba), which
 takes longer than the crawl itself; the compiled kernels are cached on disk and shared by every later
 process. ``warm_kernels`` makes one small live plan in the test process first, so that every crawler
 process the tests start finds the kernels it needs compiled.

@@ -24,6 +24,8 @@ from freshcrawl.frontier import CrawlSettings, Frontier, RobotsVisit, Visit, ori
 from freshcrawl.store import open_store
 from freshcrawl.testing import HostSpec, TestWeb, make_pages
 
+from ..warc_checks import check_structure, match_observations, read_records, warcio_check
+
 MIN_DELAY_S = 0.3
 #: host 2 gets a per-host delay longer than a restart takes (Python start-up, about 1 s): only the
 #: restart floor keeps a restarted crawl from contacting it too soon after a request lost to the kill
@@ -45,9 +47,9 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "freshcrawl", "crawl", *args]
 
 
-def _run_args(db: str, duration: str) -> list[str]:
+def _run_args(db: str, duration: str, warc: str) -> list[str]:
     return _cli("run", "--db", db, "--budget", "10/s", "--for", duration, "--replan-every", "2s",
-                "--min-delay", f"{MIN_DELAY_S}s", "--timeout", "3s", "--seed", "7")
+                "--min-delay", f"{MIN_DELAY_S}s", "--timeout", "3s", "--seed", "7", "--warc", warc)
 
 
 def _kill_delays(rng: np.random.Generator) -> list[float]:
@@ -101,7 +103,7 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
         killed_after: list[float] = []
         for delay in delays:
             spawned.append(time.time())
-            proc = subprocess.Popen(_run_args(db_url, "30s"), stdout=subprocess.DEVNULL,
+            proc = subprocess.Popen(_run_args(db_url, "30s", str(tmp_path / "warc")), stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True)
             try:
                 rc = proc.wait(timeout=delay)
@@ -115,7 +117,7 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
                 proc.stderr.close()
             assert rc == -signal.SIGKILL
         spawned.append(time.time())
-        final = subprocess.run(_run_args(db_url, "6s"), capture_output=True, text=True, timeout=120, check=False)
+        final = subprocess.run(_run_args(db_url, "6s", str(tmp_path / "warc")), capture_output=True, text=True, timeout=120, check=False)
         assert final.returncode == 0, final.stderr
         requests = web.requests()
         host_names = [h.name for h in web.hosts]
@@ -141,6 +143,15 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
     obs_by_url: dict[str, list] = defaultdict(list)
     for o in fetched:
         obs_by_url[url_of[o["page_id"]]].append(o)
+
+    # the WARC files: the restart closed what the kills left open (cut back to whole records), every
+    # file passes warcio check, every committed visit has its record, every reference resolves
+    warc = tmp_path / "warc"
+    warcio_check(warc)
+    records = read_records(warc)
+    check_structure(warc, records)
+    with_record = match_observations(records, log, url_of)
+    assert len(with_record) == len(fetched)
 
     # the disallowed page was never requested and is recorded as such
     disallowed = [o for o in log if o["why"] == "robots"]

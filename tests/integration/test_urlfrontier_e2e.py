@@ -35,6 +35,8 @@ from freshcrawl.store import open_store
 from freshcrawl.testing import HostSpec, TestWeb, make_pages
 from freshcrawl.units import SECONDS_PER_DAY
 
+from ..warc_checks import check_structure, read_records, warcio_check
+
 pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
 
 N_PAGES, RATES = 60, (0.01, 0.5)  # changes per second, log-uniform
@@ -94,7 +96,7 @@ def _free_port() -> int:
 
 
 def _crawl(server: subprocess.Popen, port: int, web: TestWeb, *, run_s: float, window, min_delay_s: float,
-           beside=None) -> dict:
+           beside=None, warc=None) -> dict:
     """Seed the served frontier with the (started) test web's URLs, run two fetchers, stop the server;
     grade. ``beside()``, if given, starts another crawl process with the fetchers."""
     fetchers: list[subprocess.Popen] = []
@@ -110,7 +112,7 @@ def _crawl(server: subprocess.Popen, port: int, web: TestWeb, *, run_s: float, w
         for _ in range(2):
             fetchers.append(subprocess.Popen(
                 [sys.executable, "-m", "freshcrawl", "crawl", "run", "--frontier", f"grpc://127.0.0.1:{port}",
-                 "--for", f"{run_s}s", "--timeout", "5s"],
+                 "--for", f"{run_s}s", "--timeout", "5s", *(["--warc", str(warc)] if warc else [])],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         for proc in fetchers:
             _, err = proc.communicate(timeout=run_s + 60)
@@ -170,8 +172,16 @@ def test_two_fetchers_share_one_served_frontier_and_no_lease_is_fetched_twice(tm
         server.kill()
         raise AssertionError(server.communicate()[1]) from None
     with TestWeb(specs, hosts=HOSTS, seed=11) as web:
-        run = _crawl(server, port, web, run_s=RUN_S, window=WINDOW, min_delay_s=MIN_DELAY_S)
+        run = _crawl(server, port, web, run_s=RUN_S, window=WINDOW, min_delay_s=MIN_DELAY_S,
+                     warc=tmp_path / "warc")
     fetched = _check(db, specs, run, n_hosts=len(HOSTS), budget=BUDGET, run_s=RUN_S)
+    # both fetchers wrote their own WARC files in one directory: valid, one main record per request
+    warcio_check(tmp_path / "warc")
+    records = read_records(tmp_path / "warc")
+    check_structure(tmp_path / "warc", records)
+    assert len({r["file"].split("-")[3] for r in records}) == 2  # two writer processes
+    main_records = collections.Counter(r["url"] for r in records if r["type"] in ("response", "revisit"))
+    assert main_records == fetched
     leases = [json.loads(line) for line in lease_log.read_text().splitlines()]
     page_leases = [x for x in leases if x["kind"] == "page"]
     assert len({x["worker"] for x in page_leases}) == 2  # both processes fetched

@@ -36,21 +36,6 @@ PACKAGE = SRC / "freshcrawl"
 #: Top-level private modules shared by every subpackage.
 SHARED_PRIVATE_MODULES = frozenset({"freshcrawl._validation", "freshcrawl._io"})
 
-#: The only cross-package private imports allowed, as (file, imported name). ``freshcrawl.bulk``
-#: reuses the allocation's solver internals until the allocation gives it public names; empty
-#: this list when it does.
-ALLOWED_BULK_ALLOCATION_PRIVATE = frozenset(
-    {
-        ("freshcrawl/bulk/_partitions.py", "freshcrawl.allocation.solve._EMPTY_HOSTS"),
-        ("freshcrawl/bulk/_partitions.py", "freshcrawl.allocation.solve._KernelProblem"),
-        ("freshcrawl/bulk/_partitions.py", "freshcrawl.allocation.solve._make_problem"),
-        ("freshcrawl/bulk/allocate.py", "freshcrawl.allocation._kernels"),
-        ("freshcrawl/bulk/allocate.py", "freshcrawl.allocation.solve._KKT_ALARM"),
-        ("freshcrawl/bulk/allocate.py", "freshcrawl.allocation.solve._binding"),
-        ("freshcrawl/bulk/allocate.py", "freshcrawl.allocation.solve._newton"),
-        ("freshcrawl/bulk/allocate.py", "freshcrawl.allocation.solve._rates_at"),
-    }
-)
 
 #: Attributes of a frontier the service may read besides its methods: its store (through the store's
 #: own public methods), its settings and the time of its last plan.
@@ -226,14 +211,8 @@ def test_the_walk_sees_every_module():
 
 
 def test_no_private_imports_across_packages_no_cli_in_the_library_no_simulation_in_policies():
-    found = [o for path in _modules() for o in check_module(path)]
-    allowed = [o for o in found if (o.file, o.name) in ALLOWED_BULK_ALLOCATION_PRIVATE]
-    offences = [o for o in found if o not in allowed]
+    offences = [o for path in _modules() for o in check_module(path)]
     assert not offences, f"{len(offences)} forbidden import(s):\n" + "\n".join(map(str, offences))
-    stale = ALLOWED_BULK_ALLOCATION_PRIVATE - {(o.file, o.name) for o in allowed}
-    assert not stale, (
-        f"no longer imported; remove from ALLOWED_BULK_ALLOCATION_PRIVATE: {sorted(stale)}"
-    )
 
 
 def test_the_service_uses_no_private_name_of_the_frontier():

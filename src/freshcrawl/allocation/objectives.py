@@ -3,7 +3,7 @@
 The solver maximises ``Σ_i w_i f(p_i; Δ_i)`` subject to ``Σ_i p_i = B`` and bounds. Each objective is
 concave and nondecreasing in the visit rate p (visits per day). A new objective needs only
 ``value(p, delta)`` and ``derivative(p, delta)``; a closed-form ``inverse_marginal`` makes it faster.
-The built-in objectives are solved by compiled kernels.
+The built-in objectives are solved by the vectorised closed forms of their inverse marginals.
 
 | name | f(p; Δ) | source |
 |---|---|---|
@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from freshcrawl._validation import check_array, check_int
-from freshcrawl.allocation import _kernels as K
+from freshcrawl.allocation import _kinds as Q
 from freshcrawl.errors import UnknownNameError
 
 __all__ = [
@@ -74,9 +74,9 @@ class Objective:
     """
 
     name: str = "custom"
-    #: Kernel code of a built-in objective (None: solved through value/derivative in numpy).
+    #: Kind code of a built-in objective (freshcrawl.allocation._kinds) (None: solved through value/derivative in numpy).
     _kind: int | None = None
-    #: Constant added to the kernel's f (e.g. -1 for the binary Poisson synchronization cost).
+    #: Constant added to the kind's f (e.g. -1 for the binary Poisson synchronization cost).
     _offset: float = 0.0
 
     def value(self, p: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
@@ -85,7 +85,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define value(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return (K.values_array(K.TOKENS[self._kind], p_arr, a, K.per_page(b)) + self._offset).reshape(shape)
+        return (Q.value(self._kind, p_arr, a, b) + self._offset).reshape(shape)
 
     def derivative(self, p: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """f'(p; Δ) = ∂f/∂p per page, in value per (visit per day); shape of the broadcast."""
@@ -93,7 +93,7 @@ class Objective:
             raise NotImplementedError(f"{type(self).__name__} must define derivative(p, delta)")
         p_arr, d_arr, shape = _pair(p, delta)
         a, b = self._params(d_arr)
-        return K.marginals_array(K.TOKENS[self._kind], p_arr, a, K.per_page(b)).reshape(shape)
+        return np.broadcast_to(Q.marginal(self._kind, p_arr, 1.0, a, b), p_arr.shape).reshape(shape)
 
     def inverse_marginal(self, lam_over_w: ArrayLike, delta: ArrayLike) -> NDArray[np.float64]:
         """The rate p >= 0 with f'(p; Δ) = λ/w (0 when f'(0) <= λ/w), visits per day.
@@ -104,11 +104,12 @@ class Objective:
             raise NotImplementedError
         lam_arr, d_arr, shape = _pair(lam_over_w, delta)
         a, b = self._params(d_arr)
-        return K.responses_array(K.TOKENS[self._kind], lam_arr, a, K.per_page(b)).reshape(shape)
+        p = Q.response(self._kind, lam_arr, 1.0, a, b, 0.0, np.inf)[0]
+        return np.broadcast_to(p, lam_arr.shape).reshape(shape)
 
     # -- solver hooks ------------------------------------------------------------------------------
     def _params(self, delta: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64] | float]:
-        """Kernel parameters: a of shape (n,), b of shape (n,) or a float."""
+        """The kind's parameters: a of shape (n,), b of shape (n,) or a float."""
         return delta, _ONE
 
     def _n_params(self) -> int | None:
@@ -142,7 +143,7 @@ class FreshnessPoisson(Objective):
     """
 
     name = "freshness-poisson"
-    _kind = K.POISSON
+    _kind = Q.POISSON
 
     def _complete(self) -> str | None:
         return "linear"
@@ -166,7 +167,7 @@ class FreshnessPeriodic(Objective):
     """
 
     name = "freshness-periodic"
-    _kind = K.PERIODIC
+    _kind = Q.PERIODIC
 
     def _complete(self) -> str | None:
         return "linear"
@@ -190,7 +191,7 @@ class Harmonic(Objective):
     """
 
     name = "harmonic"
-    _kind = K.HARMONIC
+    _kind = Q.HARMONIC
 
     def _complete(self) -> str | None:
         return "log"
@@ -215,7 +216,7 @@ class Detection(Objective):
     """
 
     name = "detection"
-    _kind = K.DETECTION
+    _kind = Q.DETECTION
 
 
 class DetectionDiscrete(Objective):
@@ -248,7 +249,7 @@ class DetectionDiscrete(Objective):
     """
 
     name = "detection-discrete"
-    _kind = K.DETECTION
+    _kind = Q.DETECTION
 
     def __init__(self, q: ArrayLike | None = None) -> None:
         self.q = None if q is None else check_array("q", q, low=0.0, high=1.0, unit="(probability)")
@@ -356,7 +357,7 @@ class SyncCost(Objective):
 
         Changes arrive at rate λ_k (seed 003, App. C): ``c̄(τ) = 1 - e^{-λτ}``,
         ``C̄(τ) = τ - (1 - e^{-λτ})/λ`` and ``J_k(r) = 1 - (r/λ)(1 - e^{-λ/r})``, one minus the
-        periodic freshness; solved with the same Lambert-W kernel.
+        periodic freshness; solved with the same Lambert-W inverse.
 
         Parameters
         ----------
@@ -423,7 +424,7 @@ class _PolynomialSyncCost(SyncCost):
     """Synchronization cost with c_k(τ) = a_k τ^{p_k}; see :meth:`SyncCost.polynomial`."""
 
     name = "sync-cost-polynomial"
-    _kind = K.POLY
+    _kind = Q.POLY
 
     def __init__(self, a: NDArray[np.float64], p: NDArray[np.float64]) -> None:
         self.a = a
@@ -440,7 +441,7 @@ class _PoissonSyncCost(SyncCost):
     """Synchronization cost with binary Poisson costs; see :meth:`SyncCost.poisson`."""
 
     name = "sync-cost-poisson"
-    _kind = K.PERIODIC
+    _kind = Q.PERIODIC
     _offset = -1.0
 
     def __init__(self, lam: NDArray[np.float64]) -> None:

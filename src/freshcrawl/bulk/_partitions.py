@@ -21,11 +21,12 @@ import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
 from freshcrawl._io import decode_dictionary, is_number_type, is_text_type, parquet_files, parquet_footer, read_parquet
-from freshcrawl.allocation.solve import _EMPTY_HOSTS, _KernelProblem, _make_problem
+from freshcrawl.allocation import PageProblem, host_bounds, make_problem
 from freshcrawl.errors import InfeasibleAllocation
 
 __all__ = ["list_partitions", "row_count", "read_partition", "Output", "bulk_run"]
 
+_NO_HOSTS = np.zeros(0, dtype=np.intp)
 PAGE_COLUMNS = ("page", "delta", "weight", "host", "complete")
 
 
@@ -97,7 +98,7 @@ class PagePartition:
     path: str
     index: int
     n: int
-    prob: _KernelProblem | None
+    prob: PageProblem | None
     hosts: NDArray[np.intp]
     caps: NDArray[np.float64]
     host_names: list[str]
@@ -130,18 +131,18 @@ def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
     page = table["page"] if with_pages else None
     if n == 0:
         empty = np.zeros(1)
-        return PagePartition(path, index, 0, None, _EMPTY_HOSTS, np.zeros(0), [], empty, empty, empty, None, page, fs)
+        return PagePartition(path, index, 0, None, _NO_HOSTS, np.zeros(0), [], empty, empty, empty, None, page, fs)
     delta = _numbers(fs, path, table, "delta", " changes/day")
     weights = _numbers(fs, path, table, "weight", "") if "weight" in table.column_names else None
     complete = _flags(path, table) if "complete" in table.column_names else None
     try:
-        prob, _ = _make_problem(delta, weights=weights, objective=spec["objective"], p_min=spec["p_min"],
+        prob, _ = make_problem(delta, weights=weights, objective=spec["objective"], p_min=spec["p_min"],
                                 p_max=spec["p_max"], observed_completely=complete)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from err
-    if not isinstance(prob, _KernelProblem):
+    if prob.kind < 0:
         raise ValueError("the partitioned solver takes the built-in objectives (OBJECTIVE_NAMES) only")
-    hosts, names, caps = _EMPTY_HOSTS, [], np.zeros(0)
+    hosts, names, caps = _NO_HOSTS, [], np.zeros(0)
     if "host" in table.column_names and (table["host"].null_count < n):
         col = decode_dictionary(table["host"])
         if not is_text_type(col.type):
@@ -156,7 +157,7 @@ def read_partition(fs, path: str, index: int, spec: dict) -> PagePartition:
     n_hosts = caps.shape[0]
     low = s0 = up = None
     if spec.get("bounds", True):
-        low, s0, up = (np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in prob.host_bounds(n_hosts, hosts))
+        low, s0, up = (np.atleast_1d(np.asarray(x, dtype=np.float64)) for x in host_bounds(prob, hosts, caps))
         bad = np.isfinite(caps) & (low[:n_hosts] > caps)
         if bad.any():
             h = int(np.flatnonzero(bad)[0])

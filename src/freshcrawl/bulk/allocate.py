@@ -4,9 +4,9 @@ Method
 ------
 The budget equation of :func:`freshcrawl.allocation.allocate`, ``Σ_h min(c_h, S_h(λ)) + S_free(λ) = B``,
 is a sum over partitions when every host's pages lie in one partition: each partition k returns its
-``S_k(λ)`` and ``dS_k/dλ`` in one compiled pass (its hosts capped where they exceed their caps), and the
+``S_k(λ)`` and ``dS_k/dλ`` in one pass (:func:`freshcrawl.allocation.budget_sums`) (its hosts capped where they exceed their caps), and the
 driver adds them up. λ is found by the same safeguarded Newton iteration as in memory
-(:func:`freshcrawl.allocation.solve._newton`, from the λ of a strided sample of the pages), so a solve
+(:func:`freshcrawl.allocation.find_roots`, from the λ of a strided sample of the pages), so a solve
 takes one pass to read and check the partitions, a pass per iteration (4 to 7 in the benchmark), and one pass that
 solves each binding host's λ_h where its pages are and writes the rates, with the same first-order
 correction that makes the budget exact. Where the root sits on a jump of Σp (flat marginal values), one
@@ -25,10 +25,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from freshcrawl._validation import check_int, check_positive
-from freshcrawl.allocation import _kernels as K
-from freshcrawl.allocation.objectives import get_objective
-from freshcrawl.allocation.result import Status
-from freshcrawl.allocation.solve import _KKT_ALARM, _binding, _newton, _rates_at, allocate
+from freshcrawl.allocation import (
+    KKT_ALARM,
+    Roots,
+    Status,
+    allocate,
+    budget_sums,
+    find_roots,
+    get_objective,
+    kkt_residual,
+    rates_at_root,
+)
 from freshcrawl.bulk._partitions import PagePartition, bulk_run, list_partitions, read_partition, row_count
 from freshcrawl.errors import ConvergenceWarning, InfeasibleAllocation
 
@@ -113,11 +120,7 @@ def _sums(part: PagePartition, lam: float) -> tuple[float, float]:
     """S_k(λ) and dS_k/dλ of a partition: Σ_h min(c_h, S_h(λ)) + S_free(λ) over its pages."""
     if part.n == 0:
         return 0.0, 0.0
-    if part.caps.shape[0] == 0:
-        return part.prob.global_sum(lam)
-    n_hosts = part.caps.shape[0]
-    s_h, ds_h = np.empty(n_hosts + 1), np.empty(n_hosts + 1)
-    return part.prob.capped_sum(lam, part.hosts, part.caps, s_h, ds_h)
+    return budget_sums(part.prob, lam, part.hosts, part.caps)[:2]
 
 
 def _sums_at_ends(part: PagePartition, lam_a: float, lam_b: float) -> tuple[float, float]:
@@ -134,21 +137,19 @@ def _finish(part: PagePartition, lam, dlam, lam2, theta, shares, tol, max_iter, 
     else:
         prob, hosts, caps = part.prob, part.hosts, part.caps
         n_hosts = caps.shape[0]
-        low_h = part.low[:n_hosts]
-        lamhat = np.zeros(n_hosts)
-        lamhat[np.isfinite(caps) & (caps <= low_h)] = np.inf  # pinned at the lower bounds
-        bind, at_lam = _binding(prob, lam, lam2, theta, hosts, caps, low_h)
-        p, lam_out, lamhat_out, _, n_iter, converged, *checked = _rates_at(
-            prob, shares[part.index], hosts, caps, lam, dlam, lam2, theta, lamhat, bind, at_lam, tol, max_iter)
-        if checked:  # measured in the pass that wrote the rates (exact for the capped hosts)
-            kkt, sums = checked[0]
-        else:
-            kkt = prob.kkt(p, lam_out, hosts, lamhat_out)
-            sums = K.sum_by_host(p, hosts, n_hosts) if n_hosts else None
+        root = Roots(np.array([lam]), np.array([dlam]), np.array([lam2]), np.array([theta]), np.ones(1, dtype=bool),
+                     at=np.array([lam + dlam]))
+        s_low = budget_sums(prob, lam2, hosts, caps)[2] if n_hosts else None
+        share = shares[part.index]
+        p, lamhat, n_iter, converged = rates_at_root(prob, root, hosts, caps, s_low,
+                                                     0.0 if share is None else share, tol, max_iter, low=part.low)
+        kkt = kkt_residual(prob, p, lam + dlam, hosts, lamhat)
         over = 0.0
         if n_hosts:
+            on = hosts >= 0
+            sums = np.bincount(hosts[on], weights=p[on], minlength=n_hosts)
             fin = np.isfinite(caps)
-            excess = (sums[:n_hosts][fin] - caps[fin]) / np.maximum(caps[fin], np.finfo(float).tiny)
+            excess = (sums[fin] - caps[fin]) / np.maximum(caps[fin], np.finfo(float).tiny)
             over = float(np.max(excess, initial=0.0))
         value = float(prob.objective(p))
     result = {"used": float(np.sum(p)), "kkt": float(kkt), "value": value, "over": over, "n_iter": int(n_iter),
@@ -275,11 +276,11 @@ def allocate_partitioned(
             say(f"pass {passes}: λ = {lam:.17g}, Σp = {s:.17g} visits/day ({(s - budget) / budget:+.2e} of B)")
             return np.array([s]), np.array([ds])
 
-        roots = _newton(evaluate, np.array([budget]), np.array([lam0]), tol, max_iter, None, ulps_stop=K.ULPS_STOP)
+        roots = find_roots(evaluate, np.array([budget]), np.array([lam0]), tol=tol, max_iter=max_iter)
         converged = bool(roots.converged.all())
         lam, dlam = float(roots.lam[0]), float(roots.dlam[0])
-        lam2, theta = float(roots.lam2[0]), float(roots.theta[0])
-        if roots.inf_jump[0]:
+        lam2, theta = float(roots.lam_a[0]), float(roots.theta[0])
+        if np.isnan(theta):
             raise ValueError("the root lies on a jump to an infinite Σp (pages of no value without p_max); "
                              "use the in-memory solver (freshcrawl.allocation.allocate)")
         shares = [None] * len(files)
@@ -299,7 +300,7 @@ def allocate_partitioned(
     kkt = max([abs(used - budget) / budget] + [r["kkt"] for r in results] + [r["over"] for r in results])
     converged &= all(r["converged"] for r in results)
     status = Status.CONVERGED if converged else Status.MAX_ITER
-    if converged and not kkt <= _KKT_ALARM:
+    if converged and not kkt <= KKT_ALARM:
         status = Status.NOT_OPTIMAL
     message = (f"{status.name.lower()}: {used:.12g} of {budget:.12g} visits/day used, KKT residual {kkt:.2e}, "
                f"{passes} passes over {len(files)} partitions")

@@ -18,7 +18,9 @@ EXTRA_OF_MODULE: dict[str, str] = {
     **dict.fromkeys(
         [
             "aiohttp",
+            "idna",
             "protego",
+            "tenacity",
             "trafilatura",
             "lxml",
             "lxml_html_clean",
@@ -82,6 +84,19 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.lazy_subcommands))
+
+    def invoke(self, ctx: click.Context):
+        """Run the command; a database that cannot be used ends it with its one-line error."""
+        from freshcrawl.errors import (
+            CorruptDatabaseError,
+            DatabaseInUseError,
+            DatabaseUnavailableError,
+        )
+
+        try:
+            return super().invoke(ctx)
+        except (DatabaseUnavailableError, CorruptDatabaseError, DatabaseInUseError) as err:
+            raise click.ClickException(str(err)) from err
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy_subcommands:

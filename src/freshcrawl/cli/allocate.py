@@ -18,7 +18,6 @@ import pandas as pd
 from freshcrawl._io import write_table_atomic
 from freshcrawl.allocation import AllocationResult
 from freshcrawl.allocation import allocate as solve_allocation
-from freshcrawl.cli._notice import compile_notice
 from freshcrawl.cli._options import (
     budget_option, engine_options, make_bulk_engine, objective_option, rate_option, table_out_option,
 )
@@ -65,20 +64,18 @@ def allocate_cmd(
     name order; _SUCCESS, _metadata and hidden files skipped), with columns page,delta (changes per day)
     and optional weight, host and complete (0/1: every change of the page is announced). Rates are written
     in visits per day, one row per page: page, rate; --out ending in .parquet writes Parquet. With --json,
-    prints lambda, objective, status, kkt_residual, budget_used and solve_seconds (the solver alone; on a
-    first use after install it includes compiling the kernels, which a terminal is told of). On any error
-    nothing is written.
+    prints lambda, objective, status, kkt_residual, budget_used and solve_seconds (the solver alone). On
+    any error nothing is written.
 
     With --engine stream or dask, PAGES is partitioned by host (every host's pages in one file), the
     solve is the same exact optimum computed pass by pass over the partitions, and --out (required) is a
     directory that receives one Parquet partition of page,rate per input partition.
     """
-    with compile_notice(f"the {objective} kernels"):
-        if engine == "memory":
-            _allocate_memory(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json)
-        else:
-            _allocate_bulk(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json, engine,
-                           scheduler, workers)
+    if engine == "memory":
+        _allocate_memory(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json)
+    else:
+        _allocate_bulk(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json, engine,
+                       scheduler, workers)
 
 
 def _allocate_memory(pages, budget, objective, min_rate, max_rate, host_caps_path, out, as_json):

@@ -1,6 +1,7 @@
 """``freshcrawl crawl``: keep real URLs fresh, politely, with the crawl state in a database.
 
 Subcommands: ``add`` (URLs from a file), ``run`` (the crawl loop), ``status``, ``explain`` (one page),
+``history`` and ``diff`` (a page's captures in the WARC files and the change between two),
 ``export`` (the visit log for ``freshcrawl estimate``).
 """
 
@@ -52,12 +53,16 @@ _allow_private_option = click.option(
 @_db_option
 @click.argument("urls_file", type=click.File("r", encoding="utf-8"))
 @_allow_private_option
-def add(db: str, urls_file, allow_private: bool) -> None:
+@click.option("--notify", "notify", multiple=True, metavar="APPRISE_URL",
+              help="Send a message to this Apprise URL (json://, mailto://, slack://, ...) on "
+              "each change of these pages; repeatable.")
+def add(db: str, urls_file, allow_private: bool, notify: tuple[str, ...]) -> None:
     """Add the URLs of URLS_FILE (one per line, optional weight; '-' reads standard input).
 
     A file with any bad line is refused whole, with the line numbers; URLs already in the crawl are
-    skipped. URLs with a user name or password are bad lines, and so are URLs whose host is a
-    private, link-local, reserved or cloud metadata address (unless --allow-private).
+    skipped (their --notify targets are still added). URLs with a user name or password are bad
+    lines, and so are URLs whose host is a private, link-local, reserved or cloud metadata address
+    (unless --allow-private).
     """
     from freshcrawl.frontier import parse_url_list
 
@@ -66,10 +71,18 @@ def add(db: str, urls_file, allow_private: bool) -> None:
         rows = parse_url_list(urls_file.read().splitlines(), source=source, allow_private=allow_private)
     except ValueError as err:
         raise click.ClickException(str(err)) from err
+    if notify:
+        _check_apprise(notify)
     store = _open(db, create=True)
     try:
         ids, n_known = store.add_pages(rows, now=time.time())
         n_hosts = store.counts()["hosts"]
+        if notify:
+            saved = store.settings()
+            per_page = dict(saved.get("notify_pages") or {})
+            for url, _, _ in rows:
+                per_page[url] = sorted({*per_page.get(url, []), *notify})
+            store.save_settings({"notify_pages": per_page})
     finally:
         store.close()
     click.echo(f"added {len(ids)} page(s) ({n_known} already in the crawl); {n_hosts} host(s) in all")
@@ -87,6 +100,33 @@ def _settings(store, given: dict):
         return CrawlSettings.from_dict(values)
     except ValueError as err:
         raise click.UsageError(str(err)) from err
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+               "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+class _Size(click.ParamType):
+    """A size in bytes: ``1048576``, ``100KiB``, ``64MiB``, ``1GiB`` (kB, MB, GB: powers of 10)."""
+
+    name = "size"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        number = text.rstrip("abgikm")
+        unit = text[len(number):]
+        try:
+            size = int(float(number) * _SIZE_UNITS[unit])
+        except (KeyError, ValueError):
+            self.fail(f"expected a size such as 1GiB, 64MiB or 1048576; got {value!r}", param, ctx)
+        if size < 1:
+            self.fail(f"must be at least 1 byte; got {value!r}", param, ctx)
+        return size
+
+
+_SIZE = _Size()
 
 
 @crawl.command("run")
@@ -122,9 +162,24 @@ def _settings(store, given: dict):
 @click.option("--tls-key", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="With grpcs://: PEM private key of --tls-cert (unencrypted).")
 @_allow_private_option
+@click.option("--warc", "warc_dir", default=None, metavar="DIR",
+              help="Keep the copies: write WARC/1.1 files (request, response, revisit records) "
+              "and their CDXJ indexes in DIR (kept for later runs).")
+@click.option("--warc-max-size", "warc_max_bytes", type=_SIZE, default=None, metavar="SIZE",
+              help="Size at which a WARC file is closed and the next one started (default 1GiB).")
+@click.option("--keep-latest", "latest_dir", default=None, metavar="DIR",
+              help="Without --warc: keep only the latest copy of each page (and the one before "
+              "it) in DIR, content-addressed (kept for later runs).")
+@click.option("--notify", "notify", multiple=True, metavar="APPRISE_URL",
+              help="Send a message to this Apprise URL on each change detected on any page "
+              "(URL, time, size, first lines of the diff); repeatable; kept for later runs.")
+@duration_option("--db-give-up", "db_give_up",
+                 help="Stop after the database has been unreachable this long (default 10m); fetching "
+                 "pauses meanwhile.")
 def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
         user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, tls_ca,
-        tls_cert, tls_key, allow_private) -> None:
+        tls_cert, tls_key, allow_private, warc_dir, warc_max_bytes, latest_dir, notify,
+        db_give_up) -> None:
     """Crawl: fetch due pages, learn their change rates, re-plan, until --for elapses or a signal.
 
     With --frontier, fetch the visits a remote frontier hands out and report their outcomes to it;
@@ -137,14 +192,22 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
 
     if frontier_url is not None:
         plan_options = dict(db=db, budget=budget, policy=policy, objective=objective, replan_every=replan_every,
-                            min_delay=min_delay, max_per_host_day=max_per_host_day, seed=seed)
+                            min_delay=min_delay, max_per_host_day=max_per_host_day, seed=seed,
+                            db_give_up=db_give_up)
         given = [f"--{k.replace('_', '-')}" for k, v in plan_options.items() if v is not None]
         if given:
             raise click.UsageError(f"{', '.join(given)}: the remote frontier's settings; not given with --frontier")
+        if warc_dir and latest_dir:
+            raise click.UsageError(
+                "--warc and --keep-latest exclude each other (a WARC archive keeps every copy)")
+        archive = _archive(warc_dir, warc_max_bytes, user_agent) if warc_dir else None
+        if latest_dir:
+            archive = _latest(latest_dir)
+        notifier = _notifier(list(notify), {}, archive, latest_dir) if notify else None
         _run_remote(frontier_url, crawl_id, signature=signature or "raw", duration=duration,
                     user_agent=user_agent, contact_url=contact_url, max_in_flight=max_in_flight,
                     timeout_s=timeout_s, tls_files=(tls_ca, tls_cert, tls_key),
-                    allow_private=allow_private)
+                    allow_private=allow_private, archive=archive, notifier=notifier)
         return
     if (tls_ca, tls_cert, tls_key) != (None, None, None):
         raise click.UsageError(
@@ -153,19 +216,23 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         raise click.UsageError("Missing option '--db' (needed unless --frontier is given).")
     if crawl_id is not None:
         raise click.UsageError("--crawl-id goes with --frontier")
-    from freshcrawl.errors import DatabaseInUseError
+    from freshcrawl.errors import DatabaseInUseError, DatabaseUnavailableError
     from freshcrawl.service.writer import acquire_writer_lock
 
     store = _open(db, create=False)
     try:  # one writer per crawl database: not beside a `serve` or another `crawl run` on it
         lock = acquire_writer_lock(db)
-    except DatabaseInUseError as err:
+    except (DatabaseInUseError, DatabaseUnavailableError) as err:
         store.close()
         raise click.ClickException(str(err)) from err
+    store.guard = lock.ensure  # a new connection (after an outage) first checks the writer lock
     settings = _settings(store, dict(
         budget=budget, policy=policy, objective=objective, signature=signature, replan_every_s=replan_every,
         min_delay_s=min_delay, max_per_host_day=max_per_host_day, user_agent=user_agent,
-        contact_url=contact_url, seed=seed, allow_private=allow_private,
+        contact_url=contact_url, seed=seed, allow_private=allow_private, warc_max_bytes=warc_max_bytes,
+        warc=None if warc_dir is None else str(Path(warc_dir).resolve()),
+        keep_latest=None if latest_dir is None else str(Path(latest_dir).resolve()),
+        notify=list(notify) or None, db_give_up_s=db_give_up,
     ))
     try:
         frontier = Frontier(store, settings)
@@ -175,14 +242,112 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
         raise click.UsageError(str(err)) from err
     progress = _Progress(frontier)
 
-    fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
-                      signature=settings.signature, read_timeout_s=timeout_s,
-                      total_timeout_s=max(60.0, 2 * timeout_s), allow_private=settings.allow_private)
+    from freshcrawl.archive.notify import NotifyingFrontier
+
+    notifier = None
     try:
-        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress))
+        archive = None
+        if settings.warc:
+            archive = _archive(settings.warc, settings.warc_max_bytes, fetcher_agent(settings))
+        elif settings.keep_latest:
+            archive = _latest(settings.keep_latest)
+        per_page = store.settings().get("notify_pages") or {}
+        if settings.notify or per_page:
+            notifier = _notifier(list(settings.notify or []), per_page, archive,
+                                 settings.keep_latest)
+            frontier = NotifyingFrontier(frontier, notifier)
+        fetcher = Fetcher(user_agent=settings.user_agent, contact_url=settings.contact_url,
+                          signature=settings.signature, read_timeout_s=timeout_s,
+                          total_timeout_s=max(60.0, 2 * timeout_s), allow_private=settings.allow_private,
+                          keep_copy=archive is not None)
+        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
+                                         archive, give_up_s=settings.db_give_up_s,
+                                         watchdog=lock.ensure))
     finally:
+        if notifier is not None:
+            notifier.close()
         store.close()
         lock.release()
+
+
+def fetcher_agent(settings) -> str:
+    """The User-Agent a crawl with `settings` sends."""
+    from freshcrawl.crawler.fetcher import default_user_agent
+
+    return settings.user_agent or default_user_agent(settings.contact_url)
+
+
+def _archive(directory: str, max_bytes: int | None, user_agent: str | None):
+    """An open :class:`WarcArchive` in `directory`; a one-line error when it cannot be written."""
+    try:
+        from freshcrawl.archive import DEFAULT_MAX_FILE_BYTES, WarcArchive
+    except ImportError as err:
+        raise click.ClickException(
+            f"--warc needs the 'warc' extra (pip install 'freshcrawl[warc]'): {err}") from err
+    from freshcrawl.crawler.fetcher import default_user_agent
+    from freshcrawl.errors import ArchiveError
+
+    info = {"http-header-user-agent": user_agent or default_user_agent(), "robots": "obey",
+            "description": "freshcrawl crawl run"}
+    archive = WarcArchive(directory, max_file_bytes=max_bytes or DEFAULT_MAX_FILE_BYTES, info=info)
+    try:
+        return archive.open()
+    except ArchiveError as err:
+        raise click.ClickException(str(err)) from err
+
+
+def _check_apprise(targets) -> None:
+    try:
+        import apprise
+    except ImportError as err:
+        raise click.ClickException(
+            f"--notify needs the 'warc' extra (pip install 'freshcrawl[warc]'): {err}") from err
+    for t in targets:
+        if apprise.Apprise.instantiate(t) is None:
+            raise click.BadParameter(f"not an Apprise URL Apprise can use: {t!r}",
+                                     param_hint="--notify")
+
+
+def _notifier(targets: list[str], per_page: dict, archive, latest_dir: str | None):
+    """A :class:`ChangeNotifier` whose messages carry the diff read from the crawl's copies."""
+    from freshcrawl.archive.history import diff_bodies, latest_diff, payload_at
+    from freshcrawl.archive.notify import ChangeNotifier
+    from freshcrawl.archive.warc import WarcArchive, warc_date
+
+    _check_apprise([*targets, *(t for v in per_page.values() for t in v)])
+
+    def describe(url: str, out):
+        """Locate the two copies now (on the crawl's thread); read and diff them later (worker)."""
+        two = archive.last_two(url) if isinstance(archive, WarcArchive) else []
+
+        def later() -> tuple[str, str]:
+            if isinstance(archive, WarcArchive):
+                if len(two) < 2:
+                    return "", ""
+                old, new = (payload_at(archive.directory, name, offset) for name, offset in two)
+                text, added, removed = diff_bodies(old, new, "text", f"{url} before",
+                                                   f"{url} {warc_date(out.started_at)}")
+            elif latest_dir:
+                d = latest_diff(latest_dir, url)
+                text, added, removed = d["diff"], d["added"], d["removed"]
+            else:
+                return f"{out.n_bytes:,} bytes now", ""
+            return f"{added} line(s) added, {removed} removed", text
+
+        return later
+
+    return ChangeNotifier(targets, per_page, describe=describe)
+
+
+def _latest(directory: str):
+    """Open :class:`LatestCopies` in `directory`; a one-line error when it cannot be written."""
+    from freshcrawl.archive.latest import LatestCopies
+    from freshcrawl.errors import ArchiveError
+
+    try:
+        return LatestCopies(directory).open()
+    except ArchiveError as err:
+        raise click.ClickException(str(err)) from err
 
 
 def _client_tls(frontier_url: str, tls_ca: str | None, tls_cert: str | None, tls_key: str | None):
@@ -214,7 +379,7 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
                 user_agent: str | None, contact_url: str | None, max_in_flight: int,
                 timeout_s: float,
                 tls_files: tuple[str | None, str | None, str | None] = (None, None, None),
-                allow_private: bool = False) -> None:
+                allow_private: bool = False, archive=None, notifier=None) -> None:
     """``crawl run --frontier``: the crawl loop against a :class:`RemoteFrontier` ($FRESHCRAWL_TOKEN: its token)."""
     import asyncio
     import os
@@ -237,35 +402,60 @@ def _run_remote(frontier_url: str, crawl_id: str | None, *, signature: str, dura
         frontier.close()
         raise click.ClickException(str(err)) from err
     progress = _RemoteProgress(frontier)
+    if notifier is not None:
+        from freshcrawl.archive.notify import NotifyingFrontier
+
+        frontier = NotifyingFrontier(frontier, notifier)
 
     fetcher = Fetcher(user_agent=user_agent, contact_url=contact_url, signature=signature,
-                      read_timeout_s=timeout_s, total_timeout_s=total_timeout_s, allow_private=allow_private)
+                      read_timeout_s=timeout_s, total_timeout_s=total_timeout_s,
+                      allow_private=allow_private, keep_copy=archive is not None)
     import grpc
 
     try:
-        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress))
+        asyncio.run(_crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
+                                         archive))
     except grpc.RpcError as err:
         why = frontier.explain(err)
         raise click.ClickException(
             why or f"frontier {frontier.address}: {err.code().name}: {err.details()}") from err
     finally:
+        if notifier is not None:
+            notifier.close()
         frontier.close()
 
 
-async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress) -> None:
-    """The crawl loop until ``--for`` elapses or SIGINT/SIGTERM; the visits in flight finish first."""
+async def _crawl_until_stopped(frontier, fetcher, duration, max_in_flight, progress,
+                               archive=None, **options) -> None:
+    """The crawl loop until ``--for`` elapses or SIGINT/SIGTERM; the visits in flight finish first.
+
+    With an archive, its current WARC file is closed (renamed, indexed) at the end, also after an
+    archive error (then with the records it holds).
+    """
     import asyncio
     import signal
 
     from freshcrawl.crawler.loop import crawl as crawl_loop
+    from freshcrawl.errors import ArchiveError
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with fetcher:
-        stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
-                                 stop=stop, on_progress=progress.update)
+    try:
+        async with fetcher:
+            stats = await crawl_loop(frontier, fetcher, duration_s=duration, max_in_flight=max_in_flight,
+                                     stop=stop, on_progress=progress.update, archive=archive,
+                                     **options)
+    except ArchiveError as err:
+        raise click.ClickException(
+            f"{err}; the crawl stopped (visits without a record were not committed)") from err
+    finally:
+        if archive is not None:
+            try:
+                archive.close()
+            except ArchiveError as err:
+                click.echo(f"Error: {err}", err=True)
     progress.done(stats)
 
 
@@ -279,9 +469,11 @@ class _Progress:
 
     def line(self, stats) -> str:
         f = self.frontier
+        outages = (f"  database outages {stats.outages} ({stats.outage_s:,.0f}s, {stats.pending} waiting)"
+                   if stats.outages else "")
         return (f"{stats.elapsed_s:7.1f}s  visits {stats.visits:,}  changes {stats.changes:,}  "
                 f"errors {stats.errors:,}  robots {stats.robots:,}  budget in use "
-                f"{f.budget_in_use():,.0f}/{f.settings.budget:,.0f} per day  due {f.n_due():,}")
+                f"{f.budget_in_use():,.0f}/{f.settings.budget:,.0f} per day  due {f.n_due():,}" + outages)
 
     def update(self, stats) -> None:
         if self.tty:
@@ -410,3 +602,106 @@ def export(db: str, out: Path) -> None:
     finally:
         store.close()
     click.echo(f"wrote {n:,} visits to {out}")
+
+
+def _page_url(url: str) -> str:
+    from freshcrawl.crawler.urls import normalize_url
+
+    try:
+        return normalize_url(url)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="URL") from err
+
+
+@crawl.command("history")
+@click.argument("url")
+@_db_option
+@click.option("--warc", "warc_dir", default=None, metavar="DIR",
+              help="The WARC directory (default: the crawl's --warc setting).")
+@click.option("--json", "as_json", is_flag=True, help="Print the captures as JSON.")
+def history(url: str, db: str, warc_dir: str | None, as_json: bool) -> None:
+    """URL's captures in the WARC files: time, status, changed, payload digest, file and offset."""
+    from freshcrawl.archive.history import page_history
+
+    key = _page_url(url)
+    store = _open(db)
+    try:
+        hist = page_history(store, key, warc_dir)
+    except (KeyError, LookupError, FileNotFoundError) as err:
+        raise click.ClickException(str(err.args[0]) if err.args else str(err)) from err
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(hist, indent=2))
+        return
+    caps = hist["captures"]
+    click.echo(f"{key}: {len(caps)} capture(s) in {hist['warc']}")
+    for c in caps:
+        changed = {None: "-", True: "changed", False: "unchanged"}[c["changed"]]
+        if c["outcome"] == "first":
+            changed = "first"
+        kind = c["kind"] if c["profile"] is None else c["profile"].rsplit("/", 1)[-1]
+        click.echo(f"  {c['date']}  {c['status'] or '-':>3}  {changed:<9}  {kind:<26}  "
+                   f"{c['digest']}  {c['filename']}:{c['offset']}")
+
+
+@crawl.command("diff")
+@click.argument("url")
+@_db_option
+@click.option("--at", "at", default=None, metavar="TIME",
+              help="Compare the capture at or before TIME (ISO 8601, UTC unless a zone is "
+              "given, or seconds since the epoch) with the one before it; default: the latest.")
+@click.option("--text/--raw", "text", default=True,
+              help="Diff the main text (default, a line per paragraph) or the raw decoded body.")
+@click.option("--warc", "warc_dir", default=None, metavar="DIR",
+              help="The WARC directory (default: the crawl's --warc setting).")
+@click.option("--json", "as_json", is_flag=True, help="Print the diff and both captures as JSON.")
+def diff(url: str, db: str, at: str | None, text: bool, warc_dir: str | None,
+         as_json: bool) -> None:
+    """The change between two captures of URL, as a unified diff read from the WARC files."""
+    from freshcrawl.archive.history import latest_diff, page_diff, warc_directory
+
+    key = _page_url(url)
+    when = None if at is None else _parse_at(at)
+    mode = "text" if text else "raw"
+    store = _open(db)
+    try:
+        if store.page_by_url(key) is None:
+            raise click.ClickException(f"{key} is not in this crawl")
+        latest = (store.settings().get("settings") or {}).get("keep_latest")
+        if warc_dir is None and latest:  # --keep-latest keeps the current copy and the one before
+            if when is not None:
+                raise click.UsageError(
+                    "--at needs WARC files; --keep-latest keeps only the last change")
+            result = latest_diff(latest, key, mode=mode)
+        else:
+            result = page_diff(warc_dir or warc_directory(store), key, at=when, mode=mode).to_dict()
+    except (LookupError, FileNotFoundError, ValueError) as err:
+        raise click.ClickException(str(err)) from err
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    if not result["diff"]:
+        click.echo(f"no difference in the {mode} between the two copies")
+        return
+    click.echo(result["diff"], nl=False)
+
+
+def _parse_at(value: str) -> float:
+    """Seconds since the epoch of ``--at``: a number, or an ISO 8601 time (UTC without a zone)."""
+    import datetime
+
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError as err:
+        raise click.BadParameter(f"expected ISO 8601 time or epoch seconds; got {value!r}",
+                                 param_hint="--at") from err
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()

@@ -9,6 +9,10 @@ With ``--tls-cert`` and ``--tls-key`` both ports speak TLS (:mod:`freshcrawl.ser
 ``--client-ca`` as well, mutual TLS. SIGHUP reads the certificate, key and client CA again: later
 handshakes use them, open connections and the crawl carry on. Off loopback, serve needs TLS and a
 token or client certificates.
+
+During a database outage the process keeps running: calls answer 503 (REST) or UNAVAILABLE (gRPC),
+one line reports the outage and one its end, and the writer lock is taken again when the database
+is back. If another process took the lock meanwhile, this one stops with a one-line error.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import click
@@ -185,7 +190,7 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
 
     import uvicorn
 
-    from freshcrawl.errors import DatabaseInUseError
+    from freshcrawl.errors import DatabaseInUseError, DatabaseUnavailableError, WriterLockLostError
     from freshcrawl.frontier import CrawlSettings
     from freshcrawl.service import FrontierService
     from freshcrawl.service.rest import create_app
@@ -220,14 +225,13 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
 
     try:
         lock = acquire_writer_lock(db)
-    except DatabaseInUseError as err:
+    except (DatabaseInUseError, DatabaseUnavailableError, ValueError) as err:  # one line, no usage text
         raise click.ClickException(str(err)) from err
-    except ValueError as err:
-        raise click.UsageError(str(err)) from err
     grpc_server = None
     stop = threading.Event()
+    lost: list[WriterLockLostError] = []
     try:
-        store = open_store(db, create=True)
+        store = open_store(db, create=True, guard=lock.ensure)
         try:
             values = dict(store.settings().get("settings") or {})
         finally:
@@ -238,7 +242,7 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
         if "budget" not in values:
             raise click.UsageError("the first run of a crawl needs --budget (e.g. --budget 10000/day)")
         try:
-            service = FrontierService(db, CrawlSettings.from_dict(values))
+            service = FrontierService(db, CrawlSettings.from_dict(values), guard=lock.ensure)
         except ValueError as err:
             raise click.UsageError(str(err)) from err
         app = create_app(service, token=token, public_reads=not private_reads,
@@ -258,8 +262,38 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
                 try:
                     if service.replan_all():
                         history.sample()
+                except (DatabaseUnavailableError, WriterLockLostError):
+                    pass  # the watchdog reports outages; the previous plan keeps serving
                 except Exception as err:  # keep serving; the next round tries again
                     click.echo(f"re-plan failed: {err!r}", err=True)
+
+        servers: list = []
+
+        def watchdog() -> None:
+            """Check the writer lock every second (taking it again after an outage); report outages.
+
+            One line when the database stops answering, one when it is back; a lock taken by another
+            process meanwhile stops this one.
+            """
+            down_since = None
+            while not stop.wait(1.0):
+                try:
+                    lock.ensure()
+                except WriterLockLostError as err:
+                    lost.append(err)
+                    for server_ in servers:
+                        server_.should_exit = True
+                    return
+                except DatabaseUnavailableError as err:
+                    if down_since is None:
+                        down_since = time.monotonic()
+                        click.echo(f"database outage: {err}; answering 503 (REST) and UNAVAILABLE (gRPC) "
+                                   "until it is back", err=True)
+                    continue
+                if down_since is not None:
+                    click.echo(f"database back after {time.monotonic() - down_since:.1f} s; the writer lock "
+                               "is held again", err=True)
+                    down_since = None
 
         planner = threading.Thread(target=replan_loop, name="freshcrawl-replan", daemon=True)
         planner.start()
@@ -285,11 +319,15 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
             if threading.current_thread() is threading.main_thread():
                 restore = _reload_on_sighup(tls)
         server = _server_class()(config)
+        servers.append(server)
+        threading.Thread(target=watchdog, name="freshcrawl-writer-lock", daemon=True).start()
         try:
             server.run()  # returns after SIGINT or SIGTERM, or at once if the port is taken
         finally:
             for sig, handler in restore.items():
                 signal.signal(sig, handler)
+        if lost:
+            raise click.ClickException(str(lost[0]))
         if not server.started:
             raise click.ClickException(f"could not serve HTTP on {http_host}:{http_port}")
     finally:

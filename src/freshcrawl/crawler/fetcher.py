@@ -50,6 +50,14 @@ from yarl import URL
 
 from freshcrawl import __version__
 from freshcrawl._validation import check_int, check_positive
+from freshcrawl.crawler.capture import (
+    ACCEPT_ENCODING,
+    HttpCapture,
+    UndecodableContent,
+    decode_content,
+)
+from freshcrawl.crawler.capture import request_head as _request_head
+from freshcrawl.crawler.capture import response_head as _response_head
 from freshcrawl.crawler.egress import (
     METADATA_HOSTS,
     EgressBlocked,
@@ -252,6 +260,32 @@ async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> tupl
     return b"".join(chunks), bool(more)
 
 
+def _peer(response: aiohttp.ClientResponse) -> str | None:
+    """The IP address of the server that sent `response`, while its connection is open."""
+    conn = response.connection
+    transport = None if conn is None else conn.transport
+    peer = None if transport is None else transport.get_extra_info("peername")
+    return str(peer[0]) if peer else None
+
+
+def _capture(
+    response: aiohttp.ClientResponse, url: str, payload: bytes, peer: str | None = None
+) -> HttpCapture:
+    """The exchange of `response` (headers as sent and received, `payload` as received)."""
+    info = response.request_info
+    return HttpCapture(
+        url=url,
+        request_head=_request_head(info.method, info.url, info.headers),
+        response_head=_response_head(
+            response.version, response.status, response.reason, response.raw_headers
+        ),
+        payload=payload,
+        status=response.status,
+        content_type=response.headers.get("Content-Type"),
+        peer=peer if peer is not None else _peer(response),
+    )
+
+
 class Fetcher:
     """Fetches pages and robots.txt over HTTP(S); never raises for what a server or network does.
 
@@ -291,6 +325,11 @@ class Fetcher:
         settings), :meth:`close` leaves it open, and it must keep ``auto_decompress=True``. Each
         hop's host is still checked against the egress policy, but resolved addresses are checked
         only by a session this fetcher creates.
+    keep_copy : bool, default=False
+        Attach the HTTP exchange of each 2xx and 304 answer to its outcome
+        (:class:`~freshcrawl.crawler.capture.HttpCapture`, for a WARC archive): the body is then
+        read as received (content coding kept, at most `max_bytes` bytes) and decoded by
+        :func:`~freshcrawl.crawler.capture.decode_content` for the signature, with the same cap.
 
     Raises
     ------
@@ -327,6 +366,7 @@ class Fetcher:
         limit_per_host: int = 1,
         allow_private: bool = False,
         session: aiohttp.ClientSession | None = None,
+        keep_copy: bool = False,
     ) -> None:
         if signature not in SIGNATURE_MODES:
             allowed = ", ".join(map(repr, SIGNATURE_MODES))
@@ -343,6 +383,7 @@ class Fetcher:
         self.max_redirects = check_int("max_redirects", max_redirects)
         self.limit_per_host = check_int("limit_per_host", limit_per_host, low=1)
         self.allow_private = bool(allow_private)
+        self.keep_copy = bool(keep_copy)
         self._session = session
         self._owns_session = session is None
         self._timeout = aiohttp.ClientTimeout(
@@ -429,7 +470,8 @@ class Fetcher:
                     deadline.reschedule(deadline.when() + hop_delay_s)  # the wait is not the server's time
                 await asyncio.sleep(hop_delay_s)
             response = await session.get(
-                current, headers=headers, allow_redirects=False, timeout=self._timeout
+                current, headers=headers, allow_redirects=False, timeout=self._timeout,
+                auto_decompress=not self.keep_copy,
             )
             location = response.headers.get("Location")
             if response.status not in _REDIRECT_STATUSES or location is None:
@@ -525,16 +567,20 @@ class Fetcher:
             conditional["If-None-Match"] = request.etag
         if request.last_modified:
             conditional["If-Modified-Since"] = request.last_modified
+        extra = dict(conditional)
+        if self.keep_copy:
+            extra["Accept-Encoding"] = ACCEPT_ENCODING
 
         body = b""
         content_type: str | None = None
         etag = last_modified = None
+        capture: HttpCapture | None = None
         try:
             hop_delay = max(0.0, float(request.hop_delay_s))
             async with asyncio.timeout(self.total_timeout_s) as deadline:
                 _deadline.set(deadline)
                 response, url = await self._open(
-                    request.url, self._headers(conditional), self.max_redirects, hop_delay
+                    request.url, self._headers(extra), self.max_redirects, hop_delay
                 )
                 final_url = url if url != request.url else None
                 complete = False
@@ -557,6 +603,7 @@ class Fetcher:
                                 last_modified=request.last_modified,
                                 signature=request.signature,
                                 final_url=final_url,
+                                capture=_capture(response, url, b"") if self.keep_copy else None,
                             )
                         if status in _THROTTLE_STATUSES:
                             kind = ErrorKind.THROTTLED
@@ -568,11 +615,23 @@ class Fetcher:
                     length = response.content_length
                     if length is not None and length > self.max_bytes:
                         return no_info(ErrorKind.CONTENT, "too-large")
+                    peer = _peer(response) if self.keep_copy else None
                     body, too_large = await _read_capped(response, self.max_bytes)
                     n_bytes = len(body)
                     if too_large:
                         return no_info(ErrorKind.CONTENT, "too-large")
                     complete = True
+                    if self.keep_copy:
+                        capture = _capture(response, url, body, peer)
+                        try:
+                            body, too_large = decode_content(
+                                body, response.headers.get("Content-Encoding"), self.max_bytes
+                            )
+                        except UndecodableContent:
+                            return no_info(ErrorKind.CONTENT, "undecodable")
+                        n_bytes = len(body)
+                        if too_large:
+                            return no_info(ErrorKind.CONTENT, "too-large")
                     content_type = response.headers.get("Content-Type")
                     etag = response.headers.get("ETag")
                     last_modified = response.headers.get("Last-Modified")
@@ -615,6 +674,7 @@ class Fetcher:
             last_modified=last_modified,
             signature=sig,
             final_url=final_url,
+            capture=capture,
         )
 
     async def fetch_robots(self, origin: str, *, hop_delay_s: float = 0.0) -> RobotsOutcome:

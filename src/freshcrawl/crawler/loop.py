@@ -10,19 +10,35 @@ Planning never blocks fetching: a frontier that offers ``prepare_plan``, ``compu
 (``asyncio.to_thread``) while the loop keeps dispatching visits with the plan in force; the new
 plan takes over once it is ready (such a frontier's ``next_replan`` is ``inf`` while a plan is under
 way).
+
+Database outages. When the frontier raises :class:`~freshcrawl.errors.DatabaseUnavailableError`
+(its store retried and gave up), the loop pauses: no new visit starts, the visits in flight finish
+and their outcomes wait in memory (at most ``max_in_flight`` of them), and the commit is tried again
+with capped, jittered back-off. The first commit that succeeds ends the outage and fetching resumes.
+One log line marks the start of an outage and one its end (logger ``freshcrawl.crawl``), and
+:class:`CrawlStats` counts them. An outage longer than ``give_up_s`` ends the crawl with a
+``DatabaseUnavailableError`` naming the database.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from freshcrawl.crawler.outcome import FetchOutcome, RobotsOutcome
+from freshcrawl.errors import DatabaseUnavailableError
 
-__all__ = ["FrontierLike", "CrawlStats", "crawl"]
+__all__ = ["ArchiveLike", "CrawlStats", "FrontierLike", "crawl"]
+
+log = logging.getLogger("freshcrawl.crawl")
+
+#: Longest wait between two tries to commit during an outage, seconds.
+OUTAGE_PROBE_MAX_S = 5.0
 
 
 class FrontierLike(Protocol):
@@ -46,6 +62,26 @@ class FrontierLike(Protocol):
         """Re-plan the crawl."""
 
 
+class ArchiveLike(Protocol):
+    """What the crawl loop needs of an archive (:class:`freshcrawl.archive.WarcArchive` has it)."""
+
+    def write_visits(self, results: list[tuple[object, FetchOutcome]]) -> list:
+        """Write and sync the records of `results`; raise ArchiveError (``n_done``) on failure."""
+
+
+def _archive_then_record(archive: ArchiveLike, frontier: FrontierLike, batch: list) -> None:
+    """Write the batch's records, then commit it; on an archive failure commit what has records."""
+    from freshcrawl.errors import ArchiveError
+
+    try:
+        archive.write_visits(list(batch))
+    except ArchiveError as err:
+        if err.n_done:
+            frontier.record(list(batch[: err.n_done]))
+        raise
+    frontier.record(list(batch))
+
+
 @dataclass
 class CrawlStats:
     """What one :func:`crawl` call did.
@@ -64,6 +100,12 @@ class CrawlStats:
         Plans made.
     elapsed_s : float
         Wall-clock seconds.
+    outages : int
+        Database outages lived through (fetching paused until the database answered again).
+    outage_s : float
+        Seconds spent in those outages.
+    pending : int
+        Outcomes waiting in memory for the database (0 outside an outage).
     """
 
     visits: int = 0
@@ -72,6 +114,9 @@ class CrawlStats:
     robots: int = 0
     replans: int = 0
     elapsed_s: float = 0.0
+    outages: int = 0
+    outage_s: float = 0.0
+    pending: int = 0
 
 
 async def crawl(
@@ -84,6 +129,10 @@ async def crawl(
     on_progress: Callable[[CrawlStats], None] | None = None,
     progress_every_s: float = 0.5,
     clock: Callable[[], float] = time.time,
+    archive: ArchiveLike | None = None,
+    give_up_s: float = 600.0,
+    watchdog: Callable[[], None] | None = None,
+    watchdog_every_s: float = 1.0,
 ) -> CrawlStats:
     """Crawl until ``duration_s`` has passed or ``stop`` is set; return what was done.
 
@@ -101,11 +150,28 @@ async def crawl(
         Set it (e.g. from a signal handler) to finish the visits in flight, commit and return.
     on_progress : callable, optional
         Called with the running :class:`CrawlStats` every ``progress_every_s`` seconds and at the end.
+    archive : ArchiveLike, optional
+        Where the copies go (:class:`freshcrawl.archive.WarcArchive`): each batch of outcomes is
+        written there, and on disk, before the frontier commits it.
+    give_up_s : float, default=600.0
+        Seconds of a database outage after which the crawl stops (the outcomes still in memory are
+        lost; their requests were made, and a restarted crawl waits a host's delay before its first).
+    watchdog : callable, optional
+        Called every ``watchdog_every_s`` seconds and before resuming after an outage: the writer
+        lock's check (:meth:`freshcrawl.service.writer.WriterLock.ensure`). It may raise
+        ``DatabaseUnavailableError`` (an outage) or another error, which ends the crawl at once.
 
     Raises
     ------
     ValueError
         If ``max_in_flight`` < 1 or ``duration_s`` < 0.
+    freshcrawl.errors.ArchiveError
+        If the archive cannot be written: the visits of the batch that have their records are
+        committed, no other, and the crawl stops (``asyncio.run`` cancels the visits in flight).
+    DatabaseUnavailableError
+        If a database outage lasts longer than ``give_up_s`` seconds.
+    WriterLockLostError
+        (from ``watchdog``) If another process took the crawl database's writer lock.
     """
     from freshcrawl.frontier import RobotsVisit
 
@@ -122,7 +188,13 @@ async def crawl(
     end = None if duration_s is None else start + duration_s
     tasks: dict[asyncio.Task, object] = {}
     done_pages: list[tuple[object, FetchOutcome]] = []
+    done_robots: list[tuple[object, RobotsOutcome]] = []
     last_progress = start
+    outage_since: float | None = None
+    probe_wait = 0.0
+    next_probe = 0.0
+    next_watch = start
+    last_error: list[DatabaseUnavailableError] = []
 
     async def visit(item):
         if isinstance(item, RobotsVisit):
@@ -134,43 +206,117 @@ async def crawl(
             item = tasks.pop(task)
             out = task.result()
             if isinstance(item, RobotsVisit):
-                frontier.record_robots(item, out)
-                stats.robots += 1
+                done_robots.append((item, out))
             else:
                 done_pages.append((item, out))
+        stats.pending = len(done_pages) + len(done_robots)
+
+    def commit() -> None:
+        """Commit the outcomes waiting (each call all or nothing); DatabaseUnavailableError if down."""
+        if watchdog is not None and outage_since is not None:
+            watchdog()
+        while done_robots:
+            frontier.record_robots(*done_robots[0])
+            done_robots.pop(0)
+            stats.robots += 1
         if done_pages:
-            frontier.record(list(done_pages))
+            if archive is not None:
+                _archive_then_record(archive, frontier, done_pages)
+            else:
+                frontier.record(list(done_pages))
             for _, out in done_pages:
                 stats.visits += 1
                 stats.changes += out.outcome.value == "changed"
                 stats.errors += out.outcome.value == "no-info"
             done_pages.clear()
+        if outage_since is not None and hasattr(frontier, "ping"):
+            frontier.ping()  # nothing was waiting: the outage ends when the database answers
+        stats.pending = 0
+
+    def outage_began(err: DatabaseUnavailableError) -> None:
+        nonlocal outage_since, probe_wait, next_probe
+        last_error[:] = [err]
+        if outage_since is None:
+            # the store retried before it gave up: the outage began when its first try did
+            outage_since = clock() - (max(0.0, time.time() - err.since) if err.since is not None else 0.0)
+            stats.outages += 1
+            log.warning("database outage: %s; fetching paused, %d outcome(s) kept in memory", err,
+                        len(done_pages) + len(done_robots) + len(tasks))
+            probe_wait = 0.5
+        next_probe = clock() + probe_wait * (0.5 + 0.5 * random.random())
+        probe_wait = min(2 * probe_wait, OUTAGE_PROBE_MAX_S)
+
+    def outage_ended() -> None:
+        nonlocal outage_since
+        if outage_since is not None:
+            lasted = clock() - outage_since
+            stats.outage_s += lasted
+            outage_since = None
+            log.warning("database back after %.1f s; fetching resumed", lasted)
+
+    def try_commit() -> bool:
+        try:
+            commit()
+        except DatabaseUnavailableError as err:
+            outage_began(err)
+            return False
+        outage_ended()
+        return True
 
     def apply_ready() -> None:
+        """The plan computed in the worker thread takes over (committed); a plan that failed is
+        dropped, the one in force stays and the next comes at ``next_replan``."""
         nonlocal planning, job
         if planning is not None and planning.done():
-            plan, planning = planning.result(), None
-            frontier.apply_plan(job, plan, now=clock())
-            job = None
+            task, done_job, planning, job = planning, job, None, None
+            try:
+                plan = task.result()
+            except Exception:
+                frontier.cancel_plan(done_job)
+                raise
+            frontier.apply_plan(done_job, plan, now=clock())
             stats.replans += 1
 
     while True:
         now = clock()
         if stop.is_set() or (end is not None and now >= end):
             break
-        apply_ready()
-        if planning is None and now >= frontier.next_replan:
-            if threaded:  # the previous plan serves visits until this one is ready
-                job = frontier.prepare_plan(now)
-                planning = asyncio.ensure_future(asyncio.to_thread(frontier.compute_plan, job))
-            else:
-                frontier.replan(now)
-                stats.replans += 1
-        free = max_in_flight - len(tasks)
-        if free > 0:
-            for item in frontier.due(now, free):
-                tasks[asyncio.ensure_future(visit(item))] = item
-        wake = min(frontier.next_wakeup(now), frontier.next_replan)
+        if outage_since is not None:
+            if now - outage_since > give_up_s:
+                n = len(done_pages) + len(done_robots)
+                raise DatabaseUnavailableError(
+                    f"gave up after a database outage of {now - outage_since:.0f} s (the limit is "
+                    f"{give_up_s:.0f} s; {n} outcome(s) not committed): {last_error[0]}")
+            if now >= next_probe:
+                try_commit()
+        elif done_pages or done_robots:
+            try_commit()
+        if outage_since is None and watchdog is not None and now >= next_watch:
+            next_watch = now + watchdog_every_s
+            try:
+                watchdog()
+            except DatabaseUnavailableError as err:
+                outage_began(err)
+        if outage_since is None:
+            try:
+                apply_ready()
+                if planning is None and now >= frontier.next_replan:
+                    if threaded:  # the previous plan serves visits until this one is ready
+                        job = frontier.prepare_plan(now)
+                        planning = asyncio.ensure_future(asyncio.to_thread(frontier.compute_plan, job))
+                    else:
+                        frontier.replan(now)
+                        stats.replans += 1
+                free = max_in_flight - len(tasks)
+                if free > 0:
+                    for item in frontier.due(now, free):
+                        tasks[asyncio.ensure_future(visit(item))] = item
+            except DatabaseUnavailableError as err:
+                outage_began(err)
+        if outage_since is None:
+            wake = min(frontier.next_wakeup(now), frontier.next_replan)
+        else:
+            wake = next_probe
         if end is not None:
             wake = min(wake, end)
         timeout = min(max(wake - clock(), 0.0), 0.25)
@@ -190,9 +336,20 @@ async def crawl(
     if tasks:  # the visits in flight finish (bounded by the fetcher's timeouts) and are committed
         finished, _ = await asyncio.wait(tasks)
         collect(finished)
+    if done_pages or done_robots:
+        deadline = clock() + (give_up_s if outage_since is None else max(0.0, give_up_s - (clock() - outage_since)))
+        while not try_commit():
+            if clock() >= deadline:
+                raise DatabaseUnavailableError(
+                    f"stopped with {len(done_pages) + len(done_robots)} outcome(s) not committed: the "
+                    f"database stayed unavailable for {give_up_s:.0f} s")
+            await asyncio.sleep(max(0.0, next_probe - clock()))
     if planning is not None:  # a plan under way is finished and committed (its thread cannot be stopped)
         await asyncio.wait({planning})
-        apply_ready()
+        try:
+            apply_ready()
+        except DatabaseUnavailableError as err:  # the plan in force stays; the next run plans again
+            log.warning("the last plan was not committed: %s", err)
     stats.elapsed_s = clock() - start
     if on_progress is not None:
         on_progress(stats)

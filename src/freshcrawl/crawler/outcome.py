@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from freshcrawl.crawler.capture import HttpCapture
 
 __all__ = ["Outcome", "ErrorKind", "FetchRequest", "FetchOutcome", "RobotsOutcome"]
 
@@ -108,6 +112,9 @@ class FetchOutcome:
         Seconds the server asked us to wait (Retry-After, seconds or HTTP date, converted), if any.
     final_url : str or None
         URL after redirects, when it differs from ``url``.
+    capture : HttpCapture or None
+        The request and response as sent and received, for an archive: set by a fetcher that keeps
+        copies, for a 2xx answer whose body was read in full and for a 304; None otherwise.
     """
 
     url: str
@@ -123,6 +130,7 @@ class FetchOutcome:
     error: ErrorKind | None = None
     retry_after_s: float | None = None
     final_url: str | None = None
+    capture: HttpCapture | None = None
 
 
 @dataclass(frozen=True, slots=True)

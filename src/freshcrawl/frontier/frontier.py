@@ -93,11 +93,24 @@ class CrawlSettings:
         Lift the egress policy (:mod:`freshcrawl.crawler.egress`): URLs whose host is a private,
         link-local, reserved or cloud metadata address are then accepted and fetched (an intranet
         crawl). Off by default.
+    db_give_up_s : float
+        Seconds of a database outage after which a crawl stops (> 0; default 600). During an
+        outage the crawl pauses fetching and keeps the outcomes of the visits in flight in memory.
     n_bins : int
         Interval slots per page of the binned estimators (``learned:mle-binned``, the default, and
         ``mm-binned``): 4 keeps the estimator at 224 bytes per page (16, the simulation's default, takes
         896). The visits of a live crawl are periodic at rates that change only at re-plans, so few
         slots hold each page's intervals.
+    warc : str or None
+        Directory of the crawl's WARC files (:class:`freshcrawl.archive.WarcArchive`); None keeps
+        no copies.
+    warc_max_bytes : int
+        Size at which a WARC file is closed and the next one started, bytes (default 1 GiB).
+    keep_latest : str or None
+        Directory of the latest copy of each page (:class:`freshcrawl.archive.LatestCopies`),
+        for crawls without ``warc``; None keeps none.
+    notify : list of str or None
+        Apprise URLs told of every change (:class:`freshcrawl.archive.notify.ChangeNotifier`).
     """
 
     budget: float = 2000.0
@@ -115,6 +128,11 @@ class CrawlSettings:
     seed: int = 0
     n_bins: int = 4
     allow_private: bool = False
+    warc: str | None = None
+    warc_max_bytes: int = 1024**3
+    keep_latest: str | None = None
+    notify: list[str] | None = None
+    db_give_up_s: float = 600.0
 
     def __post_init__(self) -> None:
         def positive(name: str, value: float, *, zero: bool = False) -> None:
@@ -127,12 +145,19 @@ class CrawlSettings:
         positive("min_delay_s (seconds)", self.min_delay_s, zero=True)
         positive("backoff_base_s (seconds)", self.backoff_base_s)
         positive("backoff_max_s (seconds)", self.backoff_max_s)
+        positive("db_give_up_s (seconds)", self.db_give_up_s)
         if self.max_per_host_day is not None:
             positive("max_per_host_day (requests per host per day)", self.max_per_host_day)
         if not (isinstance(self.max_page_errors, int) and self.max_page_errors >= 1):
             raise ValueError(f"max_page_errors must be an int >= 1; got {self.max_page_errors!r}")
         if self.signature not in ("raw", "text"):
             raise ValueError(f"signature must be 'raw' or 'text'; got {self.signature!r}")
+        if not (isinstance(self.warc_max_bytes, int) and self.warc_max_bytes >= 1):
+            raise ValueError(
+                f"warc_max_bytes must be an int >= 1 bytes; got {self.warc_max_bytes!r}")
+        if self.warc and self.keep_latest:
+            raise ValueError(
+                "warc and keep_latest exclude each other: a WARC archive keeps every copy")
         if self.policy.partition(":")[0] == "oracle":
             raise UnknownNameError("policy 'oracle' needs the true change rates and cannot run live")
 
@@ -544,7 +569,8 @@ class Frontier:
         Pages visited before keep their phase: the next visit is a period 1/p after the last one
         (or now, when that is past). Pages never visited get a random phase within their first
         period. Pages waiting out an error back-off keep their due time, and so do pages whose due
-        time was set from outside (:attr:`held`) until it passes.
+        time was set from outside (:attr:`held`) until it passes. The new plan replaces the one in
+        force only once it is committed: when the database fails, the previous plan keeps serving.
 
         The same as :meth:`prepare_plan`, :meth:`compute_plan` and :meth:`apply_plan` in a row;
         a caller that must not wait for the plan runs :meth:`compute_plan` in another thread.
@@ -637,18 +663,23 @@ class Frontier:
             due = np.where(np.isfinite(first), first, now + self.settings.replan_every_s)
         due = np.maximum(due, now) if first is None else due
         keep = (self.n_errors > 0) | (self.lease_until > now) | ~alive
-        self.next_due = np.where(keep, self.next_due, due)
-        for k, t in list(self.held.items()):
+        next_due = np.where(keep, self.next_due, due)
+        expired = []
+        for k, t in self.held.items():
             if t > now and alive[k]:
-                self.next_due[k] = t
+                next_due[k] = t
             else:
-                del self.held[k]
-        self.rate = np.where(alive, rates, 0.0)
+                expired.append(k)
+        rate = np.where(alive, rates, 0.0)
         est = self.policy.estimated_delta()
         delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)
         ids = np.flatnonzero(self.status > 0)
-        self.store.save_plan(ids + 1, self.rate[ids], self.next_due[ids], delta_hat[ids], self.n_obs[ids],
+        self.store.save_plan(ids + 1, rate[ids], next_due[ids], delta_hat[ids], self.n_obs[ids],
                              settings={"planned_at": job.now})
+        # the plan is committed: only now does it replace the one in force
+        self.next_due, self.rate = next_due, rate
+        for k in expired:
+            del self.held[k]
         self.planned_at = job.now
         self._new_pages_at = None
 
@@ -694,11 +725,20 @@ class Frontier:
             Hosts (by index, host id - 1) whose visits may be handed out; default every host.
         """
         now = time.time() if now is None else float(now)
-        h = self._hosts
         if limit <= 0:
             return []
         per_host = max(1, int(per_host))
         out: list[Visit | RobotsVisit] = []
+        try:
+            return self._due(now, limit, lease_s, out, per_host=per_host, robots=robots, hosts=hosts)
+        except BaseException:  # the database failed: nothing is handed out, nothing stays leased
+            self.release(out)
+            raise
+
+    def _due(self, now: float, limit: int, lease_s: float, out: list[Visit | RobotsVisit], *,
+             per_host: int, robots: bool, hosts: NDArray[np.bool_] | None
+             ) -> list[Visit | RobotsVisit]:
+        h = self._hosts
         # hosts whose pages all wait on robots.txt still need it fetched again when it is due
         for hk in np.unique(self.host[self.status == DISALLOWED]) if robots else ():
             if hosts is not None and not hosts[hk]:
@@ -816,9 +856,26 @@ class Frontier:
         a first copy starts the page's history; no information counts an error: for the host
         (back-off) when the host throttled, failed or could not be reached, for the page (it is marked
         ``failed`` after ``max_page_errors`` in a row) unless it was throttled or forbidden.
+
+        Effects after commit: when the transaction fails, the frontier is left as it was (leases,
+        last copies, due times, host back-off, counts), so the same outcomes can be recorded again
+        and give the same observations.
+
+        Raises
+        ------
+        DatabaseUnavailableError
+            If the database cannot be reached (nothing was recorded).
         """
         if not results:
             return
+        undo = self._snapshot([v.page_id - 1 for v, _ in results], [v.host_id - 1 for v, _ in results])
+        try:
+            self._record(results, source)
+        except BaseException:
+            self._restore(undo)
+            raise
+
+    def _record(self, results: list[tuple[Visit, FetchOutcome]], source: str) -> None:
         s = self.settings
         obs_rows, page_upd, host_upd, learn = [], [], [], []
         hosts_touched: dict[int, dict[str, Any]] = {}
@@ -877,6 +934,45 @@ class Frontier:
         self.store.record(obs_rows, page_upd, host_upd)
         self._pending.extend(learn)
 
+    _PAGE_STATE = ("last_visit", "last_copy", "next_due", "n_errors", "n_errors_total", "n_obs", "status",
+                   "lease_until")
+    _HOST_STATE = ("delay_s", "cap", "ready_at", "backoff_until", "n_backoff", "n_errors", "lease_until",
+                   "robots_at", "last_request_at")
+
+    def _snapshot(self, page_idx: list[int], host_idx: list[int]) -> dict[str, Any]:
+        """The in-memory state of pages and hosts that a write changes, to restore if it fails."""
+        pk = np.asarray(sorted(set(page_idx)), dtype=np.intp)
+        hk = np.asarray(sorted(set(host_idx)), dtype=np.intp)
+        h = self._hosts
+        return {
+            "pk": pk, "hk": hk,
+            "pages": {name: getattr(self, name)[pk].copy() for name in self._PAGE_STATE},
+            "hosts": {name: getattr(h, name)[hk].copy() for name in self._HOST_STATE},
+            "rules": [h.rules[k] for k in hk],
+            "held": {int(k): self.held[int(k)] for k in pk if int(k) in self.held},
+            "counts": dict(self.counts),
+            "rng": self.rng.bit_generator.state,
+            "n_pending": len(self._pending),
+        }
+
+    def _restore(self, snap: dict[str, Any]) -> None:
+        """Put back the state :meth:`_snapshot` saved (a write that did not commit)."""
+        pk, hk = snap["pk"], snap["hk"]
+        h = self._hosts
+        for name, values in snap["pages"].items():
+            getattr(self, name)[pk] = values
+        for name, values in snap["hosts"].items():
+            getattr(h, name)[hk] = values
+        for k, rules in zip(hk, snap["rules"], strict=True):
+            h.rules[k] = rules
+        for k in pk:
+            self.held.pop(int(k), None)
+        self.held.update(snap["held"])
+        self.counts.clear()
+        self.counts.update(snap["counts"])
+        self.rng.bit_generator.state = snap["rng"]
+        del self._pending[snap["n_pending"]:]
+
     def _host_after(self, hk: int, out: FetchOutcome) -> dict[str, Any]:
         """Update host ``hk``'s politeness state after a request; return the columns to commit."""
         s = self.settings
@@ -910,15 +1006,28 @@ class Frontier:
     def record_robots(self, visit: RobotsVisit, out: RobotsOutcome) -> None:
         """Commit a robots.txt fetch: the rules, the Crawl-delay (a new host cap) and the host's state.
 
-        Pages of the host that the new rules allow again become active, due now.
+        Pages of the host that the new rules allow again become active, due now. When the
+        transaction fails, the frontier is left as it was (DatabaseUnavailableError is raised).
         """
+        hk = visit.host_id - 1
+        host_row = self.store.host_row(visit.host_id)
+        revive = np.flatnonzero((self.status == DISALLOWED) & (self.host == hk))
+        rows = self.store.page_rows((revive + 1).tolist()) if revive.size else {}
+        undo = self._snapshot(revive.tolist(), [hk])
+        try:
+            self._record_robots(visit, out, host_row, revive, rows)
+        except BaseException:
+            self._restore(undo)
+            raise
+
+    def _record_robots(self, visit: RobotsVisit, out: RobotsOutcome, host_row: dict[str, Any],
+                       revive: NDArray[np.intp], rows: dict[int, dict[str, Any]]) -> None:
         hk = visit.host_id - 1
         h = self._hosts
         s = self.settings
         rules = RobotsRules(out.status, out.text, origin=visit.origin)
         h.rules[hk] = rules
         h.robots_at[hk] = out.fetched_at
-        host_row = self.store.host_row(visit.host_id)
         user_delay = s.min_delay_s if host_row["min_delay_s"] is None else host_row["min_delay_s"]
         crawl_delay = rules.crawl_delay
         h.delay_s[hk] = max(user_delay, crawl_delay or 0.0)
@@ -932,10 +1041,8 @@ class Frontier:
         values.update(robots_status=out.status, robots_text=out.text, robots_fetched_at=out.fetched_at,
                       robots_why=out.why, crawl_delay_s=crawl_delay)
         h.lease_until[hk] = 0.0
-        revive = np.flatnonzero((self.status == DISALLOWED) & (self.host == hk))
         page_upd = []
         if revive.size and rules.mode != "disallow-all":
-            rows = self.store.page_rows((revive + 1).tolist())
             for k in revive:
                 if rules.allowed(rows[k + 1]["url"]):
                     self.status[k] = ACTIVE
@@ -972,6 +1079,10 @@ class Frontier:
         h.lease_until[hk] = 0.0
 
     # reports -------------------------------------------------------------------------------------
+    def ping(self) -> None:
+        """One round trip to the crawl's database; DatabaseUnavailableError if it cannot be reached."""
+        self.store.ping()
+
     def budget_in_use(self) -> float:
         """Sum of the current rates, visits per day."""
         return float(self.rate.sum())
@@ -1101,9 +1212,9 @@ class Frontier:
         until = float(until)
         if only_later and not until > self.next_due[k]:
             return False
+        self.store.record([], [{"id": page_id, "next_due": until}], [])  # committed first
         self.next_due[k] = until
         self.held[k] = until
-        self.store.record([], [{"id": page_id, "next_due": until}], [])
         self.lease_until[k] = 0.0
         return True
 
@@ -1113,11 +1224,11 @@ class Frontier:
         Their leases end; the status is committed at once.
         """
         ks = np.asarray(page_ids, dtype=np.intp) - 1
+        self.store.set_page_status([int(i) for i in page_ids], "removed", removed_at=time.time())
         self.status[ks] = REMOVED
         for k in ks.tolist():
             self.held.pop(k, None)
         self.lease_until[ks] = 0.0
-        self.store.set_page_status([int(i) for i in page_ids], "removed", removed_at=time.time())
 
     def remove_host(self, host_id: int) -> int:
         """Remove every page of host ``host_id`` not yet removed (:meth:`remove`); return how many."""
@@ -1141,9 +1252,9 @@ class Frontier:
         """
         hk = host_id - 1
         h = self._hosts
+        self.store.save_host(host_id, backoff_until=float(until))  # committed first
         h.backoff_until[hk] = float(until)
         h.ready_at[hk] = max(np.nan_to_num(h.last_request_at[hk]) + h.delay_s[hk], float(until))
-        self.store.save_host(host_id, backoff_until=float(until))
 
     def set_delay(self, delay_s: float, host_id: int | None = None) -> None:
         """Least seconds between two request starts on host ``host_id``, or (None) on every host.

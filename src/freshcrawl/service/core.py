@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,16 +188,22 @@ class FrontierService:
         The crawl database (SQLite path or URL); its crawl is :data:`DEFAULT_CRAWL`.
     settings : CrawlSettings
         Settings of every crawl this service opens or creates (the budget is per crawl).
+    guard : callable, optional
+        The writer lock's check, called before a new database connection is used (see
+        :attr:`freshcrawl.store.Store.guard`).
 
     Raises
     ------
     ValueError
         If ``db`` is not a path or URL.
+    DatabaseUnavailableError
+        If the database cannot be reached (also from any later call, during an outage).
     """
 
-    def __init__(self, db: str, settings: CrawlSettings) -> None:
+    def __init__(self, db: str, settings: CrawlSettings, *, guard: Callable[[], None] | None = None) -> None:
         self.db = str(db)
         self.settings = settings
+        self.guard = guard
         self.lock = threading.RLock()
         self._crawls: dict[str, _Crawl] = {}
         self.started_at = time.time()
@@ -212,7 +218,8 @@ class FrontierService:
                 return self._crawls[crawl_id]
             namespace = None if crawl_id == DEFAULT_CRAWL else crawl_id
             try:
-                store = open_store(self.db, namespace=namespace, create=create or namespace is None)
+                store = open_store(self.db, namespace=namespace, create=create or namespace is None,
+                                   guard=self.guard)
             except FileNotFoundError as err:
                 raise KeyError(f"no crawl {crawl_id!r}") from err
             c = _Crawl(Frontier(store, self.settings))
@@ -462,15 +469,21 @@ class FrontierService:
             f = c.frontier
             batch: list = []
             floors: list = []
+            reported: list[str] = []
 
             def commit() -> None:
+                # effects after commit: a lease ends only once its report is committed, so that a
+                # report that failed (the database is down) can be sent again under the same lease
                 if batch:
                     f.record(batch, source=source)
+                    for url_ in reported:
+                        c.page_leases.pop(url_, None)
                     for page_id, floor in floors:
                         if floor is not None:
                             f.hold(page_id, floor, only_later=True)
                 batch.clear()
                 floors.clear()
+                reported.clear()
 
             reports = list(reports)
             urls: list[str | ValueError] = []
@@ -510,7 +523,7 @@ class FrontierService:
                                                                        row["signature"]), row["next_due"])
                 batch.append((visit, out))
                 floors.append((row["id"], rep.refetch_not_before if outcome is Outcome.NO_INFO else None))
-                c.page_leases.pop(url, None)
+                reported.append(url)
                 answers.append("ok")
             commit()
         return answers

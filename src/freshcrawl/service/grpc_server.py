@@ -79,6 +79,8 @@ Other calls
     SetCrawlLimit, PurgeURLs and GetCrawlStats answer UNIMPLEMENTED. Bad arguments answer
     INVALID_ARGUMENT, an unknown crawl NOT_FOUND (GetURLs: nothing; DeleteCrawl: 0; GetStats: zero
     counts), an unknown queue NOT_FOUND for BlockQueueUntil and SetDelay (reads of it give nothing).
+    During a database outage a call answers UNAVAILABLE (try again later) and PutURLs acks its items
+    as failed, so that the client sends them again.
 Bounded input
     The limits of :mod:`freshcrawl.frontier.limits`, as for REST: a discovered URL that is
     malformed, carries credentials or names a host the egress policy refuses is SKIPPED (logged with
@@ -475,8 +477,12 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                 acks = self._reports(cid, run) if kind == "report" else self._schedules(cid, run)
                 self._keep_known_metadata(cid, run, acks)
             self._keep_keys(cid, [item for _, item in run], acks)
-        except Exception:
-            log.exception("PutURLs: %d item(s) of crawl %s failed", len(run), cid)
+        except Exception as err:
+            msg = _database_error(err)
+            if msg is None:
+                log.exception("PutURLs: %d item(s) of crawl %s failed", len(run), cid)
+            else:  # an outage: the client sends them again
+                log.warning("PutURLs: %d item(s) of crawl %s not recorded: %s", len(run), cid, msg)
             acks = [_FAIL] * len(run)
         for (ack_id, _), status in zip(run, acks, strict=True):
             yield pb.AckMessage(ID=ack_id, status=status)
@@ -531,22 +537,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
                     text = " ".join(_first(info, key) or "" for key in failed).lower()
                     error = "timeout" if "timeout" in text else "network"
                 date = item.known.refetchable_from_date
-                started_at = _float(info, "freshcrawl.started_at")
-                elapsed_s = _float(info, "freshcrawl.elapsed_s")
-                n_bytes = _float(info, "freshcrawl.n_bytes")
-                retry_after_s = _float(info, "freshcrawl.retry_after_s")
-                try:
-                    if started_at is not None:
-                        limits.check_report_time(started_at, field="freshcrawl.started_at")
-                    if date:
-                        limits.check_not_before(float(date), field="refetchable_from_date")
-                    if elapsed_s is not None:
-                        elapsed_s = limits.check_duration(max(0.0, elapsed_s), field="freshcrawl.elapsed_s")
-                    n_bytes = limits.check_size(n_bytes or 0, field="freshcrawl.n_bytes")
-                    if retry_after_s is not None:
-                        limits.check_retry_after(retry_after_s, field="freshcrawl.retry_after_s")
-                except ValueError as err:
-                    raise _Skip(str(err)) from err
+                started_at, elapsed_s, n_bytes, retry_after_s = self._report_fields(item.known)
                 rep = Report(
                     url=info.url, status=status, signature=_first(info, k.signature) or None,
                     started_at=started_at,
@@ -605,8 +596,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             url, date = item.known.info.url, float(item.known.refetchable_from_date)
             try:
                 self._check_status(item.known.info)
-                if date > 0:
-                    limits.check_not_before(date, field="refetchable_from_date")
+                self._report_fields(item.known)  # a status dump's fields within the same limits
                 if self._leased(cid, url) and not self._has_outcome(item.known.info):
                     silent.append(url)
                 ok = self._exists(cid) and self.service.schedule(cid, url, date)
@@ -621,6 +611,29 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         if silent:
             self._without_outcome(cid, silent)
         return acks
+
+    @staticmethod
+    def _report_fields(known: pb.KnownURLItem) -> tuple[float | None, float | None, int, float | None]:
+        """``started_at``, ``elapsed_s``, ``n_bytes`` and ``retry_after_s`` of a known URL's
+        metadata, within :mod:`freshcrawl.frontier.limits`; _Skip when one is outside them."""
+        info = known.info
+        started_at = _float(info, "freshcrawl.started_at")
+        elapsed_s = _float(info, "freshcrawl.elapsed_s")
+        n_bytes = _float(info, "freshcrawl.n_bytes")
+        retry_after_s = _float(info, "freshcrawl.retry_after_s")
+        try:
+            if started_at is not None:
+                limits.check_report_time(started_at, field="freshcrawl.started_at")
+            if known.refetchable_from_date:
+                limits.check_not_before(float(known.refetchable_from_date), field="refetchable_from_date")
+            if elapsed_s is not None:
+                elapsed_s = limits.check_duration(max(0.0, elapsed_s), field="freshcrawl.elapsed_s")
+            size = limits.check_size(n_bytes or 0, field="freshcrawl.n_bytes")
+            if retry_after_s is not None:
+                limits.check_retry_after(retry_after_s, field="freshcrawl.retry_after_s")
+        except ValueError as err:
+            raise _Skip(str(err)) from err
+        return started_at, elapsed_s, size, retry_after_s
 
     def _check_status(self, info: pb.URLInfo) -> int | None:
         """The HTTP status of a known URL's metadata (None when absent); _Skip when malformed."""
@@ -914,6 +927,61 @@ class _ClientCertInterceptor(grpc.ServerInterceptor):
                     response_serializer=handler.response_serializer)
 
 
+def _database_error(err: BaseException) -> str | None:
+    """The message of an outage error (UNAVAILABLE), or None for any other error."""
+    from freshcrawl.errors import DatabaseUnavailableError, WriterLockLostError
+    from freshcrawl.store import is_connection_error, reason_of
+
+    if isinstance(err, DatabaseUnavailableError | WriterLockLostError):
+        return str(err)
+    if is_connection_error(err):
+        return f"the crawl database is unavailable ({reason_of(err)})"
+    return None
+
+
+class _UnavailableInterceptor(grpc.ServerInterceptor):
+    """A call that meets a database outage ends UNAVAILABLE with a one-line message (gRPC's code for
+    "try again later"), not UNKNOWN with a traceback in the server log."""
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return None
+
+        def guarded(behavior):
+            def call(request, context):
+                try:
+                    return behavior(request, context)
+                except Exception as err:
+                    msg = _database_error(err)
+                    if msg is None:
+                        raise
+                    context.abort(grpc.StatusCode.UNAVAILABLE, msg)
+            return call
+
+        def guarded_stream(behavior):
+            def call(request, context):
+                try:
+                    yield from behavior(request, context)
+                except Exception as err:
+                    msg = _database_error(err)
+                    if msg is None:
+                        raise
+                    context.abort(grpc.StatusCode.UNAVAILABLE, msg)
+            return call
+
+        kinds = (("unary_unary", grpc.unary_unary_rpc_method_handler, guarded),
+                 ("unary_stream", grpc.unary_stream_rpc_method_handler, guarded_stream),
+                 ("stream_unary", grpc.stream_unary_rpc_method_handler, guarded),
+                 ("stream_stream", grpc.stream_stream_rpc_method_handler, guarded_stream))
+        for attr, make, wrap in kinds:
+            behavior = getattr(handler, attr)
+            if behavior is not None:
+                return make(wrap(behavior), request_deserializer=handler.request_deserializer,
+                            response_serializer=handler.response_serializer)
+        return handler  # pragma: no cover - every handler has one behavior
+
+
 def serve_grpc(
     service: FrontierService,
     address: str = "127.0.0.1:7071",
@@ -969,7 +1037,8 @@ def serve_grpc(
     if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) or max_message_bytes < 1:
         raise ValueError(f"max_message_bytes must be an int >= 1 (bytes); got {max_message_bytes!r}")
     servicer = URLFrontierServicer(service, keys=keys, default_lease_s=default_lease_s)
-    interceptors = [] if token is None else [_TokenInterceptor(token)]
+    interceptors = [_UnavailableInterceptor()]
+    interceptors += [] if token is None else [_TokenInterceptor(token)]
     if tls is not None and tls.client_auth:
         interceptors.append(_ClientCertInterceptor())
     interceptors.append(_DecodeGuardInterceptor())

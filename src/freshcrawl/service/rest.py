@@ -13,7 +13,10 @@ For crawlers without a gRPC client. :func:`create_app` serves one :class:`Fronti
 ``GET /status``            the crawl's status (:func:`~freshcrawl.frontier.report.crawl_status`)
 ``GET /hosts``             budget use by host: planned visits per day against the host's cap
 ``GET /overdue``           the pages most overdue
-``GET /history``           estimated freshness over time (samples kept in memory)
+``GET /history``           estimated freshness over time (samples kept in memory); with ``?url=``
+                           also the page's captures in the crawl's WARC files
+``GET /diff?url=``         the change between two captures of a page (a unified diff, from the
+                           WARC files)
 ``GET /metrics``           Prometheus metrics (``freshcrawl_*``)
 ``GET /``                  the dashboard (HTML and plain JS drawing SVG; nothing fetched elsewhere)
 ``GET /openapi.json``      the OpenAPI document
@@ -28,6 +31,10 @@ without any user name or password.
 Every write needs ``Authorization: Bearer <token>`` when the app has a token (401 with a JSON body
 otherwise); reads are public unless ``public_reads=False``. Errors are JSON: ``{"detail": [{"loc":
 [...], "msg": ..., "type": ...}]}`` where ``loc`` names the field (``["body", "urls", 3, "url"]``).
+
+During a database outage every call that needs the database answers 503 with a JSON body of type
+``database_unavailable`` and ``Retry-After: 5``; ``GET /metrics`` still answers, with
+``freshcrawl_database_up`` 0 and without the metrics read from the database.
 
 Non-finite numbers are not JSON: an unbounded interval end or cap (``inf``) and an unknown value
 (``nan``) are served as ``null``.
@@ -55,12 +62,22 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
+from freshcrawl.errors import DatabaseUnavailableError, WriterLockLostError
 from freshcrawl.frontier import limits
 from freshcrawl.frontier.frontier import origin_of
 from freshcrawl.frontier.report import crawl_status, explain_page
 from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report, queue_key
-from freshcrawl.store import check_namespace, list_namespaces
+from freshcrawl.store import (
+    check_namespace,
+    database_url,
+    is_connection_error,
+    list_namespaces,
+    reason_of,
+    unavailable,
+)
 
 __all__ = ["create_app", "FreshnessHistory"]
 
@@ -111,6 +128,16 @@ def _url(value: str) -> str:
     if len(origin_of(url)) > _MAX_ORIGIN:
         raise ValueError(f"url must be at most {_MAX_URL} characters with a host of at most {_MAX_ORIGIN}")
     return url
+
+
+#: Seconds a client is asked to wait (Retry-After) before trying again during a database outage.
+RETRY_AFTER_S = 5
+
+
+def _database_down(msg: str, *, kind: str = "database_unavailable") -> JSONResponse:
+    """503 with a JSON body and Retry-After: the database is unreachable (RFC 9110, 15.6.4)."""
+    return JSONResponse(status_code=503, headers={"Retry-After": str(RETRY_AFTER_S)},
+                        content={"detail": [{"loc": [], "msg": msg, "type": kind}]})
 
 
 def _problem(status: int, loc: list[Any], msg: str, kind: str) -> HTTPException:
@@ -323,9 +350,38 @@ class HistorySample(_Model):
     n_pages: int
 
 
+class PageCapture(_Model):
+    url: str
+    time: float = Field(..., description="WARC-Date, seconds since the epoch.")
+    date: str = Field(..., description="WARC-Date as written (ISO 8601 UTC).")
+    status: int | None = Field(None, description="HTTP status of the answer.")
+    kind: str = Field(..., description="'response' (a new payload) or 'revisit'.")
+    profile: str | None = Field(None, description="Revisit profile URI.")
+    digest: str = Field(..., description="WARC-Payload-Digest, sha1:<base32>.")
+    filename: str = Field(..., description="WARC file name.")
+    offset: int = Field(..., description="Byte offset of the record in the file.")
+    length: int = Field(..., description="Compressed length of the record, bytes.")
+    outcome: str | None = Field(None, description="The observation committed at that time.")
+    changed: bool | None = Field(None, description="I of that observation; null for a first copy.")
+
+
 class HistoryResponse(_Model):
     crawl_id: str
     samples: list[HistorySample]
+    url: str | None = Field(None, description="The page asked for with ?url=.")
+    captures: list[PageCapture] | None = Field(
+        None, description="With ?url=: the page's captures in the WARC files, oldest first.")
+
+
+class DiffResponse(_Model):
+    crawl_id: str
+    url: str
+    mode: str = Field(..., description="'text' (main text, a line per paragraph) or 'raw'.")
+    old: PageCapture
+    new: PageCapture
+    diff: str = Field(..., description="Unified diff; empty when equal.")
+    added: int = Field(..., description="Lines added.")
+    removed: int = Field(..., description="Lines removed.")
 
 
 # --- freshness history ------------------------------------------------------------------------------
@@ -422,10 +478,25 @@ class _CrawlCollector:
             crawls = list(self.service._crawls.items())  # same package
             leased = {cid: c.frontier.n_leased(now) for cid, c in crawls}
             planned = {cid: c.frontier.planned_at for cid, c in crawls}
+        up = GaugeMetricFamily("freshcrawl_database_up", "1 when the crawl database answered its last "
+                               "operation, 0 during an outage.", labels=["crawl"])
+        outages = CounterMetricFamily("freshcrawl_database_outages", "Database outages seen since the start.",
+                                      labels=["crawl"])
         for cid, c in crawls:
             store = c.frontier.store
-            st = crawl_status(store, now=now)
-            by_kind = store.outcome_counts()
+            up.add_metric([cid], 0.0 if store.down_since is not None else 1.0)
+            outages.add_metric([cid], float(store.outages))
+        yield up
+        yield outages
+        for cid, c in crawls:
+            store = c.frontier.store
+            try:
+                st = crawl_status(store, now=now)
+                by_kind = store.outcome_counts()
+            except Exception as err:  # an outage: the metrics read from the database are left out
+                if not is_connection_error(err):
+                    raise
+                continue
             for outcome in ("changed", "unchanged", "first", "no-info"):
                 fam["visits"].add_metric([cid, outcome], float(st["observations"].get(outcome, 0)))
             fam["changes"].add_metric([cid], float(st["observations"].get("changed", 0)))
@@ -451,7 +522,7 @@ class _CrawlCollector:
 
 
 _ROUTES = {"/urls", "/leases", "/observations", "/robots", "/explain", "/status", "/hosts", "/overdue",
-           "/history", "/metrics", "/", "/openapi.json"}
+           "/history", "/diff", "/metrics", "/", "/openapi.json"}
 
 
 class _Timing:
@@ -638,6 +709,22 @@ def create_app(
         if not public_reads:
             _check(creds)
 
+    @app.exception_handler(DatabaseUnavailableError)
+    async def _unavailable(request: Request, exc: DatabaseUnavailableError) -> JSONResponse:
+        return _database_down(str(exc))
+
+    @app.exception_handler(WriterLockLostError)
+    async def _lock_lost(request: Request, exc: WriterLockLostError) -> JSONResponse:
+        return _database_down(str(exc), kind="writer_lock_lost")
+
+    @app.exception_handler(DBAPIError)
+    async def _database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+        if is_connection_error(exc):
+            where = make_url(database_url(service.db)).render_as_string(hide_password=True)
+            return _database_down(str(unavailable(where, exc)))
+        return JSONResponse(status_code=500, content={"detail": [
+            {"loc": [], "msg": f"database error: {reason_of(exc)}", "type": "database_error"}]})
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
@@ -744,7 +831,8 @@ def create_app(
             ex["url"] = _public_url(ex["url"])
             return _finite(ex)
         except KeyError as err:
-            raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}", "not_found") from err
+            raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}",
+                           "not_found") from err
 
     @app.get("/status", dependencies=reads, tags=["read"])
     def status(crawl_id: CrawlQuery = None) -> dict[str, Any]:
@@ -811,12 +899,64 @@ def create_app(
                 ))
             return OverdueResponse(crawl_id=cid, now=now, n_due=b.n_due, pages=pages_)
 
+    PageQuery = Annotated[str | None, Query(max_length=_MAX_URL, description="A page's URL.")]
+
+    def page_key(url: str) -> str:
+        try:
+            return _url(url)
+        except ValueError as err:
+            raise _problem(422, ["query", "url"], str(err), "value_error") from err
+
     @app.get("/history", response_model=HistoryResponse, dependencies=reads, tags=["read"])
-    def get_history(crawl_id: CrawlQuery = None) -> HistoryResponse:
-        """Estimated freshness over time (a sample after each plan, and at most every minute on demand)."""
+    def get_history(crawl_id: CrawlQuery = None, url: PageQuery = None) -> HistoryResponse:
+        """Estimated freshness over time (a sample after each plan, at most every minute on demand).
+
+        With ``url``: also that page's captures in the crawl's WARC files (``crawl run --warc``),
+        each with the observation committed at its time; the content of ``crawl history``."""
         cid = crawl_q(crawl_id)
-        _store(service, cid)
-        return HistoryResponse(crawl_id=cid, samples=[HistorySample(**_finite(s)) for s in history.get(cid)])
+        store = _store(service, cid)
+        samples = [HistorySample(**_finite(s)) for s in history.get(cid)]
+        if url is None:
+            return HistoryResponse(crawl_id=cid, samples=samples)
+        from freshcrawl.archive.history import page_history
+
+        key = page_key(url)
+        try:
+            hist = page_history(store, key)
+        except KeyError as err:
+            raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}",
+                           "not_found") from err
+        except (LookupError, FileNotFoundError) as err:
+            raise _problem(404, ["query", "url"], str(err), "not_found") from err
+        return HistoryResponse(crawl_id=cid, samples=samples, url=key,
+                               captures=[PageCapture(**c) for c in hist["captures"]])
+
+    @app.get("/diff", response_model=DiffResponse, dependencies=reads, tags=["read"])
+    def get_diff(
+        url: Annotated[str, Query(max_length=_MAX_URL, description="The page's URL.")],
+        crawl_id: CrawlQuery = None,
+        at: Annotated[float | None, Query(allow_inf_nan=False, description=(
+            "Seconds since the epoch: compare the response captured at or before it with the one "
+            "before; default the latest."))] = None,
+        mode: Annotated[Literal["text", "raw"], Query(description="Main text or raw.")] = "text",
+    ) -> DiffResponse:
+        """The change between two captures of a page, read from the crawl's WARC files; the
+        content of ``crawl diff``. 404 when the page has fewer than two response captures."""
+        from freshcrawl.archive.history import page_diff, warc_directory
+
+        cid = crawl_q(crawl_id)
+        store = _store(service, cid)
+        key = page_key(url)
+        if store.page_by_url(key) is None:
+            raise _problem(404, ["query", "url"], f"{key} is not in crawl {cid!r}", "not_found")
+        try:
+            result = page_diff(warc_directory(store), key, at=at, mode=mode)
+        except (LookupError, FileNotFoundError, ValueError) as err:
+            raise _problem(404, ["query", "url"], str(err), "not_found") from err
+        d = result.to_dict()
+        return DiffResponse(crawl_id=cid, url=key, mode=d["mode"], old=PageCapture(**d["old"]),
+                            new=PageCapture(**d["new"]), diff=d["diff"], added=d["added"],
+                            removed=d["removed"])
 
     @app.get("/metrics", dependencies=reads, tags=["read"], response_class=Response,
              responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format."}})

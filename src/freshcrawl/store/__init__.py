@@ -6,6 +6,7 @@ writes pages, hosts, the observation log and the crawl's settings, each write on
 
 from __future__ import annotations
 
+from freshcrawl.store._retry import is_connection_error, is_refused_login, reason_of, unavailable
 from freshcrawl.store.schema import PAGE_STATUSES
 from freshcrawl.store.store import (
     HostArrays,
@@ -26,6 +27,10 @@ __all__ = [
     "check_namespace",
     "database_url",
     "drop_namespace",
+    "is_connection_error",
+    "is_refused_login",
     "list_namespaces",
     "open_store",
+    "reason_of",
+    "unavailable",
 ]

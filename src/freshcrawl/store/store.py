@@ -4,6 +4,12 @@
 revision; every write is one transaction, so a crash (``kill -9``) loses at most the transaction in
 progress and never half of it. SQLite runs in WAL mode with ``synchronous=NORMAL``: a committed
 transaction survives the crash of the process (not necessarily a power cut of the machine).
+
+Outages. Every operation retries on a lost or refused connection (:mod:`freshcrawl.store._retry`)
+for :attr:`Store.retry_s` seconds, then raises :class:`~freshcrawl.errors.DatabaseUnavailableError`;
+while the store is in an outage (:attr:`Store.down_since`) an operation tries once and fails fast, and
+the first one that succeeds ends the outage. PostgreSQL connections are checked before use (SQLAlchemy's
+pool pre-ping), so a server restart between two operations costs a reconnect, not an error.
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -23,8 +31,17 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Engine, create_engine, event, func, insert, select, text, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DatabaseError, DBAPIError
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_random_exponential,
+)
 
+from freshcrawl.errors import CorruptDatabaseError
+from freshcrawl.store._retry import is_connection_error, is_refused_login, retried, unavailable
 from freshcrawl.store.schema import crawl, hosts, observations, pages, url_metadata
 
 __all__ = [
@@ -55,6 +72,9 @@ def database_url(db: str | Path) -> str:
             make_url(text_)
         except Exception as err:
             raise ValueError(f"db is not a valid database URL: {text_!r} ({err})") from err
+        backend = make_url(text_).get_backend_name()
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(f"db must be a SQLite file or a postgresql+psycopg:// URL; got a {backend!r} URL")
         return text_
     return f"sqlite:///{Path(text_).expanduser().resolve()}"
 
@@ -114,10 +134,34 @@ class Store:
     ----------
     engine : sqlalchemy.Engine
         An engine whose database is at the newest schema revision.
+    retry_s : float, default=5.0
+        Seconds an operation keeps retrying on connection errors before it raises
+        :class:`~freshcrawl.errors.DatabaseUnavailableError` (0: one try).
+    retry_max_wait_s : float, default=1.0
+        Longest wait between two tries, seconds (each wait is drawn in [0, bound], the bound
+        doubling from 100 ms).
+
+    Attributes
+    ----------
+    down_since : float or None
+        When (seconds since the epoch) the store's outage began; None when the database answers.
+    outages : int
+        Outages seen by this store (each ends at the first operation that succeeds).
+    guard : callable or None
+        Called with no argument before a new connection is used (PostgreSQL): the writer lock's
+        check (:meth:`freshcrawl.service.writer.WriterLock.ensure`), which raises when the lock is
+        lost, so that nothing is written on a connection made after another writer took over.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, retry_s: float = 5.0, retry_max_wait_s: float = 1.0) -> None:
         self.engine = engine
+        self.where = engine.url.render_as_string(hide_password=True)
+        self.retry_s = float(retry_s)
+        self.retry_max_wait_s = float(retry_max_wait_s)
+        self.down_since: float | None = None
+        self.outages = 0
+        self.guard: Callable[[], None] | None = None
+        self._state_lock = threading.Lock()
         # Single reads of the hot paths (a lease's URLs, a report's pages) in autocommit mode: on
         # PostgreSQL a read in a transaction costs two more round trips (BEGIN, and the ROLLBACK
         # that returns the connection to the pool).
@@ -136,12 +180,69 @@ class Store:
         """Release the engine's connections."""
         self.engine.dispose()
 
+    def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` (one transaction) with retries on connection errors.
+
+        Raises
+        ------
+        DatabaseUnavailableError
+            When the connection still fails after :attr:`retry_s` seconds, or at the first failure
+            while the store is in an outage.
+        """
+        down = self.down_since is not None
+        stop = stop_after_attempt(1) if down or self.retry_s <= 0 else stop_after_delay(self.retry_s)
+        retrying = Retrying(
+            retry=retry_if_exception(is_connection_error),
+            wait=wait_random_exponential(multiplier=0.05, max=self.retry_max_wait_s),
+            stop=stop,
+            reraise=True,
+        )
+        began = time.time()
+        try:
+            result = retrying(fn, *args, **kwargs)
+        except Exception as err:
+            if is_refused_login(err):
+                raise unavailable(self.where, err) from err
+            if not is_connection_error(err):
+                raise
+            with self._state_lock:
+                if self.down_since is None:
+                    self.down_since = began
+                    self.outages += 1
+            error = unavailable(self.where, err)
+            error.since = self.down_since
+            raise error from err
+        if down:
+            with self._state_lock:
+                self.down_since = None
+        return result
+
+    def _on_connect(self, _dbapi_connection, _record) -> None:
+        if self.guard is not None:
+            self.guard()
+
+    def ping(self) -> None:
+        """One round trip to the database (``SELECT 1``), through the retry policy.
+
+        Raises
+        ------
+        DatabaseUnavailableError
+            If the database cannot be reached.
+        """
+        self._run(self._ping)
+
+    def _ping(self) -> None:
+        with self._reads.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+
     # settings ------------------------------------------------------------------------------------
+    @retried
     def settings(self) -> dict[str, Any]:
         """The crawl's settings as saved by :meth:`save_settings` (``{}`` for a new crawl)."""
         with self.engine.connect() as conn:
             return {k: json.loads(v) for k, v in conn.execute(select(crawl.c.key, crawl.c.value))}
 
+    @retried
     def save_settings(self, values: dict[str, Any]) -> None:
         """Insert or replace settings (JSON-serialisable values) in one transaction."""
         with self.engine.begin() as conn:
@@ -150,6 +251,7 @@ class Store:
                 conn.execute(insert(crawl).values(key=key, value=json.dumps(value)))
 
     # pages and hosts -----------------------------------------------------------------------------
+    @retried
     def add_pages(
         self, rows: Sequence[tuple[str, str, float]], *, now: float, next_due: Sequence[float] | None = None
     ) -> tuple[list[int], int]:
@@ -215,6 +317,7 @@ class Store:
                 added = []
         return added, len(rows) - len(added)
 
+    @retried
     def page_arrays(self) -> PageArrays:
         """Every page as arrays ordered by id, read in chunks."""
         cols = (
@@ -237,6 +340,7 @@ class Store:
         arrays = [np.concatenate(p) if p else np.empty(0, dtype=k) for p, k in zip(parts, kinds)]
         return PageArrays(*arrays)
 
+    @retried
     def host_arrays(self) -> HostArrays:
         """Every host as arrays ordered by id."""
         h = hosts.c
@@ -260,6 +364,7 @@ class Store:
             n_errors=np.array(c[11], dtype=np.int64),
         )
 
+    @retried
     def page_rows(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """Page rows by id, as dicts of column values."""
         ids = list(ids)
@@ -270,6 +375,7 @@ class Store:
                     out[row["id"]] = dict(row)
         return out
 
+    @retried
     def request_rows(self, ids: Sequence[int]) -> dict[int, tuple[str, str | None, str | None, str | None]]:
         """``id -> (url, etag, last_modified, signature)`` of pages ``ids``: what a visit sends.
 
@@ -285,6 +391,7 @@ class Store:
             rows = conn.exec_driver_sql(sql, tuple(ids)).all()
         return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
+    @retried
     def pages_after(self, after_id: int) -> list[dict[str, Any]]:
         """Rows (id, host_id, weight, status, next_due) of the pages with id > ``after_id``, by id."""
         c = pages.c
@@ -306,6 +413,7 @@ class Store:
             q = q.where(column.like(pattern.lower() if ignore_case else pattern, escape="\\"))
         return q
 
+    @retried
     def count_urls(self, *, host_id: int | None = None, contains: str | None = None,
                    ignore_case: bool = False) -> int:
         """Pages not removed, of one host and/or whose URL contains a text."""
@@ -313,6 +421,7 @@ class Store:
         with self.engine.connect() as conn:
             return int(conn.execute(q).scalar_one())
 
+    @retried
     def list_urls(self, *, start: int = 0, size: int = 100, host_id: int | None = None,
                   contains: str | None = None, ignore_case: bool = False) -> list[dict[str, Any]]:
         """Page rows not removed, by id, from ``start``, at most ``size``."""
@@ -320,12 +429,14 @@ class Store:
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(q.offset(max(0, start)).limit(max(0, size))).mappings()]
 
+    @retried
     def page_by_url(self, url: str) -> dict[str, Any] | None:
         """The page row of ``url`` (normalised), or None."""
         with self.engine.connect() as conn:
             row = conn.execute(select(pages).where(pages.c.url == url)).mappings().first()
         return None if row is None else dict(row)
 
+    @retried
     def pages_by_url(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Page rows of the known ``urls`` (normalised), by URL; unknown URLs are left out."""
         urls = list(dict.fromkeys(urls))
@@ -338,6 +449,7 @@ class Store:
                     out[row["url"]] = dict(row)
         return out
 
+    @retried
     def save_url_metadata(self, items: dict[int, dict[str, list[str]]], *, overwrite: bool = True) -> int:
         """Keep a client's metadata of pages (page id -> key -> values); return how many were written.
 
@@ -362,6 +474,7 @@ class Store:
                              [{"page_id": k, "metadata": json.dumps(items[k], sort_keys=True)} for k in ids])
         return len(ids)
 
+    @retried
     def url_metadata(self, ids: Iterable[int]) -> dict[int, dict[str, list[str]]]:
         """A client's metadata of pages, by page id (pages without any are left out)."""
         ids = list(ids)
@@ -375,6 +488,7 @@ class Store:
                     out[page_id] = json.loads(text_)
         return out
 
+    @retried
     def host_row(self, host_id: int) -> dict[str, Any]:
         """The host row of ``host_id``."""
         with self.engine.connect() as conn:
@@ -394,11 +508,51 @@ class Store:
         rows as JSON) and the whole transaction one pipeline (psycopg's pipeline mode: one round trip
         to the server, then the commit).
 
+        A connection lost at the commit leaves it unknown whether the commit happened: a retry
+        then appends only the observations not in the log yet (same page, time and outcome), so
+        that no observation is counted twice.
+
         Returns
         -------
         int
             The number of observations appended.
+
+        Raises
+        ------
+        DatabaseUnavailableError
+            If the database cannot be reached within the retry window (nothing was written, or the
+            first try's commit did and a later call finds its observations logged).
         """
+        tries = 0
+
+        def attempt() -> int:
+            nonlocal tries
+            tries += 1
+            rows = observation_rows if tries == 1 else self._not_logged(observation_rows)
+            self._record_once(rows, page_updates, host_updates)
+            return len(observation_rows)
+
+        return self._run(attempt)
+
+    def _not_logged(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The observation rows whose (page, time, outcome) is not in the log yet."""
+        if not rows:
+            return []
+        o = observations.c
+        ids = sorted({r["page_id"] for r in rows})
+        seen: set[tuple[int, float, str]] = set()
+        with self.engine.connect() as conn:
+            for i in range(0, len(ids), 5000):
+                q = select(o.page_id, o.time, o.outcome).where(o.page_id.in_(ids[i : i + 5000]))
+                seen.update((int(a), float(b), str(c)) for a, b, c in conn.execute(q))
+        return [r for r in rows if (int(r["page_id"]), float(r["time"]), str(r["outcome"])) not in seen]
+
+    def _record_once(
+        self,
+        observation_rows: Sequence[dict[str, Any]],
+        page_updates: Sequence[dict[str, Any]],
+        host_updates: Sequence[dict[str, Any]],
+    ) -> None:
         writes = [(observations, observation_rows, True), (pages, page_updates, False),
                   (hosts, host_updates, False)]
         with self.engine.begin() as conn:
@@ -425,8 +579,8 @@ class Store:
                             sql = (f"UPDATE {table.name} SET {', '.join(f'{c} = :{c}' for c in cols)} "
                                    "WHERE id = :id")
                         conn.execute(text(sql), group)
-        return len(observation_rows)
 
+    @retried
     def save_plan(
         self,
         ids: NDArray[np.int64],
@@ -474,11 +628,13 @@ class Store:
                 conn.execute(crawl.delete().where(crawl.c.key == key))
                 conn.execute(insert(crawl).values(key=key, value=json.dumps(value)))
 
+    @retried
     def save_host(self, host_id: int, **values: Any) -> None:
         """Set columns of one host in one transaction."""
         with self.engine.begin() as conn:
             conn.execute(update(hosts).where(hosts.c.id == host_id).values(**values))
 
+    @retried
     def set_page_status(self, ids: Sequence[int], status: str, **values: Any) -> None:
         """Set the status (and other columns) of pages ``ids`` in one transaction."""
         with self.engine.begin() as conn:
@@ -504,6 +660,7 @@ class Store:
                     conn.execute(table.delete())
 
     # reads of the log ----------------------------------------------------------------------------
+    @retried
     def observation_log(
         self, *, page_id: int | None = None, after_id: int = 0, outcomes: Sequence[str] | None = None
     ) -> list[dict[str, Any]]:
@@ -516,6 +673,7 @@ class Store:
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(q.order_by(observations.c.time, observations.c.id)).mappings()]
 
+    @retried
     def learning_log(self) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_],
                                     NDArray[np.float64], NDArray[np.float64], int]:
         """The observations the estimators learn from (changed and unchanged), in time order.
@@ -542,6 +700,7 @@ class Store:
                 np.array(c[2], dtype=object) == "changed", np.array(c[3], dtype=np.float64),
                 np.array(c[4], dtype=np.float64), int(last))
 
+    @retried
     def counts(self) -> dict[str, Any]:
         """Pages by status, hosts, observations by outcome."""
         with self.engine.connect() as conn:
@@ -573,6 +732,14 @@ class Store:
             .where(observations.c.outcome.in_(("first", "changed", "unchanged")))
             .order_by(observations.c.time, observations.c.id)
         )
+        try:
+            return self._export_csv(q, out)
+        except Exception as err:  # never retried: the rows already written would be written again
+            if is_connection_error(err):
+                raise unavailable(self.where, err) from err
+            raise
+
+    def _export_csv(self, q, out: io.TextIOBase) -> int:
         out.write("page,time,changed\n")
         n = 0
         last: dict[str, float] = {}
@@ -657,7 +824,64 @@ def _sqlite_sibling(path: Path, namespace: str) -> Path:
     return path.with_name(f"{path.stem}.crawl-{namespace}{path.suffix or '.db'}")
 
 
-def open_store(db: str | Path, *, create: bool = True, namespace: str | None = None) -> Store:
+#: The first 16 bytes of every SQLite database file.
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_sqlite_file(path: Path) -> None:
+    """Refuse an existing file that cannot be a crawl database (CorruptDatabaseError)."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(len(_SQLITE_HEADER))
+    except OSError as err:
+        raise CorruptDatabaseError(f"cannot read the crawl database {path}: {err.strerror}; check the path "
+                                   "and its permissions") from err
+    if size == 0:
+        raise CorruptDatabaseError(
+            f"{path} is an empty (0-byte) file, not a crawl database: if it held a crawl it was "
+            "truncated (restore it from a backup); otherwise delete it and run again"
+        )
+    if head != _SQLITE_HEADER:
+        raise CorruptDatabaseError(
+            f"{path} is not a SQLite database (no SQLite header); restore it from a backup or give "
+            "another --db"
+        )
+
+
+def _prepare(engine: Engine, schema: str | None, create: bool) -> bool:
+    """Create the namespace's schema if asked and bring the database to the newest revision.
+
+    Returns False (and does nothing) when ``schema`` does not exist and ``create`` is False.
+    """
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as conn:
+            names = set(conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")).scalars())
+        if names and "alembic_version" not in names:
+            raise CorruptDatabaseError(
+                f"{engine.url.database} is a SQLite database of another program (tables "
+                f"{', '.join(sorted(names)[:5])}), not a crawl database; give another --db"
+            )
+    if schema is not None:
+        with engine.begin() as conn:
+            exists = conn.execute(
+                text("SELECT 1 FROM information_schema.schemata WHERE schema_name = :s"), {"s": schema}
+            ).first()
+            if exists is None and not create:
+                return False
+            conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
+    _migrate(engine)
+    return True
+
+
+def open_store(
+    db: str | Path,
+    *,
+    create: bool = True,
+    namespace: str | None = None,
+    retry_s: float = 5.0,
+    guard: Callable[[], None] | None = None,
+) -> Store:
     """Open (and on first use create) the crawl store ``db`` at the newest schema revision.
 
     Parameters
@@ -671,6 +895,11 @@ def open_store(db: str | Path, *, create: bool = True, namespace: str | None = N
         Another crawl in the same place (a URLFrontier crawl ID): a sibling SQLite file
         ``<stem>.crawl-<namespace>.db``, or a PostgreSQL schema of its own. None is the crawl of
         ``db`` itself.
+    retry_s : float, default=5.0
+        The store's retry window on connection errors, seconds (:class:`Store`); opening retries
+        as long.
+    guard : callable, optional
+        :attr:`Store.guard`: called before each new connection to PostgreSQL is used.
 
     Raises
     ------
@@ -678,8 +907,12 @@ def open_store(db: str | Path, *, create: bool = True, namespace: str | None = N
         If ``create`` is False and the crawl does not exist.
     ValueError
         If ``db`` is not a path or a valid URL, or ``namespace`` is not a valid crawl ID.
-    sqlalchemy.exc.OperationalError
-        If the database cannot be reached.
+    CorruptDatabaseError
+        If the SQLite file is empty (0 bytes), not a SQLite database, corrupt, or another
+        program's database. An empty file is refused rather than initialised: it is what a
+        truncated crawl database looks like.
+    DatabaseUnavailableError
+        If the database cannot be reached within ``retry_s`` seconds.
     """
     url = database_url(db)
     sa_url = make_url(url)
@@ -687,32 +920,46 @@ def open_store(db: str | Path, *, create: bool = True, namespace: str | None = N
     schema = None
     if namespace is not None:
         check_namespace(namespace)
-    if sa_url.get_backend_name() == "sqlite" and sa_url.database:
+    sqlite = sa_url.get_backend_name() == "sqlite"
+    if sqlite and sa_url.database:
         path = Path(sa_url.database)
         if namespace is not None:
             path = _sqlite_sibling(path, namespace)
             url = f"sqlite:///{path}"
         if not create and not path.exists():
             raise FileNotFoundError(f"no crawl database at {path} (create one with 'freshcrawl crawl add')")
+        if path.exists():
+            _check_sqlite_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
     elif namespace is not None:
         schema = _pg_schema(namespace)
         connect_args["options"] = f"-c search_path={schema}"
-    engine = create_engine(url, connect_args=connect_args)
+    if sa_url.get_backend_name() == "postgresql":
+        connect_args.setdefault("connect_timeout", 10)
+    engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not sqlite)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
-    if schema is not None:
-        with engine.begin() as conn:
-            exists = conn.execute(
-                text("SELECT 1 FROM information_schema.schemata WHERE schema_name = :s"), {"s": schema}
-            ).first()
-            if exists is not None or create:
-                conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
-        if exists is None and not create:  # the connection is back in the pool: dispose closes it
-            engine.dispose()
-            raise FileNotFoundError(f"no crawl {namespace!r} in {sa_url.render_as_string(hide_password=True)}")
-    _migrate(engine)
-    store = Store(engine)
+    store = Store(engine, retry_s=retry_s)
+    store.guard = guard
+    if engine.dialect.name == "postgresql":
+        event.listen(engine, "connect", store._on_connect)
+    try:
+        found = store._run(_prepare, engine, schema, create)
+    except DatabaseError as err:  # SQLite: "file is not a database", "database disk image is malformed"
+        engine.dispose()
+        if is_connection_error(err):
+            raise
+        where = sa_url.database if sqlite else store.where
+        raise CorruptDatabaseError(
+            f"the crawl database {where} cannot be read ({str(err.orig).strip()}); restore it from a "
+            "backup or give another --db"
+        ) from err
+    except BaseException:
+        engine.dispose()
+        raise
+    if not found:  # the connection is back in the pool: dispose closes it
+        engine.dispose()
+        raise FileNotFoundError(f"no crawl {namespace!r} in {sa_url.render_as_string(hide_password=True)}")
     store.namespace = namespace
     store.schema = schema
     if namespace is not None and "crawl_id" not in store.settings():

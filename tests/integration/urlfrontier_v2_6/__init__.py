@@ -69,11 +69,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_serve(db: str, *args: str, timeout_s: float = 60.0):
+def start_serve(db: str, *args: str, timeout_s: float = 60.0, tls=None):
     """Run ``freshcrawl serve`` on loopback ports; return ``(process, grpc address, REST base URL)``.
 
-    Waits until the REST API answers (both APIs start together); raises AssertionError if the
-    process exits or does not answer within ``timeout_s``.
+    With ``tls`` (a ``tests.tls_pki.PKI``), serve runs with its server certificate and mutual TLS
+    (``--tls-cert``, ``--tls-key``, ``--client-ca``) and the readiness probe presents the client
+    certificate. Waits until the REST API answers (both APIs start together); raises AssertionError
+    if the process exits or does not answer within ``timeout_s``.
     """
     import os
     import subprocess
@@ -97,19 +99,32 @@ def start_serve(db: str, *args: str, timeout_s: float = 60.0):
             "--grpc",
             f"127.0.0.1:{grpc_port}",
             *args,
+            *(
+                ()
+                if tls is None
+                else (
+                    "--tls-cert",
+                    str(tls.server_cert),
+                    "--tls-key",
+                    str(tls.server_key),
+                    "--client-ca",
+                    str(tls.ca_file),
+                )
+            ),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
     )
-    base = f"http://127.0.0.1:{http}"
+    base = f"{'http' if tls is None else 'https'}://127.0.0.1:{http}"
+    verify = True if tls is None else tls.client_tls().ssl_context()
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"serve exited with {proc.returncode}: {proc.stderr.read()}")
         try:
-            if httpx.get(base + "/status", timeout=1).status_code == 200:
+            if httpx.get(base + "/status", timeout=1, verify=verify).status_code == 200:
                 return proc, f"127.0.0.1:{grpc_port}", base
         except httpx.TransportError:
             pass

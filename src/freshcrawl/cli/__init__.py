@@ -37,6 +37,8 @@ EXTRA_OF_MODULE: dict[str, str] = {
         "serve",
     ),
     **dict.fromkeys(["dask", "distributed"], "dask"),
+    **dict.fromkeys(["warcio", "cdxj_indexer", "apprise"], "warc"),
+    **dict.fromkeys(["scrapy", "twisted"], "scrapy"),
 }
 
 

@@ -27,6 +27,9 @@ fi
 export UV_PYTHON_DOWNLOADS=never  # the machine's Python 3.11+, never a downloaded interpreter
 uv sync --locked --extra test
 export VIRTUAL_ENV="$PWD/.venv" PATH="$PWD/.venv/bin:$PATH"
+# The suite starts hundreds of Python processes (the command line, crawls, servers): each one would
+# compile every module it imports from source again (about 2 s each) where bytecode may not be written.
+unset PYTHONDONTWRITEBYTECODE
 
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
 if ! pg_up; then

@@ -149,8 +149,28 @@ def test_ci_runs_the_readme_test_command():
 def test_cli_help_lists_commands():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
-    for cmd in ("estimate", "allocate", "simulate", "experiments", "crawl", "test-web", "serve"):
+    for cmd in ("estimate", "allocate", "simulate", "experiments", "crawl", "test-web", "serve", "partition"):
         assert cmd in result.output
+
+
+def test_cli_help_imports_no_subcommand():
+    # the listing comes from the group's own one-line helps: numpy, numba and the extras stay unloaded
+    code = (
+        "import sys\n"
+        "from freshcrawl.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0\n"
+        "heavy = sorted({'numpy', 'numba', 'pandas', 'aiohttp', 'sqlalchemy'} & set(sys.modules))\n"
+        "assert not heavy, heavy\n"
+        "assert not [m for m in sys.modules if m.startswith('freshcrawl.cli.')], 'a subcommand was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_every_lazy_subcommand_has_its_help_line():
+    assert set(main.lazy_help) == set(main.lazy_subcommands)
 
 
 @pytest.mark.parametrize(

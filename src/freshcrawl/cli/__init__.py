@@ -78,11 +78,35 @@ def missing_extra(err: BaseException) -> tuple[str, str] | None:
 
 
 class LazyGroup(click.Group):
-    """A click group whose subcommands are ``"module:attribute"`` strings, imported on first use."""
+    """A click group whose subcommands are ``"module:attribute"`` strings, imported on first use.
 
-    def __init__(self, *args, lazy_subcommands: dict[str, str] | None = None, **kwargs):
+    ``lazy_help`` gives the one-line help listed by ``--help`` for such a subcommand, so that listing
+    them imports none.
+    """
+
+    def __init__(
+        self,
+        *args,
+        lazy_subcommands: dict[str, str] | None = None,
+        lazy_help: dict[str, str] | None = None,
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
         self.lazy_subcommands = dict(lazy_subcommands or {})
+        self.lazy_help = dict(lazy_help or {})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.lazy_help:
+                rows.append((name, self.lazy_help[name]))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(formatter.width - 6 - len(name))))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.lazy_subcommands))
@@ -131,6 +155,16 @@ class LazyGroup(click.Group):
         "crawl": "freshcrawl.cli.crawl:crawl",
         "test-web": "freshcrawl.cli.testweb:test_web",
         "serve": "freshcrawl.cli.serve:serve",
+    },
+    lazy_help={
+        "allocate": "Compute visit rates that maximise an objective under a budget.",
+        "crawl": "Keep real URLs fresh: learn change rates and crawl politely.",
+        "estimate": "Estimate each page's change rate from a visit log.",
+        "experiments": "Regenerate the seed papers' experiments as plots and tables.",
+        "partition": "Repartition a Parquet file or directory by host or page.",
+        "serve": "Serve a crawl database's frontier to crawlers (REST, gRPC).",
+        "simulate": "Replay a change history and compare recrawl policies.",
+        "test-web": "Serve a test web on loopback: pages that change at known rates.",
     },
     context_settings={"help_option_names": ["-h", "--help"]},
 )

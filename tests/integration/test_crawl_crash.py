@@ -49,8 +49,8 @@ N_PAGES = 60
 #: what each killed run waits for before its kill: "any" (its first request to any host, then a random
 #: 0-1 s), "slow" (its first request to the slow host, then a random 0-0.1 s: the visit may be in
 #: flight or not yet committed), "startup" (a random 10-90 % of the last start-up measured: before
-#: its first request, or about then). The first needs no start-up measured; each "slow" is followed
-#: by a restart that tests the floor of the slow host.
+#: its first request, or about then; never first, when no start-up is measured yet). Each "slow" is
+#: followed by a restart that tests the floor of the slow host.
 KILLS = ("any", "startup", "slow", "slow", "any", "startup", "slow", "slow")
 N_KILLS = len(KILLS)
 #: the clean run after the kills

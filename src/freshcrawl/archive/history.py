@@ -251,42 +251,35 @@ def payload_at(
 
 
 def text_lines(body: bytes, content_type: str | None) -> list[str]:
-    """The main text of an HTML body, a line per paragraph, whitespace normalised within lines.
+    """The text of a body as a text diff compares it: a line per paragraph of an HTML page's main text.
 
-    Uses trafilatura with the settings of the ``text`` signature
-    (:func:`freshcrawl.crawler.signature.main_text`); falls back to that function's text when the
-    extraction finds nothing. A body that is not HTML gives its decoded lines.
+    An HTML body (or one without a Content-Type) gives
+    :func:`freshcrawl.crawler.signature.main_text_lines`: the main text the ``text`` signature
+    sees, decoded with the charset the Content-Type declares. Another body gives its lines, decoded
+    with that charset (UTF-8 when none is declared or Python does not know it; undecodable bytes
+    replaced).
 
     Examples
     --------
     >>> text_lines(b"<html><body><p>One</p><p>Two  words</p></body></html>", "text/html")
     ['One', 'Two words']
+    >>> text_lines("café\\r\\nthé".encode("latin-1"), "text/plain; charset=iso-8859-1")
+    ['café', 'thé']
     """
-    import trafilatura
+    from email.message import Message
 
-    from freshcrawl.crawler.signature import HTML_CONTENT_TYPES, main_text
+    from freshcrawl.crawler.signature import HTML_CONTENT_TYPES, main_text_lines
 
     media = (content_type or "").split(";")[0].strip().lower()
-    if media and media not in HTML_CONTENT_TYPES:
+    if not media or media in HTML_CONTENT_TYPES:
+        return main_text_lines(body, content_type)
+    header = Message()
+    header["content-type"] = content_type
+    charset = header.get_content_charset() or "utf-8"
+    try:
+        return body.decode(charset, errors="replace").splitlines()
+    except LookupError:
         return body.decode("utf-8", errors="replace").splitlines()
-    extracted = trafilatura.extract(
-        body,
-        fast=True,
-        include_comments=False,
-        include_tables=True,
-        include_images=False,
-        include_links=False,
-        include_formatting=False,
-        deduplicate=False,
-        with_metadata=False,
-        output_format="txt",
-    )
-    lines = [" ".join(ln.split()) for ln in (extracted or "").splitlines()]
-    lines = [ln for ln in lines if ln]
-    if lines:
-        return lines
-    text = main_text(body, content_type)
-    return [text] if text else []
 
 
 def page_diff(

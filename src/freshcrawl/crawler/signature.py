@@ -25,7 +25,7 @@ from lxml import etree
 
 from freshcrawl.errors import UnknownNameError
 
-__all__ = ["SIGNATURE_MODES", "HTML_CONTENT_TYPES", "signature", "main_text"]
+__all__ = ["HTML_CONTENT_TYPES", "SIGNATURE_MODES", "main_text", "main_text_lines", "signature"]
 
 #: The signature modes :func:`signature` accepts.
 SIGNATURE_MODES = ("raw", "text")
@@ -93,15 +93,65 @@ def _visible_text(document: str | bytes) -> str:
     return _normalise_whitespace(root.text_content())
 
 
-def main_text(body: bytes, content_type: str | None = None) -> str:
-    """The whitespace-normalised main text of an HTML page, as ``"text"`` signatures hash it.
+def main_text_lines(body: bytes, content_type: str | None = None) -> list[str]:
+    """The main text of an HTML page, a line per paragraph, as ``"text"`` signatures see it.
 
     The main text is trafilatura's extraction with its fast settings (no fallback extractors),
     without comments sections (reader comments change independently of the page and are found
     heuristically), with tables (often the content itself), without links, images, formatting or
     metadata, and without deduplication (which keeps state across calls). When that finds no text,
-    the whole visible text is used: the document without its head, scripts, styles, templates and
-    comments.
+    the whole visible text is used, as one line: the document without its head, scripts, styles,
+    templates and comments.
+
+    Parameters
+    ----------
+    body : bytes
+        The HTML document.
+    content_type : str or None, default=None
+        The Content-Type header; its charset, when known to Python, decodes the body. Without it,
+        the encoding is detected from the document.
+
+    Returns
+    -------
+    list of str
+        The lines (paragraphs, headings, table rows) in document order, every run of whitespace
+        within a line replaced by one space, empty lines left out; ``[]`` when the page shows no
+        text at all. Joined by spaces they are :func:`main_text`.
+
+    Examples
+    --------
+    >>> main_text_lines(b"<html><body><p>One</p><p>Two  words</p></body></html>", "text/html")
+    ['One', 'Two words']
+    """
+    _, charset = _media_type_and_charset(content_type)
+    if not body.strip():
+        return []
+    document = _decode(body, charset)
+    extracted = trafilatura.extract(
+        document,
+        fast=True,
+        include_comments=False,
+        include_tables=True,
+        include_images=False,
+        include_links=False,
+        include_formatting=False,
+        deduplicate=False,
+        with_metadata=False,
+        output_format="txt",
+    )
+    lines = [_normalise_whitespace(line) for line in (extracted or "").splitlines()]
+    lines = [line for line in lines if line]
+    if lines:
+        return lines
+    text = _visible_text(document)
+    return [text] if text else []
+
+
+def main_text(body: bytes, content_type: str | None = None) -> str:
+    """The whitespace-normalised main text of an HTML page, as ``"text"`` signatures hash it.
+
+    The lines of :func:`main_text_lines` (trafilatura's extraction, or the visible text when it
+    finds none) joined by single spaces.
 
     Parameters
     ----------
@@ -122,24 +172,7 @@ def main_text(body: bytes, content_type: str | None = None) -> str:
     >>> main_text(b"<html><head><title>t</title></head><body><p>Hello,\\n  world</p></body></html>")
     'Hello, world'
     """
-    _, charset = _media_type_and_charset(content_type)
-    document = _decode(body, charset)
-    if not body.strip():
-        return ""
-    extracted = trafilatura.extract(
-        document,
-        fast=True,
-        include_comments=False,
-        include_tables=True,
-        include_images=False,
-        include_links=False,
-        include_formatting=False,
-        deduplicate=False,
-        with_metadata=False,
-        output_format="txt",
-    )
-    text = _normalise_whitespace(extracted or "")
-    return text if text else _visible_text(document)
+    return " ".join(main_text_lines(body, content_type))
 
 
 def signature(body: bytes, content_type: str | None, mode: str) -> str:

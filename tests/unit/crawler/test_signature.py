@@ -7,6 +7,7 @@ import hashlib
 import pytest
 
 from freshcrawl.crawler import SIGNATURE_MODES, main_text, signature
+from freshcrawl.crawler.signature import main_text_lines
 from freshcrawl.errors import UnknownNameError
 
 from .conftest import noisy_page
@@ -94,6 +95,40 @@ def test_declared_charset_decodes_the_body():
     utf8 = signature(latin.encode("utf-8"), "text/html; charset=utf-8", "text")
     assert signature(latin.encode("latin-1"), "text/html; charset=ISO-8859-1", "text") == utf8
     assert "Caf\u00e9" in main_text(latin.encode("latin-1"), 'text/html; charset="iso-8859-1"')
+
+
+def test_main_text_lines_are_the_paragraphs_and_join_to_the_main_text():
+    lines = main_text_lines(page(), "text/html")
+    assert lines == [
+        "Release notes",
+        (
+            "Version two adds conditional requests and content signatures to the crawler, so that "
+            "a page that did not change costs a single round trip and no parsing."
+        ),
+        "The change rates learned from these visits feed the allocation of the crawl budget.",
+    ]
+    assert " ".join(lines) == main_text(page(), "text/html")
+    # whitespace inside a paragraph, line separators and no-break spaces included, is one space
+    odd = page(
+        article=ARTICLE.replace("two adds", "two\u2028 adds\xa0\t").replace("rates ", "rates\r\n")
+    )
+    assert main_text_lines(odd, "text/html; charset=utf-8") == lines
+    assert main_text(odd, "text/html; charset=utf-8") == main_text(page(), "text/html")
+    # the fallbacks: the visible text as one line, nothing for a page without text
+    assert main_text_lines(b"<html><body><div>Closed  today</div></body></html>") == [
+        "Closed today"
+    ]
+    assert main_text_lines(b"<html><body><canvas></canvas></body></html>") == []
+    assert main_text_lines(b"  ") == []
+
+
+def test_main_text_lines_decode_with_the_declared_charset():
+    html = page(
+        article=ARTICLE.replace("Release notes", "Cr\u00e8me br\u00fbl\u00e9e \u00e0 la carte")
+    ).decode()
+    utf8 = main_text_lines(html.encode("utf-8"), "text/html; charset=utf-8")
+    assert utf8[0] == "Cr\u00e8me br\u00fbl\u00e9e \u00e0 la carte"
+    assert main_text_lines(html.encode("latin-1"), "text/html; charset=ISO-8859-1") == utf8
 
 
 def test_unknown_charset_falls_back_to_detection():

@@ -19,10 +19,6 @@ import codecs
 import hashlib
 from email.message import Message
 
-import lxml.html
-import trafilatura
-from lxml import etree
-
 from freshcrawl.errors import UnknownNameError
 
 __all__ = ["HTML_CONTENT_TYPES", "SIGNATURE_MODES", "main_text", "main_text_lines", "signature"]
@@ -79,6 +75,9 @@ def _decode(body: bytes, charset: str | None) -> str | bytes:
 
 def _visible_text(document: str | bytes) -> str:
     """All the text a browser would show: the document minus head, scripts, styles and comments."""
+    import lxml.html  # imported on first use, as trafilatura: raw signatures need neither
+    from lxml import etree
+
     try:
         if isinstance(document, str):
             # lxml refuses str input that carries an XML encoding declaration
@@ -127,6 +126,8 @@ def main_text_lines(body: bytes, content_type: str | None = None) -> list[str]:
     if not body.strip():
         return []
     document = _decode(body, charset)
+    import trafilatura
+
     extracted = trafilatura.extract(
         document,
         fast=True,

@@ -72,12 +72,10 @@ PUBLIC = {
         'SimulatedEnvironment', 'WallClock',
     ],
     'freshcrawl.estimators': [
-        'BatchEstimator', 'CONSISTENT_NAMES', 'ESTIMATORS', 'ESTIMATOR_NAMES', 'FORGETTING_NAMES', 'LLN',
-        'LLNBatch', 'LLNInterval', 'LLNIntervalBatch', 'MLE', 'MLEBatch', 'MLEBinned', 'MLEBinnedBatch',
-        'MomentMatching', 'MomentMatchingBatch', 'MomentMatchingBinned', 'MomentMatchingBinnedBatch', 'Naive',
-        'NaiveBatch', 'NaiveInterval', 'NaiveIntervalBatch', 'SA', 'SABatch', 'SAInterval', 'SAIntervalBatch',
-        'SAM', 'SAMBatch', 'SAMInterval', 'SAMIntervalBatch', 'StreamingEstimator', 'make_batch_estimator',
-        'make_estimator', 'mle_path', 'mm_path', 'solve_mle', 'solve_mm',
+        'BatchEstimator', 'CONSISTENT_NAMES', 'ESTIMATORS', 'ESTIMATOR_NAMES', 'Estimator', 'FORGETTING_NAMES',
+        'LLN', 'LLNInterval', 'MLE', 'MLEBinned', 'MomentMatching', 'MomentMatchingBinned', 'Naive',
+        'NaiveInterval', 'SA', 'SAInterval', 'SAM', 'SAMInterval', 'make_batch_estimator', 'make_estimator',
+        'mle_path', 'mm_path', 'solve_mle', 'solve_mm',
     ],
     'freshcrawl.experiments': [
         'AutomataConfig', 'AutomataResult', 'PollingRun', 'SyncBanditsResult', 'run_automata_experiments',

@@ -574,19 +574,41 @@ def mm_exact_path(changed, tau):
 
 
 @njit(cache=True)
-def exact_batch_solve(order, starts, log_changed, log_tau, dirty_pages, delta, use_mm):
-    """Re-solve the exact MLE (or MM) of every page in ``dirty_pages`` from the visit log."""
-    for q in range(dirty_pages.shape[0]):
-        j = dirty_pages[q]
-        a = starts[j]
-        b = starts[j + 1]
-        idx = order[a:b]
-        ch = log_changed[idx]
-        ta = log_tau[idx]
+def exact_batch_solve(log_pages, log_changed, log_tau, dirty_pages, delta, use_mm):
+    """Re-solve the exact MLE (or MM) of every page in ``dirty_pages`` (distinct) from the visit log.
+
+    One pass over the log gathers each listed page's visits in log order (a counting sort restricted to
+    those pages), then each page's equation is solved on its whole history: O(log length + their visits).
+    """
+    m = dirty_pages.shape[0]
+    # slot[j] = q for the q-th listed page; the entries of other pages are never initialised, so a
+    # lookup is checked against dirty_pages (sparse-set membership)
+    slot = np.empty(delta.shape[0], dtype=np.intp)
+    for q in range(m):
+        slot[dirty_pages[q]] = q
+    starts = np.zeros(m + 1, dtype=np.intp)
+    for i in range(log_pages.shape[0]):
+        q = slot[log_pages[i]]
+        if 0 <= q < m and dirty_pages[q] == log_pages[i]:
+            starts[q + 1] += 1
+    for q in range(m):
+        starts[q + 1] += starts[q]
+    fill = starts[:m].copy()
+    ch = np.empty(starts[m], dtype=np.bool_)
+    ta = np.empty(starts[m])
+    for i in range(log_pages.shape[0]):
+        q = slot[log_pages[i]]
+        if 0 <= q < m and dirty_pages[q] == log_pages[i]:
+            ch[fill[q]] = log_changed[i]
+            ta[fill[q]] = log_tau[i]
+            fill[q] += 1
+    for q in range(m):
+        a = starts[q]
+        b = starts[q + 1]
         if use_mm:
-            delta[j] = mm_exact(ch, ta)
+            delta[dirty_pages[q]] = mm_exact(ch[a:b], ta[a:b])
         else:
-            delta[j] = mle_exact(ch, ta)
+            delta[dirty_pages[q]] = mle_exact(ch[a:b], ta[a:b])
 
 
 # --------------------------------------------------------------------------------------------------

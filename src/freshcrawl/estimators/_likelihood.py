@@ -87,13 +87,8 @@ class _Exact(_LazyBase):
 
     def _solve(self, dirty: NDArray[np.intp]) -> None:
         n = self._n_log
-        order = np.argsort(self._log_pages[:n], kind="stable")
-        counts = np.bincount(self._log_pages[:n], minlength=self.n_pages)
-        starts = np.zeros(self.n_pages + 1, dtype=np.intp)
-        np.cumsum(counts, out=starts[1:])
         K.exact_batch_solve(
-            order,
-            starts,
+            self._log_pages[:n],
             self._log_changed[:n],
             self._log_tau[:n],
             dirty,

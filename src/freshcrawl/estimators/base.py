@@ -187,6 +187,18 @@ class _Base:
     #: :meth:`learn_many` under the name the batch callers use.
     update = learn_many
 
+    def _page(self, page: int) -> int:
+        j = operator.index(page)
+        if not 0 <= j < self.n_pages:
+            raise IndexError(f"page must be in [0, {self.n_pages}); got {j}")
+        return j
+
+    def _pages(self, pages: ArrayLike) -> NDArray[np.intp]:
+        pg = np.asarray(pages, dtype=np.intp)
+        if pg.size and (pg.min() < 0 or pg.max() >= self.n_pages):
+            raise IndexError(f"pages must be in [0, {self.n_pages}); got {pg.min()} .. {pg.max()}")
+        return pg
+
     def predict_one(self, page: int = 0) -> float:
         """Current estimate of ``page`` (default 0, the page of a one-page estimator), changes per day.
 
@@ -197,10 +209,7 @@ class _Base:
         IndexError
             If ``page`` is outside ``[0, n_pages)``.
         """
-        j = operator.index(page)
-        if not 0 <= j < self.n_pages:
-            raise IndexError(f"page must be in [0, {self.n_pages}); got {j}")
-        return float(self.delta_[j])
+        return float(self.delta_[self._page(page)])
 
     def predict_many(self, pages: ArrayLike) -> NDArray[np.float64]:
         """Current estimates of ``pages`` (int, shape (m,)): float64, shape (m,), changes per day.
@@ -210,10 +219,7 @@ class _Base:
         IndexError
             If a page is outside ``[0, n_pages)``.
         """
-        pg = np.asarray(pages, dtype=np.intp)
-        if pg.size and (pg.min() < 0 or pg.max() >= self.n_pages):
-            raise IndexError(f"pages must be in [0, {self.n_pages}); got {pg.min()} .. {pg.max()}")
-        return self.delta_[pg]
+        return self.delta_[self._pages(pages)]
 
     @property
     def state_nbytes(self) -> int:
@@ -254,6 +260,39 @@ class _LazyBase(_Base):
 
     def _solve(self, dirty_pages: NDArray[np.intp]) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def _refresh(self, pages: NDArray[np.intp]) -> None:
+        stale = np.unique(pages[self._dirty[pages]])
+        if stale.size:
+            self._solve(stale)
+            self._dirty[stale] = False
+
+    def predict_one(self, page: int = 0) -> float:
+        """Current estimate of ``page``, changes per day; re-solved for this page only if it is stale.
+
+        Raises
+        ------
+        TypeError
+            If ``page`` is not an integer.
+        IndexError
+            If ``page`` is outside ``[0, n_pages)``.
+        """
+        j = self._page(page)
+        if self._dirty[j]:
+            self._refresh(np.array([j], dtype=np.intp))
+        return float(self._delta[j])
+
+    def predict_many(self, pages: ArrayLike) -> NDArray[np.float64]:
+        """Current estimates of ``pages`` (int, shape (m,)), changes per day; only stale ones are re-solved.
+
+        Raises
+        ------
+        IndexError
+            If a page is outside ``[0, n_pages)``.
+        """
+        pg = self._pages(pages)
+        self._refresh(pg)
+        return self._delta[pg]
 
     @property
     def delta_(self) -> NDArray[np.float64]:

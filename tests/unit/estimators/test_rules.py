@@ -255,6 +255,21 @@ def test_exact_batch_solves_lazily_and_matches_solve_mle():
     np.testing.assert_array_equal(est.n_visits_, [4, 3])
 
 
+@pytest.mark.parametrize(("cls", "solve"), [(MLE, solve_mle), (MomentMatching, solve_mm)])
+def test_exact_forms_read_one_page_at_a_time(cls, solve):
+    # pages 0 and 2 are stale after the updates; reading one re-solves it from its own visits only
+    est = cls(3)
+    est.learn_many([2, 0], [1, 0], tau=[1.0, 2.0])
+    est.learn_one(0, 1, tau=0.5)
+    est.learn_many([0, 2], [[0, 0], [1, 1]], tau=[[1.0, 3.0], [2.0, 0.5]])
+    assert est.predict_one(2) == solve([1, 0, 1], [1.0, 3.0, 0.5])
+    np.testing.assert_array_equal(
+        est.predict_many([0, 1, 0]),
+        [solve([0, 1, 0, 1], [2.0, 0.5, 1.0, 2.0]), 1.0, solve([0, 1, 0, 1], [2.0, 0.5, 1.0, 2.0])],
+    )
+    np.testing.assert_array_equal(est.delta_, est.predict_many([0, 1, 2]))
+
+
 def test_prior_before_any_visit():
     for name in (
         "naive",

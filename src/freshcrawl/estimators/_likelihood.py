@@ -78,7 +78,7 @@ class _Exact(_LazyBase):
                 new = np.empty(cap, dtype=old.dtype)
                 new[: self._n_log] = old[: self._n_log]
                 setattr(self, name, new)
-        self._log_pages[self._n_log : need] = np.tile(pg, k)
+        self._log_pages[self._n_log : need] = pg if k == 1 else np.tile(pg, k)
         self._log_changed[self._n_log : need] = ch.ravel()
         self._log_tau[self._n_log : need] = ta.ravel()
         self._n_log = need

@@ -261,12 +261,6 @@ class _LazyBase(_Base):
     def _solve(self, dirty_pages: NDArray[np.intp]) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _refresh(self, pages: NDArray[np.intp]) -> None:
-        stale = np.unique(pages[self._dirty[pages]])
-        if stale.size:
-            self._solve(stale)
-            self._dirty[stale] = False
-
     def predict_one(self, page: int = 0) -> float:
         """Current estimate of ``page``, changes per day; re-solved for this page only if it is stale.
 
@@ -279,7 +273,8 @@ class _LazyBase(_Base):
         """
         j = self._page(page)
         if self._dirty[j]:
-            self._refresh(np.array([j], dtype=np.intp))
+            self._solve(np.array([j], dtype=np.intp))
+            self._dirty[j] = False
         return float(self._delta[j])
 
     def predict_many(self, pages: ArrayLike) -> NDArray[np.float64]:
@@ -291,7 +286,10 @@ class _LazyBase(_Base):
             If a page is outside ``[0, n_pages)``.
         """
         pg = self._pages(pages)
-        self._refresh(pg)
+        stale = np.unique(pg[self._dirty[pg]])
+        if stale.size:
+            self._solve(stale)
+            self._dirty[stale] = False
         return self._delta[pg]
 
     @property

@@ -96,10 +96,8 @@ class _Base:
         self.delta_ = np.full(self.n_pages, self.delta0)
         self.n_visits_ = np.zeros(self.n_pages, dtype=np.int64)
 
-    def _apply(
-        self, pages, changed, tau, p
-    ) -> None:  # pragma: no cover - every estimator overrides it
-        raise NotImplementedError
+    def _apply(self, pages, changed, tau, p) -> None:
+        raise NotImplementedError  # pragma: no cover - every estimator overrides it
 
     def _require(self, method: str, tau_given: bool, p_given: bool) -> None:
         if self._needs_tau and not tau_given:
@@ -126,14 +124,7 @@ class _Base:
             If ``page`` is outside ``[0, n_pages)``, ``changed`` is not 0/1, or ``tau`` or ``p`` is given
             and not finite and > 0.
         """
-        try:
-            j = operator.index(page)
-        except TypeError:
-            raise TypeError(
-                f"page must be an integer page index; got {type(page).__name__} {page!r}"
-            ) from None
-        if not 0 <= j < self.n_pages:
-            raise InvalidObservation(f"page must be in [0, {self.n_pages}); got {j}")
+        j = self._page(page, InvalidObservation)
         c = check_changed(changed)
         t = 1.0 if tau is None else check_tau(tau)
         pv = 1.0 if p is None else check_p(p)
@@ -187,14 +178,22 @@ class _Base:
     #: :meth:`learn_many` under the name the batch callers use.
     update = learn_many
 
-    def _page(self, page: int) -> int:
-        j = operator.index(page)
+    def _page(self, page: int, error: type[Exception] = IndexError) -> int:
+        try:
+            j = operator.index(page)
+        except TypeError:
+            raise TypeError(
+                f"page must be an integer page index; got {type(page).__name__} {page!r}"
+            ) from None
         if not 0 <= j < self.n_pages:
-            raise IndexError(f"page must be in [0, {self.n_pages}); got {j}")
+            raise error(f"page must be in [0, {self.n_pages}); got {j}")
         return j
 
     def _pages(self, pages: ArrayLike) -> NDArray[np.intp]:
-        pg = np.asarray(pages, dtype=np.intp)
+        pg = np.asarray(pages)
+        if pg.size and pg.dtype.kind not in "iu":
+            raise TypeError(f"pages must be an array of integer page indices; got dtype {pg.dtype}")
+        pg = pg.astype(np.intp, copy=False)
         if pg.size and (pg.min() < 0 or pg.max() >= self.n_pages):
             raise IndexError(f"pages must be in [0, {self.n_pages}); got {pg.min()} .. {pg.max()}")
         return pg
@@ -216,6 +215,8 @@ class _Base:
 
         Raises
         ------
+        TypeError
+            If ``pages`` are not integers.
         IndexError
             If a page is outside ``[0, n_pages)``.
         """
@@ -282,6 +283,8 @@ class _LazyBase(_Base):
 
         Raises
         ------
+        TypeError
+            If ``pages`` are not integers.
         IndexError
             If a page is outside ``[0, n_pages)``.
         """

@@ -68,6 +68,10 @@ def test_learn_one_and_predict_one_check_the_page():
         est.predict_one(-1)
     with pytest.raises(IndexError, match=r"pages must be in \[0, 3\); got 0 .. 3"):
         est.predict_many([0, 3])
+    with pytest.raises(
+        TypeError, match=r"pages must be an array of integer page indices; got dtype float64"
+    ):
+        est.predict_many([0.5])
 
 
 @pytest.mark.parametrize(

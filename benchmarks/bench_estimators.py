@@ -3,9 +3,10 @@
 1. Batch update of n pages at once (n = 1e6 and 1e7), as observations per second, for the online
    estimators: every page updated (pages sorted, as ``np.arange``), and a random 10% subset of the pages
    (sorted, and in random order, which costs a sort to rule out duplicates). "update" is the public
-   ``update`` call (conversion, validation and the numba loop); "kernel" is the numba loop alone.
-2. Cost of one update after k visits (k = 10, 1e3, 1e5) for the exact MLE / moment matching (re-solved on
-   the whole history) and their binned online forms.
+   ``learn_many`` call (conversion, validation and the numba loop); "kernel" is the numba loop alone.
+2. Cost of one ``learn_one`` and the ``predict_one`` that follows it, after k visits of a one-page
+   estimator (k = 10, 1e3, 1e5), for the exact MLE / moment matching (re-solved on the whole history) and
+   their binned online forms.
 3. Estimator state in bytes per page.
 
 Run: ``python benchmarks/bench_estimators.py [--quick]``. Not a pass/fail gate; numbers depend on the machine.
@@ -15,11 +16,17 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 
 import numpy as np
 
-from freshcrawl.estimators import MLE, MLEBinned, MomentMatching, MomentMatchingBinned, make_batch_estimator
-from freshcrawl.estimators import _kernels as K
+from freshcrawl.estimators import (
+    MLE,
+    MLEBinned,
+    MomentMatching,
+    MomentMatchingBinned,
+    make_estimator,
+)
 from freshcrawl.estimators._checks import check_batch
 
 ONLINE = ["naive", "lln", "sa", "sam", "lln-interval", "sa-interval", "sam-interval"]
@@ -34,31 +41,11 @@ def best_of(fn, repeat):
     return min(times)
 
 
-def kernel_call(est, pg, ch, ta, pr):
-    """The numba loop of ``est`` alone, on already-checked 2-d inputs."""
-    name = type(est).__name__
-    if name == "NaiveBatch":
-        return lambda: K.naive_batch(pg, ch, pr, est.n_visits_, est.n_changed_, est.delta_)
-    if name == "LLNBatch":
-        return lambda: K.lln_batch(pg, ch, pr, est.n_visits_, est.n_changed_, est.delta_, est._kind, est._power)
-    if name == "SABatch":
-        return lambda: K.sa_batch(pg, ch, pr, est.n_visits_, est.delta_, est.eta, K.step_table(est.eta))
-    if name == "SAMBatch":
-        return lambda: K.sam_batch(pg, ch, pr, est.n_visits_, est.delta_, est._prev, est.eta, est.beta, est.omega, *est._tables())
-    if name == "LLNIntervalBatch":
-        return lambda: K.lln_interval_batch(
-            pg, ch, ta, est.n_visits_, est._n_changed, est._num, est._den0, est._sum_tau, est.delta_, est._kind, est._power
-        )
-    if name == "SAIntervalBatch":
-        return lambda: K.sa_interval_batch(pg, ch, ta, pr, est.n_visits_, est.delta_, est.eta, K.step_table(est.eta))
-    if name == "SAMIntervalBatch":
-        return lambda: K.sam_interval_batch(pg, ch, ta, pr, est.n_visits_, est.delta_, est._prev, est.eta, est.beta, est.omega, *est._tables())
-    return None
-
-
 def bench_batch(sizes, repeat):
     print("## Batch update throughput (million observations per second, one core)\n")
-    print("| estimator | n pages | pages updated | order | update (M obs/s) | kernel (M obs/s) | ns / obs (update) |")
+    print(
+        "| estimator | n pages | pages updated | order | update (M obs/s) | kernel (M obs/s) | ns / obs (update) |"
+    )
     print("|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
     for n in sizes:
@@ -72,45 +59,46 @@ def bench_batch(sizes, repeat):
             ("10% random", "shuffled", rng.permutation(subset)),
         ]
         for name in ONLINE:
-            est = make_batch_estimator(name, n)
+            est = make_estimator(name, n)
             for label, order, pages in cases:
                 m = pages.size
                 ch, ta, pr = ch_all[:m], tau_all[:m], p_all[:m]
-                est.update(pages[:10], ch[:10], ta[:10], pr[:10])  # compile / warm
-                t_up = best_of(lambda: est.update(pages, ch, ta, pr), repeat)
-                pg2, ch2, ta2, pr2 = check_batch(pages, ch, ta, pr, n)
-                kern = kernel_call(est, pg2, ch2, ta2, pr2)
-                t_k = best_of(kern, repeat) if kern is not None else float("nan")
+                est.learn_many(pages[:10], ch[:10], ta[:10], pr[:10])  # compile / warm
+                t_up = best_of(partial(est.learn_many, pages, ch, ta, pr), repeat)
+                # the numba loop alone, on already-checked 2-d inputs
+                t_k = best_of(partial(est._apply, *check_batch(pages, ch, ta, pr, n)), repeat)
                 print(
                     f"| {name} | {n:.0e} | {label} | {order} | {m / t_up / 1e6:.0f} | {m / t_k / 1e6:.0f} | "
                     f"{t_up / m * 1e9:.1f} |"
                 )
-            del est
+            del est  # free the state of 1e7 pages before the next estimator allocates its own
     print()
 
 
 def bench_growth(ks):
-    print("## Cost of one update after k visits (microseconds)\n")
+    print("## Cost of one learn_one + predict_one after k visits (microseconds)\n")
     print("| estimator | " + " | ".join(f"k = {k:.0e}" for k in ks) + " |")
     print("|---|" + "---|" * len(ks))
     rng = np.random.default_rng(1)
-    for label, cls in (("mle (exact)", MLE), ("mm (exact)", MomentMatching), ("mle-binned", MLEBinned), ("mm-binned", MomentMatchingBinned)):
+    for label, cls in (
+        ("mle (exact)", MLE),
+        ("mm (exact)", MomentMatching),
+        ("mle-binned", MLEBinned),
+        ("mm-binned", MomentMatchingBinned),
+    ):
         row = []
         for k in ks:
             tau = rng.exponential(1.0, k)
             ch = rng.random(k) < -np.expm1(-2.0 * tau)
             est = cls()
-            if hasattr(est, "_append"):
-                for c, t in zip(ch, tau):
-                    est._append(bool(c), float(t))
-            else:
-                est._batch.update([0], ch[:, None], tau[:, None])
-                est.n_visits_ = k
+            est.learn_many([0], ch[:, None], tau[:, None])  # k visits of page 0, in one call
+            est.predict_one(0)
             reps = 5 if k >= 10**5 else 50
             samples = []
             for i in range(reps):
                 t0 = time.perf_counter()
-                est.update(bool(ch[i % k]), tau=float(tau[i % k]))
+                est.learn_one(0, bool(ch[i % k]), tau=float(tau[i % k]))
+                est.predict_one(0)
                 samples.append(time.perf_counter() - t0)
             row.append(f"{np.median(samples) * 1e6:.1f}")
         print(f"| {label} | " + " | ".join(row) + " |")
@@ -123,7 +111,7 @@ def bench_state():
     print("|---|---|")
     n = 10_000
     for name in ONLINE + ["mle-binned", "mm-binned"]:
-        est = make_batch_estimator(name, n)
+        est = make_estimator(name, n)
         print(f"| {name} | {est.state_nbytes / n:.0f} |")
     print("| mle, mm (exact) | 8 (estimate) + 17 per visit kept |")
     print()

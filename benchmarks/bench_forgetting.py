@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from freshcrawl.estimators import MLEBinnedBatch
+from freshcrawl.estimators import MLEBinned
 
 HALF_LIVES = (15, 30, 60, 90, 180, 365, 730, None)
 
@@ -28,7 +28,7 @@ def study(tau: float, regime: float, half_life: float | None, n: int, days: floa
     rng = np.random.default_rng(seed)
     burn = 730.0
     delta = np.exp(rng.uniform(math.log(0.03), math.log(3.0), n)) / tau
-    est = MLEBinnedBatch(n, half_life=half_life)
+    est = MLEBinned(n, half_life=half_life)
     pages = np.arange(n)
     taus = np.full(n, tau)
     p_switch = -math.expm1(-tau / regime)
@@ -38,7 +38,7 @@ def study(tau: float, regime: float, half_life: float | None, n: int, days: floa
         delta[sw] *= np.exp(rng.uniform(-math.log(8.0), math.log(8.0), int(sw.sum())))
         np.clip(delta, 0.01 / tau, 10.0 / tau, out=delta)
         q = -np.expm1(-delta * tau)
-        est.update(pages, rng.random(n) < q, tau=taus)
+        est.learn_many(pages, rng.random(n) < q, tau=taus)
         if r * tau >= burn and r % 4 == 0:
             err.append(float(np.mean((-np.expm1(-est.delta_ * tau) - q) ** 2)))
     return float(np.mean(err))
@@ -46,18 +46,18 @@ def study(tau: float, regime: float, half_life: float | None, n: int, days: floa
 
 def timing(n: int, half_life: float | None, rounds: int = 20) -> tuple[float, float]:
     rng = np.random.default_rng(1)
-    est = MLEBinnedBatch(n, half_life=half_life)
+    est = MLEBinned(n, half_life=half_life)
     pages = np.arange(n)
     tau = rng.exponential(5.0, (rounds, n))
     flags = rng.random((rounds, n)) < 0.3
-    est.update(pages, flags[:1], tau=tau[:1])
+    est.learn_many(pages, flags[:1], tau=tau[:1])
     _ = est.delta_
     t0 = time.perf_counter()
     for r in range(1, rounds):
-        est.update(pages, flags[r], tau=tau[r])
+        est.learn_many(pages, flags[r], tau=tau[r])
     t1 = time.perf_counter()
     for r in range(1, rounds):
-        est.update(pages, flags[r], tau=tau[r])
+        est.learn_many(pages, flags[r], tau=tau[r])
         _ = est.delta_
     t2 = time.perf_counter()
     m = (rounds - 1) * n

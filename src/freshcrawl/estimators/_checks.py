@@ -1,4 +1,4 @@
-"""Input checks shared by the estimators (streaming and batch shapes)."""
+"""Input checks shared by the estimators (of one observation and of a batch)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,15 @@ from freshcrawl._validation import check_half_life, check_int, check_interval, c
 from freshcrawl.errors import InvalidObservation
 from freshcrawl.estimators import _kernels as K
 
-__all__ = ["check_changed", "check_tau", "check_p", "check_batch", "check_n_pages", "check_half_life", "parse_alpha"]
+__all__ = [
+    "check_batch",
+    "check_changed",
+    "check_half_life",
+    "check_n_pages",
+    "check_p",
+    "check_tau",
+    "parse_alpha",
+]
 
 
 def check_changed(changed: object) -> bool:
@@ -22,12 +30,16 @@ def check_changed(changed: object) -> bool:
         v = float(changed)
         if v == 0.0 or v == 1.0:
             return v == 1.0
-    raise InvalidObservation(f"changed must be 0/1 (or a bool), whether the page changed since the previous visit; got {changed!r}")
+    raise InvalidObservation(
+        f"changed must be 0/1 (or a bool), whether the page changed since the previous visit; got {changed!r}"
+    )
 
 
 def _scalar(name: str, value: object, unit: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number in {unit}; got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{name} must be a real number in {unit}; got {type(value).__name__} {value!r}"
+        )
     v = float(value)
     if not (v > 0.0 and math.isfinite(v)):
         raise InvalidObservation(f"{name} must be finite and > 0 {unit}; got {value!r}")
@@ -52,7 +64,9 @@ def check_n_pages(n_pages: object) -> int:
 def check_delta0(delta0: object) -> float:
     """Return the prior delta0 (changes per day) if finite and >= 0."""
     if isinstance(delta0, bool) or not isinstance(delta0, (int, float, np.integer, np.floating)):
-        raise TypeError(f"delta0 must be a real number of changes per day; got {type(delta0).__name__} {delta0!r}")
+        raise TypeError(
+            f"delta0 must be a real number of changes per day; got {type(delta0).__name__} {delta0!r}"
+        )
     v = float(delta0)
     if not (v >= 0.0 and math.isfinite(v)):
         raise ValueError(f"delta0 must be finite and >= 0 changes per day; got {delta0!r}")
@@ -74,10 +88,14 @@ def parse_alpha(alpha: object) -> tuple[int, float]:
     if isinstance(alpha, str):
         codes = {"1": K.ALPHA_ONE, "one": K.ALPHA_ONE, "log": K.ALPHA_LOG, "sqrt": K.ALPHA_SQRT}
         if alpha not in codes:
-            raise ValueError(f"alpha must be '1', 'log', 'sqrt' or a power in [0, 1); got {alpha!r}")
+            raise ValueError(
+                f"alpha must be '1', 'log', 'sqrt' or a power in [0, 1); got {alpha!r}"
+            )
         return codes[alpha], 0.0
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
-        raise TypeError(f"alpha must be '1', 'log', 'sqrt' or a power in [0, 1); got {type(alpha).__name__} {alpha!r}")
+        raise TypeError(
+            f"alpha must be '1', 'log', 'sqrt' or a power in [0, 1); got {type(alpha).__name__} {alpha!r}"
+        )
     power = check_interval("alpha", alpha, low=0.0, high=1.0, closed="left")
     return K.ALPHA_POWER, power
 
@@ -87,7 +105,9 @@ def _as_flags(changed: ArrayLike, m: int) -> NDArray[np.bool_]:
     if arr.ndim == 1:
         arr = arr.reshape(1, -1)
     if arr.ndim != 2 or arr.shape[1] != m:
-        raise InvalidObservation(f"changed must have shape ({m},) or (k, {m}) like pages; got {np.shape(changed)}")
+        raise InvalidObservation(
+            f"changed must have shape ({m},) or (k, {m}) like pages; got {np.shape(changed)}"
+        )
     if arr.dtype == np.bool_:
         return np.ascontiguousarray(arr)
     if arr.dtype.kind not in "iuf":
@@ -102,7 +122,9 @@ def _as_flags(changed: ArrayLike, m: int) -> NDArray[np.bool_]:
     return arr.astype(np.bool_)
 
 
-def _as_float_array(name: str, values: ArrayLike | None, shape: tuple[int, int]) -> NDArray[np.float64]:
+def _as_float_array(
+    name: str, values: ArrayLike | None, shape: tuple[int, int]
+) -> NDArray[np.float64]:
     if values is None:
         return np.ones(shape)
     try:
@@ -115,7 +137,9 @@ def _as_float_array(name: str, values: ArrayLike | None, shape: tuple[int, int])
         arr = arr.reshape(1, -1)
     if arr.shape != shape:
         want = f"({shape[1]},)" if shape[0] == 1 else str(shape)
-        raise InvalidObservation(f"{name} must have shape {want} like changed; got {np.shape(values)}")
+        raise InvalidObservation(
+            f"{name} must have shape {want} like changed; got {np.shape(values)}"
+        )
     return np.ascontiguousarray(arr)
 
 

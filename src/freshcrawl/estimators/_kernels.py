@@ -1,8 +1,8 @@
 """Numba kernels of the change-rate estimators: one scalar step per estimator, and the batch loops.
 
-Every estimator's update rule is written once, as an ``@njit`` scalar step. The streaming objects call the
-step directly; the batch objects call a fused loop over the observations that calls the same step (numba
-inlines it), so the two shapes cannot drift apart.
+Every estimator's update rule is written once, as an ``@njit`` scalar step, and run by one fused loop
+over the observations (numba inlines the step). An estimator's ``learn_many`` and ``learn_one`` both
+call that loop (``learn_one`` on a single observation), so the two methods cannot drift apart.
 
 Equation numbers refer to Avrachenkov, Patil, Thoppe, "Online Algorithms for Estimating Change Rates of
 Web Pages" (seed 001). Times are in days, rates in changes (or visits) per day.
@@ -38,6 +38,7 @@ def zeta_table(eta: float, beta: float, omega: float) -> np.ndarray:
     z[1:] = ((k[1:] + 1.0) ** -beta - omega * (k[1:] + 1.0) ** -eta) / k[1:] ** -beta
     z.flags.writeable = False
     return z
+
 
 # --------------------------------------------------------------------------------------------------
 # stepsize sequences
@@ -179,7 +180,9 @@ def sam_step(z, z_prev, n, changed, p, eta, beta, omega, etab, ztab):
     """SAM estimator, eq. (3) with zeta_k of eq. (10), projected on [0, inf). Returns (z, z_prev, n)."""
     eta_k = _step(n, eta, etab)
     c = np.float64(changed)
-    z_new = max(z + eta_k * (c * (z + p) - z) + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev), 0.0)
+    z_new = max(
+        z + eta_k * (c * (z + p) - z) + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev), 0.0
+    )
     return z_new, z, n + 1
 
 
@@ -188,7 +191,9 @@ def sam_interval_step(z, z_prev, n, changed, tau, p, eta, beta, omega, etab, zta
     """Interval-aware SAM: the SA-interval increment plus the momentum term of eq. (3)/(10)."""
     eta_k = _step(n, eta, etab)
     resid = np.float64(changed) - 1.0 + math.exp(-z * tau)
-    z_new = max(z + eta_k * (z + p) * resid + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev), 0.0)
+    z_new = max(
+        z + eta_k * (z + p) * resid + _zeta(n, eta_k, beta, omega, ztab) * (z - z_prev), 0.0
+    )
     return z_new, z, n + 1
 
 
@@ -272,7 +277,9 @@ def naive_batch(pages, changed, p, n_vis, n_chg, delta):
     for r in range(changed.shape[0]):
         for i in range(pages.shape[0]):
             j = pages[i]
-            n_vis[j], n_chg[j], delta[j] = naive_step(n_vis[j], n_chg[j], 1 if changed[r, i] else 0, p[r, i])
+            n_vis[j], n_chg[j], delta[j] = naive_step(
+                n_vis[j], n_chg[j], 1 if changed[r, i] else 0, p[r, i]
+            )
 
 
 @njit(cache=True)
@@ -301,7 +308,16 @@ def lln_interval_batch(pages, changed, tau, n_vis, n_chg, num, den0, sum_tau, de
         for i in range(pages.shape[0]):
             j = pages[i]
             delta[j], n_vis[j], n_chg[j], num[j], den0[j], sum_tau[j] = lln_interval_step(
-                delta[j], n_vis[j], n_chg[j], num[j], den0[j], sum_tau[j], changed[r, i], tau[r, i], kind, power
+                delta[j],
+                n_vis[j],
+                n_chg[j],
+                num[j],
+                den0[j],
+                sum_tau[j],
+                changed[r, i],
+                tau[r, i],
+                kind,
+                power,
             )
 
 
@@ -318,7 +334,9 @@ def sa_interval_batch(pages, changed, tau, p, n_vis, delta, eta, etab):
     for r in range(changed.shape[0]):
         for i in range(pages.shape[0]):
             j = pages[i]
-            delta[j], n_vis[j] = sa_interval_step(delta[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta, etab)
+            delta[j], n_vis[j] = sa_interval_step(
+                delta[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta, etab
+            )
 
 
 @njit(cache=True)
@@ -347,7 +365,17 @@ def sam_interval_batch(pages, changed, tau, p, n_vis, delta, prev, eta, beta, om
         for i in range(pages.shape[0]):
             j = pages[i]
             delta[j], prev[j], n_vis[j] = sam_interval_step(
-                delta[j], prev[j], n_vis[j], changed[r, i], tau[r, i], p[r, i], eta, beta, omega, etab, ztab
+                delta[j],
+                prev[j],
+                n_vis[j],
+                changed[r, i],
+                tau[r, i],
+                p[r, i],
+                eta,
+                beta,
+                omega,
+                etab,
+                ztab,
             )
 
 
@@ -446,8 +474,7 @@ def mm_root(tau, w, n0, x0):
         if w[b] > 0.0:
             total += w[b]
             tsum += w[b] * tau[b]
-            if tau[b] < tmin:
-                tmin = tau[b]
+            tmin = min(tmin, tau[b])
     if total <= 0.0 or n0 >= total:
         return 0.0
     if n0 <= 0.0:
@@ -547,19 +574,41 @@ def mm_exact_path(changed, tau):
 
 
 @njit(cache=True)
-def exact_batch_solve(order, starts, log_changed, log_tau, dirty_pages, delta, use_mm):
-    """Re-solve the exact MLE (or MM) of every page in ``dirty_pages`` from the visit log."""
-    for q in range(dirty_pages.shape[0]):
-        j = dirty_pages[q]
-        a = starts[j]
-        b = starts[j + 1]
-        idx = order[a:b]
-        ch = log_changed[idx]
-        ta = log_tau[idx]
+def exact_batch_solve(log_pages, log_changed, log_tau, dirty_pages, delta, use_mm):
+    """Re-solve the exact MLE (or MM) of every page in ``dirty_pages`` (distinct) from the visit log.
+
+    One pass over the log gathers each listed page's visits in log order (a counting sort restricted to
+    those pages), then each page's equation is solved on its whole history: O(log length + their visits).
+    """
+    m = dirty_pages.shape[0]
+    # slot[j] = q for the q-th listed page; the entries of other pages are never initialised, so a
+    # lookup is checked against dirty_pages (sparse-set membership)
+    slot = np.empty(delta.shape[0], dtype=np.intp)
+    for q in range(m):
+        slot[dirty_pages[q]] = q
+    starts = np.zeros(m + 1, dtype=np.intp)
+    for i in range(log_pages.shape[0]):
+        q = slot[log_pages[i]]
+        if 0 <= q < m and dirty_pages[q] == log_pages[i]:
+            starts[q + 1] += 1
+    for q in range(m):
+        starts[q + 1] += starts[q]
+    fill = starts[:m].copy()
+    ch = np.empty(starts[m], dtype=np.bool_)
+    ta = np.empty(starts[m])
+    for i in range(log_pages.shape[0]):
+        q = slot[log_pages[i]]
+        if 0 <= q < m and dirty_pages[q] == log_pages[i]:
+            ch[fill[q]] = log_changed[i]
+            ta[fill[q]] = log_tau[i]
+            fill[q] += 1
+    for q in range(m):
+        a = starts[q]
+        b = starts[q + 1]
         if use_mm:
-            delta[j] = mm_exact(ch, ta)
+            delta[dirty_pages[q]] = mm_exact(ch[a:b], ta[a:b])
         else:
-            delta[j] = mle_exact(ch, ta)
+            delta[dirty_pages[q]] = mle_exact(ch[a:b], ta[a:b])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -620,14 +669,15 @@ def _two_points(n, s1, s2, out_t, out_w, m):
     """Append a two-point representation of n intervals with sum s1 and sum of squares s2."""
     mean = s1 / n
     var = s2 / n - mean * mean
-    if not (var > 1e-12 * mean * mean and var < np.inf):  # equal intervals, or overflow of the squares
+    if not (
+        var > 1e-12 * mean * mean and var < np.inf
+    ):  # equal intervals, or overflow of the squares
         out_t[m] = mean
         out_w[m] = n
         return m + 1
     sd = math.sqrt(var)
     a = mean - sd
-    if a < 0.1 * mean:
-        a = 0.1 * mean
+    a = max(a, 0.1 * mean)
     b = mean + var / (mean - a)
     wb = n * (mean - a) / (b - a)
     out_t[m] = a

@@ -19,9 +19,9 @@ from freshcrawl._validation import check_int, check_positive
 from freshcrawl.errors import InvalidObservation
 from freshcrawl.estimators import _kernels as K
 from freshcrawl.estimators._checks import check_half_life
-from freshcrawl.estimators.base import _LazyBatchBase, _StreamBase
+from freshcrawl.estimators.base import _LazyBase
 
-__all__ = ["_history", "_ExactStream", "_ExactBatchBase", "_BinnedBatchBase", "_BinnedStream"]
+__all__ = ["_Binned", "_Exact", "_history"]
 
 
 def _history(changed: ArrayLike, tau: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
@@ -33,8 +33,14 @@ def _history(changed: ArrayLike, tau: ArrayLike) -> tuple[NDArray[np.bool_], NDA
         )
     if ch.dtype != np.bool_:
         if ch.size and (ch.dtype.kind not in "iuf" or not np.all((ch == 0) | (ch == 1))):
-            bad = np.flatnonzero(~((ch == 0) | (ch == 1))) if ch.dtype.kind in "iuf" else np.array([0])
-            raise InvalidObservation(f"changed must be 0 or 1; first offender at index {bad[0]} ({ch[bad[0]].item()!r})")
+            bad = (
+                np.flatnonzero(~((ch == 0) | (ch == 1)))
+                if ch.dtype.kind in "iuf"
+                else np.array([0])
+            )
+            raise InvalidObservation(
+                f"changed must be 0 or 1; first offender at index {bad[0]} ({ch[bad[0]].item()!r})"
+            )
         ch = ch.astype(np.bool_)
     bad = ~((ta > 0) & np.isfinite(ta))
     if bad.any():
@@ -46,43 +52,14 @@ def _history(changed: ArrayLike, tau: ArrayLike) -> tuple[NDArray[np.bool_], NDA
     return np.ascontiguousarray(ch), np.ascontiguousarray(ta)
 
 
-
-class _ExactStream(_StreamBase):
-    """One page's whole history (a growable log of (changed, tau)), re-solved after every visit."""
+class _Exact(_LazyBase):
+    """Every visit kept in one log of (page, changed, tau); a page's equation is re-solved on read."""
 
     _needs_tau = True
     _needs_p = False
     _use_mm = False
 
-    def __init__(self, *, delta0: float = 1.0) -> None:
-        super().__init__(delta0=delta0)
-        self._changed = np.empty(16, dtype=np.bool_)
-        self._tau = np.empty(16)
-
-    def _append(self, changed: bool, tau: float) -> None:
-        """Log one visit without solving (also used to build long histories in the benchmarks)."""
-        k = self.n_visits_
-        if k == self._tau.shape[0]:
-            self._changed = np.concatenate([self._changed, np.empty(k, dtype=np.bool_)])
-            self._tau = np.concatenate([self._tau, np.empty(k)])
-        self._changed[k] = changed
-        self._tau[k] = tau
-        self.n_visits_ = k + 1
-
-    def _step(self, changed: bool, tau: float, p: float | None) -> None:
-        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
-        self._append(changed, tau)
-        k = self.n_visits_
-        solve = K.mm_exact if self._use_mm else K.mle_exact
-        self.delta_ = float(solve(self._changed[:k], self._tau[:k]))
-
-
-class _ExactBatchBase(_LazyBatchBase):
-    _needs_tau = True
-    _needs_p = False
-    _use_mm = False
-
-    def __init__(self, n_pages: int, *, delta0: float = 1.0) -> None:
+    def __init__(self, n_pages: int = 1, *, delta0: float = 1.0) -> None:
         super().__init__(n_pages, delta0=delta0)
         self._log_pages = np.empty(0, dtype=np.intp)
         self._log_changed = np.empty(0, dtype=np.bool_)
@@ -90,7 +67,7 @@ class _ExactBatchBase(_LazyBatchBase):
         self._n_log = 0
 
     def _apply(self, pg, ch, ta, pr) -> None:
-        """Append one visit of each page in ``pages`` (m,); ``tau`` (m,) days. The solve is deferred."""
+        """Append k visits of each page in ``pg`` (m,); ``ta`` (k, m) days. The solve is deferred."""
         k = ch.shape[0]
         m = pg.shape[0] * k
         need = self._n_log + m
@@ -101,7 +78,7 @@ class _ExactBatchBase(_LazyBatchBase):
                 new = np.empty(cap, dtype=old.dtype)
                 new[: self._n_log] = old[: self._n_log]
                 setattr(self, name, new)
-        self._log_pages[self._n_log : need] = np.tile(pg, k)
+        self._log_pages[self._n_log : need] = pg if k == 1 else np.tile(pg, k)
         self._log_changed[self._n_log : need] = ch.ravel()
         self._log_tau[self._n_log : need] = ta.ravel()
         self._n_log = need
@@ -110,30 +87,26 @@ class _ExactBatchBase(_LazyBatchBase):
 
     def _solve(self, dirty: NDArray[np.intp]) -> None:
         n = self._n_log
-        order = np.argsort(self._log_pages[:n], kind="stable")
-        counts = np.bincount(self._log_pages[:n], minlength=self.n_pages)
-        starts = np.zeros(self.n_pages + 1, dtype=np.intp)
-        np.cumsum(counts, out=starts[1:])
-        K.exact_batch_solve(order, starts, self._log_changed[:n], self._log_tau[:n], dirty, self._delta, self._use_mm)
+        K.exact_batch_solve(
+            self._log_pages[:n],
+            self._log_changed[:n],
+            self._log_tau[:n],
+            dirty,
+            self._delta,
+            self._use_mm,
+        )
 
 
-class _BinnedParams:
-    def _set_bins(self, n_bins: int, bin_ratio: float) -> None:
-        self.n_bins = check_int("n_bins", n_bins, low=2, what=" (interval slots per page)")
-        self.bin_ratio = check_positive("bin_ratio", bin_ratio)
-        if not self.bin_ratio > 1.0:
-            raise ValueError(f"bin_ratio must be > 1 (ratio of a slot's largest to smallest interval); got {bin_ratio!r}")
-        self._log_width = math.log(self.bin_ratio)
+class _Binned(_LazyBase):
+    """Per page, ``n_bins`` interval slots on a log scale (optionally decayed); re-solved on read."""
 
-
-class _BinnedBatchBase(_LazyBatchBase, _BinnedParams):
     _needs_tau = True
     _needs_p = False
     _use_mm = False
 
     def __init__(
         self,
-        n_pages: int,
+        n_pages: int = 1,
         *,
         n_bins: int = 16,
         bin_ratio: float = 1.1,
@@ -141,7 +114,13 @@ class _BinnedBatchBase(_LazyBatchBase, _BinnedParams):
         half_life: float | None = None,
     ) -> None:
         super().__init__(n_pages, delta0=delta0)
-        self._set_bins(n_bins, bin_ratio)
+        self.n_bins = check_int("n_bins", n_bins, low=2, what=" (interval slots per page)")
+        self.bin_ratio = check_positive("bin_ratio", bin_ratio)
+        if not self.bin_ratio > 1.0:
+            raise ValueError(
+                f"bin_ratio must be > 1 (ratio of a slot's largest to smallest interval); got {bin_ratio!r}"
+            )
+        self._log_width = math.log(self.bin_ratio)
         self.half_life = check_half_life(half_life)
         self._key = np.zeros((self.n_pages, self.n_bins))
         self._st = np.zeros((self.n_pages, self.n_bins, 6))
@@ -149,12 +128,19 @@ class _BinnedBatchBase(_LazyBatchBase, _BinnedParams):
             self._n_eff = np.zeros(self.n_pages)
 
     def _apply(self, pg, ch, ta, pr) -> None:
-        """One visit of each page in ``pages`` (m,); ``tau`` (m,) days. O(n_bins) per visit."""
+        """k visits of each page in ``pg`` (m,); ``ta`` (k, m) days. O(n_bins) per visit."""
         if self.half_life is None:
             K.binned_batch(pg, ch, ta, self.n_visits_, self._key, self._st, self._log_width)
         else:
             K.binned_batch_forget(
-                pg, ch, ta, self.n_visits_, self._n_eff, self._key, self._st, self._log_width,
+                pg,
+                ch,
+                ta,
+                self.n_visits_,
+                self._n_eff,
+                self._key,
+                self._st,
+                self._log_width,
                 math.log(2.0) / self.half_life,
             )
         self._dirty[pg] = True
@@ -169,40 +155,3 @@ class _BinnedBatchBase(_LazyBatchBase, _BinnedParams):
         if self.half_life is None:
             return self.n_visits_.astype(np.float64)
         return self._n_eff
-
-
-class _BinnedStream(_StreamBase, _BinnedParams):
-    """One page on interval slots: a one-page :class:`_BinnedBatchBase` and the same kernels."""
-
-    _needs_tau = True
-    _needs_p = False
-    _use_mm = False
-
-    def __init__(
-        self, *, n_bins: int = 16, bin_ratio: float = 1.1, delta0: float = 1.0, half_life: float | None = None
-    ) -> None:
-        super().__init__(delta0=delta0)
-        self._set_bins(n_bins, bin_ratio)
-        self.half_life = check_half_life(half_life)
-        self._batch = _BinnedBatchBase(1, n_bins=n_bins, bin_ratio=bin_ratio, delta0=delta0, half_life=half_life)
-        self._batch._use_mm = self._use_mm
-        self._pg = np.zeros(1, dtype=np.intp)
-
-    @property
-    def n_eff_(self) -> float:
-        """Effective number of visits (the decayed count with forgetting, else ``n_visits_``)."""
-        return float(self._batch.n_eff_[0])
-
-    def _step(self, c: bool, t: float, p: float | None) -> None:
-        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
-        b = self._batch
-        if self.half_life is None:
-            K.binned_batch(self._pg, np.array([[c]]), np.array([[t]]), b.n_visits_, b._key, b._st, b._log_width)
-        else:
-            K.binned_batch_forget(
-                self._pg, np.array([[c]]), np.array([[t]]), b.n_visits_, b._n_eff, b._key, b._st, b._log_width,
-                math.log(2.0) / self.half_life,
-            )
-        K.binned_solve(self._pg, b._st, b.n_visits_, b._delta, b._use_mm)
-        self.delta_ = float(b._delta[0])
-        self.n_visits_ = int(b.n_visits_[0])

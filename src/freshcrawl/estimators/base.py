@@ -1,24 +1,29 @@
-"""Shared machinery of the estimators: the protocols both shapes follow and their common state.
+"""Shared machinery of the estimators: the protocol they follow and their common state and methods.
 
-Every estimator exists in two shapes that call the same numba step (see ``_kernels``):
+One class per estimator holds the state of ``n_pages`` pages (default 1) in arrays of shape ``(n_pages,)``
+and learns from visits as river's models do:
 
-- a streaming object for one page, ``update(changed, tau, p) -> None``, attribute ``delta_`` (float);
-- a batch object over ``n_pages`` pages, ``update(pages, changed, tau, p) -> None``, attributes
-  ``delta_`` and ``n_visits_`` of shape ``(n_pages,)``. ``pages`` has shape (m,) with distinct entries;
-  ``changed``, ``tau`` and ``p`` have shape (m,), or (k, m) for k successive visits of each listed page
-  (row by row, the same as k calls).
+- ``learn_one(page, changed, tau=None, p=None)``: one visit of one page (streaming);
+- ``learn_many(pages, changed, tau=None, p=None)``: one visit of each listed page, or k visits of each
+  (row by row, the same as k calls), in one compiled loop (batch). ``pages`` has shape (m,) with
+  distinct entries; ``changed``, ``tau`` and ``p`` have shape (m,) or (k, m);
+- ``predict_one(page)`` / ``predict_many(pages)`` and the array ``delta_``: the current estimates.
 
-Units: ``tau`` in days since the previous visit of the page, ``p`` in visits per day, ``delta_`` in changes
-per day. Before the first visit ``delta_`` is the prior ``delta0``.
+Both learning methods check their input and then run the same numba loop (see ``_kernels``), so they
+cannot drift apart. Units: ``tau`` in days since the previous visit of the page, ``p`` in visits per day
+(the rate in force before the visit), estimates in changes per day. Before a page's first visit its
+estimate is the prior ``delta0``.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from freshcrawl.errors import InvalidObservation
 from freshcrawl.estimators._checks import (
     check_batch,
     check_changed,
@@ -28,30 +33,11 @@ from freshcrawl.estimators._checks import (
     check_tau,
 )
 
-__all__ = ["StreamingEstimator", "BatchEstimator"]
+__all__ = ["BatchEstimator", "Estimator"]
 
 
 @runtime_checkable
-class StreamingEstimator(Protocol):
-    """One page's change-rate estimator.
-
-    Attributes
-    ----------
-    delta_ : float
-        Current estimate, changes per day; finite and >= 0; the prior ``delta0`` before any visit.
-    n_visits_ : int
-        Number of observations used.
-    """
-
-    delta_: float
-    n_visits_: int
-
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Learn from one visit: ``changed`` since the previous visit, ``tau`` days after it, rate ``p``."""
-
-
-@runtime_checkable
-class BatchEstimator(Protocol):
+class Estimator(Protocol):
     """Change-rate estimators of ``n_pages`` pages held in arrays.
 
     Attributes
@@ -59,7 +45,8 @@ class BatchEstimator(Protocol):
     n_pages : int
         Number of pages (indices ``0 .. n_pages-1``).
     delta_ : ndarray of float64, shape (n_pages,)
-        Current estimates, changes per day; finite and >= 0.
+        Current estimates, changes per day; finite and >= 0; the prior ``delta0`` before a page's first
+        visit.
     n_visits_ : ndarray of int64, shape (n_pages,)
         Observations used per page.
     """
@@ -68,38 +55,108 @@ class BatchEstimator(Protocol):
     delta_: NDArray[np.float64]
     n_visits_: NDArray[np.int64]
 
-    def update(
-        self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None
+    def learn_one(
+        self, page: int, changed: bool, tau: float | None = None, p: float | None = None
     ) -> None:
-        """Learn from one observation of each listed page (pages distinct within a call)."""
+        """Learn from one visit of ``page``: ``changed`` since the previous one, ``tau`` days after it."""
+
+    def learn_many(
+        self,
+        pages: ArrayLike,
+        changed: ArrayLike,
+        tau: ArrayLike | None = None,
+        p: ArrayLike | None = None,
+    ) -> None:
+        """Learn from one visit of each listed page (pages distinct within a call), or k rows of them."""
+
+    def predict_one(self, page: int = 0) -> float:
+        """Current estimate of ``page``, changes per day."""
 
 
-class _BatchBase:
-    """State and update dispatch common to every batch estimator.
+#: The protocol under the name the batch callers use.
+BatchEstimator = Estimator
 
-    ``update`` checks the whole batch (:func:`check_batch`) before anything is mutated, then hands the
-    converted arrays to ``_apply(pages, changed, tau, p)``, the one method a subclass writes (it runs the
-    estimator's numba loop). ``_needs_tau`` / ``_needs_p`` say which observations the rule requires; a
-    missing ``p`` is 1/tau when ``tau`` is given.
+
+class _Base:
+    """State, checks and dispatch common to every estimator.
+
+    ``learn_one`` and ``learn_many`` check their input before anything is mutated, then hand 2-d arrays
+    (k, m) to ``_apply(pages, changed, tau, p)``, the one method a subclass writes (it runs the
+    estimator's numba loop). ``_needs_tau`` / ``_needs_p`` say which observations the rule requires (one
+    it does not use is checked when given); with ``_p_from_tau`` a missing ``p`` is 1/tau.
     """
 
     _needs_tau = False
     _needs_p = True
+    _p_from_tau = False
 
-    def __init__(self, n_pages: int, *, delta0: float = 1.0) -> None:
+    def __init__(self, n_pages: int = 1, *, delta0: float = 1.0) -> None:
         self.n_pages = check_n_pages(n_pages)
         self.delta0 = check_delta0(delta0)
         self.delta_ = np.full(self.n_pages, self.delta0)
         self.n_visits_ = np.zeros(self.n_pages, dtype=np.int64)
 
-    def update(
-        self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike | None = None, p: ArrayLike | None = None
+    def _apply(self, pages, changed, tau, p) -> None:
+        raise NotImplementedError  # pragma: no cover - every estimator overrides it
+
+    def _require(self, method: str, tau_given: bool, p_given: bool) -> None:
+        if self._needs_tau and not tau_given:
+            raise TypeError(
+                f"{type(self).__name__}.{method} needs tau (days since the previous visit)"
+            )
+        if self._needs_p and not p_given and not (self._p_from_tau and tau_given):
+            raise TypeError(f"{type(self).__name__}.{method} needs p (visits per day)")
+
+    def learn_one(
+        self, page: int, changed: bool, tau: float | None = None, p: float | None = None
     ) -> None:
-        """Add one visit of each page in ``pages`` (intp, shape (m,), distinct), or k visits row by row.
+        """Add one visit of ``page``: ``changed`` (0/1) after ``tau`` days, at ``p`` visits per day.
+
+        Which of ``tau`` and ``p`` the rule uses is in the class docstring; one it does not use is
+        checked when given. Runs the loop of :meth:`learn_many` on this one observation.
+
+        Raises
+        ------
+        TypeError
+            If the rule needs ``tau`` or ``p`` and it is missing, or ``page``, ``tau`` or ``p`` is not a
+            number of the right kind.
+        InvalidObservation
+            If ``page`` is outside ``[0, n_pages)``, ``changed`` is not 0/1, or ``tau`` or ``p`` is given
+            and not finite and > 0.
+        """
+        j = self._page(page, InvalidObservation)
+        c = check_changed(changed)
+        t = 1.0 if tau is None else check_tau(tau)
+        pv = 1.0 if p is None else check_p(p)
+        self._require("learn_one", tau is not None, p is not None)
+        if p is None and tau is not None:
+            pv = 1.0 / t
+        one = getattr(self, "_one", None)
+        if one is None:
+            one = self._one = (
+                np.zeros(1, np.intp),
+                np.zeros((1, 1), np.bool_),
+                np.ones((1, 1)),
+                np.ones((1, 1)),
+            )
+        one[0][0] = j
+        one[1][0, 0] = c
+        one[2][0, 0] = t
+        one[3][0, 0] = pv
+        self._apply(*one)
+
+    def learn_many(
+        self,
+        pages: ArrayLike,
+        changed: ArrayLike,
+        tau: ArrayLike | None = None,
+        p: ArrayLike | None = None,
+    ) -> None:
+        """Add one visit of each page in ``pages`` (int, shape (m,), distinct), or k visits row by row.
 
         ``changed`` (bool or 0/1), ``tau`` (days since the page's previous visit) and ``p`` (visit rate in
-        force before the visit, visits per day) have shape (m,) or (k, m). Observations the rule does not
-        use are checked when given; a missing ``p`` is 1/tau. Nothing is changed when a check fails.
+        force before the visit, visits per day) have shape (m,) or (k, m); row r of a (k, m) call is the
+        r-th of k successive visits, the same as k calls. Nothing is changed when a check fails.
 
         Raises
         ------
@@ -110,34 +167,78 @@ class _BatchBase:
         ValueError
             A page listed twice.
         """
-        self._apply(*self._checked(pages, changed, tau, p))
-
-    def _apply(self, pages, changed, tau, p) -> None:  # pragma: no cover - every estimator overrides it
-        raise NotImplementedError
-
-    def _checked(self, pages, changed, tau, p):
-        if self._needs_tau and tau is None:
-            raise TypeError(f"{type(self).__name__}.update needs tau (days since the previous visit)")
-        if self._needs_p and p is None:
-            if not self._needs_tau or tau is None:
-                raise TypeError(f"{type(self).__name__}.update needs p (visits per day)")
+        self._require("learn_many", tau is not None, p is not None)
         if getattr(self, "_mark", None) is None:
             self._mark = np.zeros(self.n_pages, dtype=np.bool_)
         pg, ch, ta, pr = check_batch(pages, changed, tau, p, self.n_pages, self._mark)
         if p is None and tau is not None:
             pr = 1.0 / ta
-        return pg, ch, ta, pr
+        self._apply(pg, ch, ta, pr)
+
+    #: :meth:`learn_many` under the name the batch callers use.
+    update = learn_many
+
+    def _page(self, page: int, error: type[Exception] = IndexError) -> int:
+        try:
+            j = operator.index(page)
+        except TypeError:
+            raise TypeError(
+                f"page must be an integer page index; got {type(page).__name__} {page!r}"
+            ) from None
+        if not 0 <= j < self.n_pages:
+            raise error(f"page must be in [0, {self.n_pages}); got {j}")
+        return j
+
+    def _pages(self, pages: ArrayLike) -> NDArray[np.intp]:
+        pg = np.asarray(pages)
+        if pg.size and pg.dtype.kind not in "iu":
+            raise TypeError(f"pages must be an array of integer page indices; got dtype {pg.dtype}")
+        pg = pg.astype(np.intp, copy=False)
+        if pg.size and (pg.min() < 0 or pg.max() >= self.n_pages):
+            raise IndexError(f"pages must be in [0, {self.n_pages}); got {pg.min()} .. {pg.max()}")
+        return pg
+
+    def predict_one(self, page: int = 0) -> float:
+        """Current estimate of ``page`` (default 0, the page of a one-page estimator), changes per day.
+
+        Raises
+        ------
+        TypeError
+            If ``page`` is not an integer.
+        IndexError
+            If ``page`` is outside ``[0, n_pages)``.
+        """
+        return float(self.delta_[self._page(page)])
+
+    def predict_many(self, pages: ArrayLike) -> NDArray[np.float64]:
+        """Current estimates of ``pages`` (int, shape (m,)): float64, shape (m,), changes per day.
+
+        Raises
+        ------
+        TypeError
+            If ``pages`` are not integers.
+        IndexError
+            If a page is outside ``[0, n_pages)``.
+        """
+        return self.delta_[self._pages(pages)]
 
     @property
     def state_nbytes(self) -> int:
         """Bytes of per-page estimator state (arrays of shape ``(n_pages, ...)``), not counting the
         1-byte-per-page scratch used to detect duplicate pages in unsorted updates."""
-        return int(sum(v.nbytes for k, v in vars(self).items() if isinstance(v, np.ndarray) and k != "_mark"))
+        return int(
+            sum(
+                v.nbytes
+                for k, v in vars(self).items()
+                if isinstance(v, np.ndarray) and k != "_mark"
+            )
+        )
 
     def __getstate__(self) -> dict:
-        # the duplicate-detection scratch is rebuilt on the next update: no need to pickle it
+        # the scratch arrays are rebuilt on the next update: no need to pickle them
         state = dict(vars(self))
         state.pop("_mark", None)
+        state.pop("_one", None)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -147,19 +248,52 @@ class _BatchBase:
         return f"{type(self).__name__}(n_pages={self.n_pages})"
 
 
-class _LazyBatchBase(_BatchBase):
-    """A batch estimator whose ``delta_`` is re-solved on read, only for the pages updated since.
+class _LazyBase(_Base):
+    """An estimator whose ``delta_`` is re-solved on read, only for the pages updated since.
 
     Subclasses mark pages in ``_dirty`` from ``_apply`` and write ``_solve(dirty_pages)``, which updates
     ``_delta`` in place (the likelihood / moment equations of the MLE and MM forms).
     """
 
-    def __init__(self, n_pages: int, *, delta0: float = 1.0) -> None:
+    def __init__(self, n_pages: int = 1, *, delta0: float = 1.0) -> None:
         super().__init__(n_pages, delta0=delta0)
         self._dirty = np.zeros(self.n_pages, dtype=np.bool_)
 
     def _solve(self, dirty_pages: NDArray[np.intp]) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def predict_one(self, page: int = 0) -> float:
+        """Current estimate of ``page``, changes per day; re-solved for this page only if it is stale.
+
+        Raises
+        ------
+        TypeError
+            If ``page`` is not an integer.
+        IndexError
+            If ``page`` is outside ``[0, n_pages)``.
+        """
+        j = self._page(page)
+        if self._dirty[j]:
+            self._solve(np.array([j], dtype=np.intp))
+            self._dirty[j] = False
+        return float(self._delta[j])
+
+    def predict_many(self, pages: ArrayLike) -> NDArray[np.float64]:
+        """Current estimates of ``pages`` (int, shape (m,)), changes per day; only stale ones are re-solved.
+
+        Raises
+        ------
+        TypeError
+            If ``pages`` are not integers.
+        IndexError
+            If a page is outside ``[0, n_pages)``.
+        """
+        pg = self._pages(pages)
+        stale = np.unique(pg[self._dirty[pg]])
+        if stale.size:
+            self._solve(stale)
+            self._dirty[stale] = False
+        return self._delta[pg]
 
     @property
     def delta_(self) -> NDArray[np.float64]:
@@ -172,58 +306,3 @@ class _LazyBatchBase(_BatchBase):
     @delta_.setter
     def delta_(self, value: NDArray[np.float64]) -> None:
         self._delta = value
-
-
-class _StreamBase:
-    """State and update dispatch common to every streaming estimator.
-
-    ``update`` checks one observation, then calls ``_step(changed, tau, p)``, the one method a subclass
-    writes. ``_needs_tau`` / ``_needs_p`` say which observations the rule requires (the other is checked
-    when given and passed as None when not); with ``_p_from_tau`` a missing ``p`` is 1/tau.
-    """
-
-    _needs_tau = False
-    _needs_p = True
-    _p_from_tau = False
-
-    def __init__(self, *, delta0: float = 1.0) -> None:
-        self.delta0 = check_delta0(delta0)
-        self.delta_ = self.delta0
-        self.n_visits_ = 0
-
-    def update(self, changed: bool, tau: float | None = None, p: float | None = None) -> None:
-        """Add one visit: ``changed`` (0/1) after ``tau`` days, at ``p`` visits per day.
-
-        Which of ``tau`` and ``p`` the rule uses is in the class docstring; one it does not use is
-        checked when given.
-
-        Raises
-        ------
-        TypeError
-            If the rule needs ``tau`` or ``p`` and it is missing, or it is not a real number.
-        InvalidObservation
-            If ``changed`` is not 0/1, or ``tau`` or ``p`` is given and not finite and > 0.
-        """
-        # checks inline (not in a separate method): this is the per-visit path of the streaming objects
-        c = check_changed(changed)
-        if tau is None:
-            if self._needs_tau:
-                raise TypeError(f"{type(self).__name__}.update needs tau (days since the previous visit)")
-            t = None
-        else:
-            t = check_tau(tau)
-        if p is not None:
-            pv = check_p(p)
-        elif self._p_from_tau and t is not None:
-            pv = 1.0 / t
-        elif self._needs_p:
-            raise TypeError(f"{type(self).__name__}.update needs p (visits per day)")
-        else:
-            pv = None
-        self._step(c, t, pv)
-
-    def _step(self, changed: bool, tau: float | None, p: float | None) -> None:  # pragma: no cover
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(delta_={self.delta_:.6g}, n_visits_={self.n_visits_})"

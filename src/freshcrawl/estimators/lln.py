@@ -15,48 +15,55 @@ import numpy as np
 
 from freshcrawl.estimators import _kernels as K
 from freshcrawl.estimators._checks import parse_alpha
-from freshcrawl.estimators.base import _BatchBase, _StreamBase
+from freshcrawl.estimators.base import _Base
 
-__all__ = ["LLN", "LLNBatch", "LLNInterval", "LLNIntervalBatch"]
-
-_ALPHA_DOC = """alpha : {"1", "log", "sqrt"} or float, default="1"
-        Regulariser α_k of eq. (1): 1, log(k + 1), √k, or k**alpha for a float power in [0, 1).
-        (The paper's example log k is 0 at k = 1, which Theorem 1's positivity excludes; log(k + 1)
-        has the same growth.) Consistency needs α_k/k → 0, which all of these satisfy."""
+__all__ = ["LLN", "LLNInterval"]
 
 
-class LLN(_StreamBase):
-    """Law-of-large-numbers estimate of one page's change rate, eq. (1) of seed 001.
+class _Alpha(_Base):
+    """The regulariser α_k of eq. (1), shared by both LLN forms."""
 
-    x_k = p·Î_k / (k + α_k − Î_k), with Î_k the number of visits that saw a change.
+    def __init__(self, n_pages: int = 1, *, alpha: str | float = "1", delta0: float = 1.0) -> None:
+        super().__init__(n_pages, delta0=delta0)
+        self.alpha = alpha
+        self._kind, self._power = parse_alpha(alpha)
+
+
+class LLN(_Alpha):
+    """Law-of-large-numbers estimate of the change rates of ``n_pages`` pages, eq. (1) of seed 001.
+
+    x_k = p·Î_k / (k + α_k − Î_k), with Î_k the number of visits that saw a change. ``p`` is used;
+    ``tau`` is checked when given, not used.
 
     Parameters
     ----------
+    n_pages : int, default=1
+        Number of pages, >= 1.
     alpha : {"1", "log", "sqrt"} or float, default="1"
         Regulariser α_k of eq. (1): 1, log(k + 1), √k, or k**alpha for a float power in [0, 1).
         The paper's example log k is 0 at k = 1, which Theorem 1's positivity excludes; log(k + 1)
-        has the same growth.
+        has the same growth. Consistency needs α_k/k → 0, which all of these satisfy.
     delta0 : float, default=1.0
         Estimate before the first visit, changes per day; finite and >= 0.
 
     Attributes
     ----------
-    delta_ : float
-        Current estimate x_k, changes per day.
-    n_visits_, n_changed_ : int
-        k and Î_k.
+    delta_ : ndarray of float64, shape (n_pages,)
+        Estimates x_k, changes per day.
+    n_visits_, n_changed_ : ndarray of int64, shape (n_pages,)
+        k and Î_k per page (state: 24 bytes per page).
 
     Raises
     ------
     ValueError
         If ``alpha`` or ``delta0`` is invalid.
-    InvalidObservation
-        In ``update``, if ``changed`` is not 0/1 or ``p`` (or a given ``tau``) is not finite and > 0.
+    InvalidObservation, TypeError
+        In ``learn_one`` / ``learn_many``, for the bad observations listed there.
 
     Notes
     -----
     Consistent (Theorem 1) when visits are Poisson with rate ``p``; biased under periodic visits (see the
-    module docstring). ``p`` of the latest visit is used. No change seen: 0. Every visit changed:
+    module docstring). ``p`` of the page's latest visit is used. No change seen: 0. Every visit changed:
     p·k/α_k, finite.
 
     References
@@ -68,79 +75,39 @@ class LLN(_StreamBase):
     --------
     >>> est = LLN()
     >>> for changed in (1, 0, 1):
-    ...     est.update(changed, p=3.0)
-    >>> est.delta_      # 3 * 2 / (3 + 1 - 2)
+    ...     est.learn_one(0, changed, p=3.0)
+    >>> est.predict_one(0)      # 3 * 2 / (3 + 1 - 2)
     3.0
-    """
-
-    def __init__(self, *, alpha: str | float = "1", delta0: float = 1.0) -> None:
-        super().__init__(delta0=delta0)
-        self.alpha = alpha
-        self._kind, self._power = parse_alpha(alpha)
-        self.n_changed_ = 0
-
-    def _step(self, changed: bool, tau: float | None, p: float) -> None:
-        """One visit: ``changed`` (0/1) and ``p`` (visits/day); ``tau`` is checked, not used."""
-        self.n_visits_, self.n_changed_, self.delta_ = K.lln_step(
-            self.n_visits_, self.n_changed_, int(changed), p, self._kind, self._power
-        )
-
-
-class LLNBatch(_BatchBase):
-    """:class:`LLN` (eq. (1)) for ``n_pages`` pages at once (state: 24 bytes per page).
-
-    Parameters
-    ----------
-    n_pages : int
-        Number of pages, >= 1.
-    alpha : {"1", "log", "sqrt"} or float, default="1"
-        Regulariser α_k, as in :class:`LLN`.
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-
-    Attributes
-    ----------
-    delta_ : ndarray of float64, shape (n_pages,)
-        Estimates, changes per day.
-    n_visits_, n_changed_ : ndarray of int64, shape (n_pages,)
-
-    Raises
-    ------
-    InvalidObservation
-        In ``update``: length mismatch, page out of range, flag not 0/1, tau or p not finite and > 0.
-    ValueError
-        Invalid ``alpha``/``delta0``; in ``update``, a page listed twice.
-
-    Examples
-    --------
-    >>> est = LLNBatch(2)
-    >>> est.update([0, 1], [1, 0], tau=[0.5, 0.5], p=[2.0, 2.0])
+    >>> est = LLN(2)
+    >>> est.learn_many([0, 1], [1, 0], tau=[0.5, 0.5], p=[2.0, 2.0])
     >>> est.delta_.tolist()
     [2.0, 0.0]
     """
 
-    def __init__(self, n_pages: int, *, alpha: str | float = "1", delta0: float = 1.0) -> None:
-        super().__init__(n_pages, delta0=delta0)
-        self.alpha = alpha
-        self._kind, self._power = parse_alpha(alpha)
+    def __init__(self, n_pages: int = 1, *, alpha: str | float = "1", delta0: float = 1.0) -> None:
+        super().__init__(n_pages, alpha=alpha, delta0=delta0)
         self.n_changed_ = np.zeros(self.n_pages, dtype=np.int64)
 
     def _apply(self, pages, changed, tau, p) -> None:
-        """One visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
-        K.lln_batch(pages, changed, p, self.n_visits_, self.n_changed_, self.delta_, self._kind, self._power)
+        K.lln_batch(
+            pages, changed, p, self.n_visits_, self.n_changed_, self.delta_, self._kind, self._power
+        )
 
 
-class LLNInterval(_StreamBase):
-    """Interval-aware LLN estimate of one page's change rate, consistent for any visit process.
+class LLNInterval(_Alpha):
+    """Interval-aware LLN estimate of the change rates of ``n_pages`` pages, consistent for any visit process.
 
     x_k = Σ_j I_j g(x_{j−1} τ_j) / (T₀ + α_k (T₀ + τ̄_k)/(n₀ + 1)), with g(u) = u/(e^u − 1), T₀ = Σ_j (1 − I_j) τ_j
     the days of the n₀ intervals that saw no change, and τ̄_k the mean interval. Numerator and T₀ are the two
     sides of the MLE equation (15) multiplied by Δ, so Δ is the only fixed point. The α_k term is eq. (1)'s
     regulariser counted in days: α_k pseudo-intervals without change, each as long as the mean unchanged
     interval shrunk towards τ̄_k (so a single very short unchanged interval cannot blow the estimate up).
+    ``tau`` is used; ``p`` is checked when given, not used.
 
     Parameters
     ----------
+    n_pages : int, default=1
+        Number of pages, >= 1.
     alpha : {"1", "log", "sqrt"} or float, default="1"
         Regulariser α_k, as in :class:`LLN`.
     delta0 : float, default=1.0
@@ -148,17 +115,15 @@ class LLNInterval(_StreamBase):
 
     Attributes
     ----------
-    delta_ : float
-        Current estimate, changes per day.
-    n_visits_ : int
+    delta_ : ndarray of float64, shape (n_pages,)
+        Estimates, changes per day (state: 48 bytes per page).
+    n_visits_ : ndarray of int64, shape (n_pages,)
         Visits used.
 
     Raises
     ------
-    ValueError
-        If ``alpha`` or ``delta0`` is invalid.
-    InvalidObservation
-        In ``update``, if ``changed`` is not 0/1 or ``tau`` (or a given ``p``) is not finite and > 0.
+    ValueError, InvalidObservation, TypeError
+        As :class:`LLN`.
 
     Notes
     -----
@@ -178,78 +143,35 @@ class LLNInterval(_StreamBase):
     Examples
     --------
     >>> est = LLNInterval()
-    >>> est.update(False, tau=1.0)
-    >>> est.delta_
+    >>> est.learn_one(0, False, tau=1.0)
+    >>> est.predict_one(0)
     0.0
-    >>> est.update(True, tau=1.0)
-    >>> round(est.delta_, 4)   # g(0) = 1 at the estimate 0, over T0 + (T0 + mean tau)/(n0 + 1) = 2 days
+    >>> est.learn_one(0, True, tau=1.0)
+    >>> round(est.predict_one(0), 4)   # g(0) = 1 at the estimate 0, over T0 + (T0 + mean tau)/(n0 + 1) = 2 days
     0.5
     """
 
     _needs_tau = True
     _needs_p = False
 
-    def __init__(self, *, alpha: str | float = "1", delta0: float = 1.0) -> None:
-        super().__init__(delta0=delta0)
-        self.alpha = alpha
-        self._kind, self._power = parse_alpha(alpha)
-        self._n_changed = 0
-        self._num = 0.0
-        self._den0 = 0.0
-        self._sum_tau = 0.0
-
-    def _step(self, changed: bool, tau: float, p: float | None) -> None:
-        """One visit: ``changed`` (0/1) after ``tau`` days; ``p`` is checked, not used."""
-        (self.delta_, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau) = K.lln_interval_step(
-            self.delta_, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau, changed, tau, self._kind, self._power
-        )
-
-
-class LLNIntervalBatch(_BatchBase):
-    """:class:`LLNInterval` for ``n_pages`` pages at once (state: 48 bytes per page).
-
-    Parameters
-    ----------
-    n_pages : int
-        Number of pages, >= 1.
-    alpha : {"1", "log", "sqrt"} or float, default="1"
-        Regulariser α_k, as in :class:`LLN`.
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-
-    Attributes
-    ----------
-    delta_ : ndarray of float64, shape (n_pages,)
-        Estimates, changes per day.
-    n_visits_ : ndarray of int64, shape (n_pages,)
-
-    Raises
-    ------
-    InvalidObservation, ValueError
-        As :class:`LLNBatch`.
-
-    Examples
-    --------
-    >>> est = LLNIntervalBatch(2)
-    >>> est.update([0, 1], [0, 0], tau=[1.0, 2.0])
-    >>> est.delta_.tolist()
-    [0.0, 0.0]
-    """
-
-    _needs_tau = True
-    _needs_p = False
-
-    def __init__(self, n_pages: int, *, alpha: str | float = "1", delta0: float = 1.0) -> None:
-        super().__init__(n_pages, delta0=delta0)
-        self.alpha = alpha
-        self._kind, self._power = parse_alpha(alpha)
+    def __init__(self, n_pages: int = 1, *, alpha: str | float = "1", delta0: float = 1.0) -> None:
+        super().__init__(n_pages, alpha=alpha, delta0=delta0)
         self._n_changed = np.zeros(self.n_pages, dtype=np.int64)
         self._num = np.zeros(self.n_pages)
         self._den0 = np.zeros(self.n_pages)
         self._sum_tau = np.zeros(self.n_pages)
 
     def _apply(self, pages, changed, tau, p) -> None:
-        """One visit of each page in ``pages`` (m,); ``tau`` (m,) days since its previous visit."""
         K.lln_interval_batch(
-            pages, changed, tau, self.n_visits_, self._n_changed, self._num, self._den0, self._sum_tau, self.delta_, self._kind, self._power
+            pages,
+            changed,
+            tau,
+            self.n_visits_,
+            self._n_changed,
+            self._num,
+            self._den0,
+            self._sum_tau,
+            self.delta_,
+            self._kind,
+            self._power,
         )

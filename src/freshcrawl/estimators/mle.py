@@ -26,22 +26,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._likelihood import (
-    _BinnedBatchBase,
-    _BinnedStream,
-    _ExactBatchBase,
-    _ExactStream,
-    _history,
-)
+from freshcrawl.estimators._likelihood import _Binned, _Exact, _history
 
-__all__ = [
-    "MLE",
-    "MLEBatch",
-    "MLEBinned",
-    "MLEBinnedBatch",
-    "solve_mle",
-    "mle_path",
-]
+__all__ = ["MLE", "MLEBinned", "mle_path", "solve_mle"]
 
 
 def solve_mle(changed: ArrayLike, tau: ArrayLike, *, delta0: float = 1.0) -> float:
@@ -100,32 +87,38 @@ def mle_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
     return K.mle_exact_path(ch, ta)
 
 
-class MLE(_ExactStream):
-    """Exact maximum-likelihood estimate of one page's change rate, eq. (15) of seed 001.
+class MLE(_Exact):
+    """Exact maximum-likelihood estimate of the change rates of ``n_pages`` pages, eq. (15) of seed 001.
 
-    Keeps the whole history and re-solves eq. (15) after every visit (safeguarded Newton inside the
-    bracket [Î/(T₀ + T₁/2), Î/T₀], which holds because u/(e^u − 1) ∈ [1 − u/2, 1]).
+    Keeps every visit and re-solves eq. (15) on a page's whole history when its estimate is read after
+    an update (safeguarded Newton inside the bracket [Î/(T₀ + T₁/2), Î/T₀], which holds because
+    u/(e^u − 1) ∈ [1 − u/2, 1]). ``tau`` is used; ``p`` is checked when given, not used.
 
     Parameters
     ----------
+    n_pages : int, default=1
+        Number of pages, >= 1.
     delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
+        Estimate before the first visit, changes per day; finite and >= 0.
 
     Attributes
     ----------
-    delta_ : float
-        Current estimate, changes per day (degenerate histories: module docstring).
-    n_visits_ : int
-        Visits used.
+    delta_ : ndarray of float64, shape (n_pages,)
+        Estimates, changes per day (degenerate histories: module docstring).
+    n_visits_ : ndarray of int64, shape (n_pages,)
+        Visits used per page.
 
     Raises
     ------
-    InvalidObservation
-        In ``update``, if ``changed`` is not 0/1 or ``tau`` (or a given ``p``) is not finite and > 0.
+    ValueError
+        If ``delta0`` is out of range.
+    InvalidObservation, TypeError
+        In ``learn_one`` / ``learn_many``, for the bad observations listed there.
 
     Notes
     -----
-    Cost per update grows linearly with k; use :class:`MLEBinned` online.
+    Memory and the cost of a solve grow linearly with k, as Sec. 3.4 notes; use :class:`MLEBinned`
+    online.
 
     References
     ----------
@@ -134,50 +127,24 @@ class MLE(_ExactStream):
     Examples
     --------
     >>> est = MLE()
-    >>> est.update(True, tau=1.0); est.update(False, tau=1.0)
-    >>> round(est.delta_, 6)
+    >>> est.learn_one(0, True, tau=1.0); est.learn_one(0, False, tau=1.0)
+    >>> round(est.predict_one(0), 6)
     0.693147
-    """
-
-
-class MLEBatch(_ExactBatchBase):
-    """Exact MLE (eq. (15)) for ``n_pages`` pages; keeps every visit (memory and time grow with k).
-
-    Parameters
-    ----------
-    n_pages : int
-        Number of pages, >= 1.
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-
-    Attributes
-    ----------
-    delta_ : ndarray of float64, shape (n_pages,)
-        Estimates, changes per day, solved on read for the pages updated since the previous read.
-    n_visits_ : ndarray of int64, shape (n_pages,)
-
-    Raises
-    ------
-    InvalidObservation
-        In ``update``: length mismatch, page out of range, flag not 0/1, tau not finite and > 0.
-    ValueError
-        In ``update``: a page listed twice.
-
-    Examples
-    --------
-    >>> est = MLEBatch(2)
-    >>> est.update([0, 1], [1, 0], tau=[1.0, 1.0]); est.update([0], [0], tau=[1.0])
+    >>> est = MLE(2)
+    >>> est.learn_many([0, 1], [1, 0], tau=[1.0, 1.0]); est.learn_many([0], [0], tau=[1.0])
     >>> est.delta_.round(6).tolist()
     [0.693147, 0.0]
     """
 
 
-class MLEBinnedBatch(_BinnedBatchBase):
-    """Online MLE of eq. (15) on per-page interval slots, for ``n_pages`` pages (O(n_bins) per update).
+class MLEBinned(_Binned):
+    """Online MLE of eq. (15) on per-page interval slots, for ``n_pages`` pages: O(n_bins) per visit.
+
+    ``tau`` is used; ``p`` is checked when given, not used.
 
     Parameters
     ----------
-    n_pages : int
+    n_pages : int, default=1
         Number of pages, >= 1.
     n_bins : int, default=16
         Interval slots per page (state: 56·n_bins + 16 bytes per page).
@@ -195,6 +162,7 @@ class MLEBinnedBatch(_BinnedBatchBase):
     Attributes
     ----------
     delta_ : ndarray of float64, shape (n_pages,)
+        Estimates, changes per day (degenerate histories as in the module docstring).
     n_visits_ : ndarray of int64, shape (n_pages,)
     n_eff_ : ndarray of float64, shape (n_pages,)
         Effective number of visits (sum of the weights); equals ``n_visits_`` without forgetting.
@@ -202,66 +170,22 @@ class MLEBinnedBatch(_BinnedBatchBase):
     Raises
     ------
     ValueError
-        Invalid parameters (``half_life`` not finite and > 0); in ``update``, a page listed twice.
-    InvalidObservation
-        In ``update``: as :class:`MLEBatch`.
+        Invalid parameters (``half_life`` not finite and > 0, ``n_bins`` < 2, ``bin_ratio`` <= 1).
+    InvalidObservation, TypeError
+        In ``learn_one`` / ``learn_many``, for the bad observations listed there.
 
     Notes
     -----
+    Exact (equal to :class:`MLE`) when each slot holds equal intervals, e.g. periodic visits with fewer
+    than ``n_bins`` distinct periods; otherwise each slot's intervals are represented by a two-point
+    summary matching its mean and variance.
+
     With forgetting, eq. (15) is solved on the weighted counts. Under periodic visits every τ days a page
     keeps about 1/(1 − 2^{-τ/half_life}) ≈ half_life/(τ ln 2) effective visits, so its estimate tracks
     a rate that changed a few half-lives ago, at the price of the variance of that smaller sample. When
     less than one (weighted) unchanged visit remains, the unchanged evidence is topped up to one visit of
     mean length, the pseudo-visit the degenerate all-changed case already uses; with integer weights this
     is exactly the rule of the module docstring.
-
-    Examples
-    --------
-    >>> est = MLEBinnedBatch(1)
-    >>> est.update([0], [1], tau=[1.0]); est.update([0], [0], tau=[1.0])
-    >>> est.delta_.round(6).tolist()
-    [0.693147]
-    >>> est = MLEBinnedBatch(1, half_life=1.0)   # the first visit weighs 1/2 by the second
-    >>> est.update([0], [1], tau=[1.0]); est.update([0], [0], tau=[1.0])
-    >>> est.n_eff_.tolist(), round(float(est.delta_[0]), 6)      # 1/2 / (e^Δ - 1) = 1
-    ([1.5], 0.405465)
-    """
-
-
-class MLEBinned(_BinnedStream):
-    """Online MLE of eq. (15) for one page, on interval slots: O(n_bins) per update, whatever k.
-
-    Parameters
-    ----------
-    n_bins : int, default=16
-        Interval slots.
-    bin_ratio : float, default=1.1
-        Width of a slot, as a ratio of intervals.
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-    half_life : float or None, default=None
-        Exponential forgetting in days, as in :class:`MLEBinnedBatch`; None: no forgetting.
-
-    Attributes
-    ----------
-    delta_ : float
-        Current estimate, changes per day (degenerate histories as in the module docstring).
-    n_visits_ : int
-    n_eff_ : float
-        Effective number of visits (equals ``n_visits_`` without forgetting).
-
-    Raises
-    ------
-    ValueError
-        Invalid parameters.
-    InvalidObservation
-        In ``update``, if ``changed`` is not 0/1 or ``tau`` is not finite and > 0.
-
-    Notes
-    -----
-    Exact (equal to :class:`MLE`) when each slot holds equal intervals, e.g. periodic visits with fewer
-    than ``n_bins`` distinct periods; otherwise each slot's intervals are represented by a
-    two-point summary matching its mean and variance. Runs the same kernel as :class:`MLEBinnedBatch` on a one-page state.
 
     References
     ----------
@@ -271,7 +195,11 @@ class MLEBinned(_BinnedStream):
     --------
     >>> est = MLEBinned()
     >>> for c in (1, 0, 1, 0):
-    ...     est.update(c, tau=2.0)
-    >>> round(est.delta_, 6)       # ln 2 / 2
+    ...     est.learn_one(0, c, tau=2.0)
+    >>> round(est.predict_one(0), 6)       # ln 2 / 2
     0.346574
+    >>> est = MLEBinned(1, half_life=1.0)   # the first visit weighs 1/2 by the second
+    >>> est.learn_many([0], [1], tau=[1.0]); est.learn_many([0], [0], tau=[1.0])
+    >>> est.n_eff_.tolist(), round(est.predict_one(0), 6)      # 1/2 / (e^Δ - 1) = 1
+    ([1.5], 0.405465)
     """

@@ -19,22 +19,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._likelihood import (
-    _BinnedBatchBase,
-    _BinnedStream,
-    _ExactBatchBase,
-    _ExactStream,
-    _history,
-)
+from freshcrawl.estimators._likelihood import _Binned, _Exact, _history
 
-__all__ = [
-    "MomentMatching",
-    "MomentMatchingBatch",
-    "MomentMatchingBinned",
-    "MomentMatchingBinnedBatch",
-    "solve_mm",
-    "mm_path",
-]
+__all__ = ["MomentMatching", "MomentMatchingBinned", "mm_path", "solve_mm"]
 
 
 def solve_mm(changed: ArrayLike, tau: ArrayLike, *, delta0: float = 1.0) -> float:
@@ -76,28 +63,35 @@ def mm_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
     return K.mm_exact_path(ch, ta)
 
 
-class MomentMatching(_ExactStream):
-    """Exact moment-matching estimate of one page's change rate (Sec. 3.4 of seed 001).
+class MomentMatching(_Exact):
+    """Exact moment-matching estimate of the change rates of ``n_pages`` pages (Sec. 3.4 of seed 001).
+
+    Keeps every visit and re-solves Σ(1 − I_j) = Σ e^{−Δτ_j} on a page's whole history when its estimate
+    is read after an update. ``tau`` is used; ``p`` is checked when given, not used.
 
     Parameters
     ----------
+    n_pages : int, default=1
+        Number of pages, >= 1.
     delta0 : float, default=1.0
         Estimate before the first visit, changes per day.
 
     Attributes
     ----------
-    delta_ : float
-        Current estimate, changes per day.
-    n_visits_ : int
+    delta_ : ndarray of float64, shape (n_pages,)
+        Estimates, changes per day (degenerate histories: module docstring).
+    n_visits_ : ndarray of int64, shape (n_pages,)
 
     Raises
     ------
-    InvalidObservation
-        In ``update``, if ``changed`` is not 0/1 or ``tau`` (or a given ``p``) is not finite and > 0.
+    ValueError
+        If ``delta0`` is out of range.
+    InvalidObservation, TypeError
+        In ``learn_one`` / ``learn_many``, for the bad observations listed there.
 
     Notes
     -----
-    Keeps the whole history; cost per update grows with k. Use :class:`MomentMatchingBinned` online.
+    Memory and the cost of a solve grow with k; use :class:`MomentMatchingBinned` online.
 
     References
     ----------
@@ -106,54 +100,20 @@ class MomentMatching(_ExactStream):
     Examples
     --------
     >>> est = MomentMatching()
-    >>> est.update(False, tau=1.0); est.update(True, tau=1.0)
-    >>> round(est.delta_, 6)
+    >>> est.learn_one(0, False, tau=1.0); est.learn_one(0, True, tau=1.0)
+    >>> round(est.predict_one(0), 6)
     0.693147
     """
 
     _use_mm = True
 
 
-class MomentMatchingBatch(_ExactBatchBase):
-    """Exact moment matching for ``n_pages`` pages; keeps every visit (memory and time grow with k).
+class MomentMatchingBinned(_Binned):
+    """Online moment matching on per-page interval slots, for ``n_pages`` pages: O(n_bins) per visit.
 
     Parameters
     ----------
-    n_pages : int
-        Number of pages, >= 1.
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-
-    Attributes
-    ----------
-    delta_ : ndarray of float64, shape (n_pages,)
-        Estimates, solved on read for the pages updated since the previous read.
-    n_visits_ : ndarray of int64, shape (n_pages,)
-
-    Raises
-    ------
-    InvalidObservation
-        In ``update``: length mismatch, page out of range, flag not 0/1, tau not finite and > 0.
-    ValueError
-        In ``update``: a page listed twice.
-
-    Examples
-    --------
-    >>> est = MomentMatchingBatch(1)
-    >>> est.update([0], [1], tau=[1.0]); est.update([0], [0], tau=[1.0])
-    >>> est.delta_.round(6).tolist()
-    [0.693147]
-    """
-
-    _use_mm = True
-
-
-class MomentMatchingBinnedBatch(_BinnedBatchBase):
-    """Online moment matching on interval slots for ``n_pages`` pages (O(n_bins) per update).
-
-    Parameters
-    ----------
-    n_pages : int
+    n_pages : int, default=1
         Number of pages, >= 1.
     n_bins : int, default=16
         Interval slots per page.
@@ -162,9 +122,9 @@ class MomentMatchingBinnedBatch(_BinnedBatchBase):
     delta0 : float, default=1.0
         Estimate before the first visit, changes per day.
     half_life : float or None, default=None
-        Exponential forgetting in days, as in :class:`~freshcrawl.estimators.MLEBinnedBatch` (when less
-        than half a weighted unchanged visit remains, the 1/2 pseudo-visit of the module docstring is
-        used); None: no forgetting.
+        Exponential forgetting in days, as in :class:`~freshcrawl.estimators.MLEBinned` (when less than
+        half a weighted unchanged visit remains, the 1/2 pseudo-visit of the module docstring is used);
+        None: no forgetting.
 
     Attributes
     ----------
@@ -175,44 +135,7 @@ class MomentMatchingBinnedBatch(_BinnedBatchBase):
 
     Raises
     ------
-    ValueError, InvalidObservation
-        As :class:`~freshcrawl.estimators.MLEBinnedBatch`.
-
-    Examples
-    --------
-    >>> est = MomentMatchingBinnedBatch(1)
-    >>> est.update([0], [1], tau=[1.0]); est.update([0], [0], tau=[1.0])
-    >>> est.delta_.round(6).tolist()
-    [0.693147]
-    """
-
-    _use_mm = True
-
-
-class MomentMatchingBinned(_BinnedStream):
-    """Online moment matching for one page, on interval slots: O(n_bins) per update.
-
-    Parameters
-    ----------
-    n_bins : int, default=16
-        Interval slots.
-    bin_ratio : float, default=1.1
-        Width of a slot, as a ratio of intervals.
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-    half_life : float or None, default=None
-        Exponential forgetting in days; None: no forgetting.
-
-    Attributes
-    ----------
-    delta_ : float
-    n_visits_ : int
-    n_eff_ : float
-        Effective number of visits.
-
-    Raises
-    ------
-    ValueError, InvalidObservation
+    ValueError, InvalidObservation, TypeError
         As :class:`~freshcrawl.estimators.MLEBinned`.
 
     References
@@ -222,8 +145,8 @@ class MomentMatchingBinned(_BinnedStream):
     Examples
     --------
     >>> est = MomentMatchingBinned()
-    >>> est.update(True, tau=1.0); est.update(False, tau=1.0)
-    >>> round(est.delta_, 6)
+    >>> est.learn_one(0, True, tau=1.0); est.learn_one(0, False, tau=1.0)
+    >>> round(est.predict_one(0), 6)
     0.693147
     """
 

@@ -15,16 +15,20 @@ import math
 
 from freshcrawl.estimators import _kernels as K
 from freshcrawl.estimators._checks import check_exponent, check_half_life
-from freshcrawl.estimators.base import _BatchBase, _StreamBase
+from freshcrawl.estimators.base import _Base
 
-__all__ = ["SA", "SABatch", "SAInterval", "SAIntervalBatch"]
+__all__ = ["SA", "SAInterval"]
 
 
-class SA(_StreamBase):
-    """Stochastic-approximation estimate of one page's change rate Δ, eq. (2) of seed 001.
+class SA(_Base):
+    """Stochastic-approximation estimate of the change rates Δ of ``n_pages`` pages, eq. (2) of seed 001.
+
+    ``p`` is used; ``tau`` is checked when given, not used.
 
     Parameters
     ----------
+    n_pages : int, default=1
+        Number of pages, >= 1.
     eta : float, default=0.75
         Stepsize exponent, η_k = (k + 1)^−η; in (0, 1]. Almost-sure convergence (Theorem 2.1) needs
         η > 1/2; Fig. 5(b) of the paper also uses η = 0.5. Default: Figs. 1-2 setting.
@@ -33,17 +37,17 @@ class SA(_StreamBase):
 
     Attributes
     ----------
-    delta_ : float
-        Current estimate y_k, changes per day.
-    n_visits_ : int
-        Visits used (k).
+    delta_ : ndarray of float64, shape (n_pages,)
+        Estimates y_k, changes per day.
+    n_visits_ : ndarray of int64, shape (n_pages,)
+        Visits used (k) per page (state: 16 bytes per page).
 
     Raises
     ------
     ValueError
         If ``eta`` or ``delta0`` is out of range.
-    InvalidObservation
-        In ``update``, if ``changed`` is not 0/1 or ``p`` (or a given ``tau``) is not finite and > 0.
+    InvalidObservation, TypeError
+        In ``learn_one`` / ``learn_many``, for the bad observations listed there.
 
     Notes
     -----
@@ -60,69 +64,33 @@ class SA(_StreamBase):
     Examples
     --------
     >>> est = SA(eta=0.75)
-    >>> est.update(changed=True, p=1.0)
-    >>> est.delta_       # y_0 + 1 * (1 * (1 + 1) - 1)
+    >>> est.learn_one(0, changed=True, p=1.0)
+    >>> est.predict_one(0)       # y_0 + 1 * (1 * (1 + 1) - 1)
     2.0
-    """
-
-    def __init__(self, *, eta: float = 0.75, delta0: float = 1.0) -> None:
-        super().__init__(delta0=delta0)
-        self.eta = check_exponent("eta", eta)
-
-    def _step(self, changed: bool, tau: float | None, p: float) -> None:
-        """One visit: ``changed`` (0/1), ``p`` visits/day; ``tau`` is checked, not used."""
-        self.delta_, self.n_visits_ = K.sa_step(self.delta_, self.n_visits_, changed, p, self.eta, K.step_table(self.eta))
-
-
-class SABatch(_BatchBase):
-    """:class:`SA` (eq. (2)) for ``n_pages`` pages at once (state: 16 bytes per page).
-
-    Parameters
-    ----------
-    n_pages : int
-        Number of pages, >= 1.
-    eta : float, default=0.75
-        Stepsize exponent in (0, 1].
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-
-    Attributes
-    ----------
-    delta_ : ndarray of float64, shape (n_pages,)
-        Estimates y_k, changes per day.
-    n_visits_ : ndarray of int64, shape (n_pages,)
-
-    Raises
-    ------
-    InvalidObservation
-        In ``update``: length mismatch, page out of range, flag not 0/1, tau or p not finite and > 0.
-    ValueError
-        Invalid ``eta``/``delta0``; in ``update``, a page listed twice.
-
-    Examples
-    --------
-    >>> est = SABatch(2)
-    >>> est.update([0, 1], [True, False], tau=[1.0, 1.0], p=[1.0, 1.0])
+    >>> est = SA(2)
+    >>> est.learn_many([0, 1], [True, False], tau=[1.0, 1.0], p=[1.0, 1.0])
     >>> est.delta_.tolist()
     [2.0, 0.0]
     """
 
-    def __init__(self, n_pages: int, *, eta: float = 0.75, delta0: float = 1.0) -> None:
+    def __init__(self, n_pages: int = 1, *, eta: float = 0.75, delta0: float = 1.0) -> None:
         super().__init__(n_pages, delta0=delta0)
         self.eta = check_exponent("eta", eta)
 
     def _apply(self, pages, changed, tau, p) -> None:
-        """One visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
         K.sa_batch(pages, changed, p, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))
 
 
-class SAInterval(_StreamBase):
-    """Interval-aware SA estimate of one page's change rate, consistent for any visit process.
+class SAInterval(SA):
+    """Interval-aware SA estimate of the change rates of ``n_pages`` pages, consistent for any visit process.
 
-    y ← max(0, y + η_k (y + p̂)(I − (1 − e^{−yτ}))), η_k = (k + 1)^−η.
+    y ← max(0, y + η_k (y + p̂)(I − (1 − e^{−yτ}))), η_k = (k + 1)^−η. ``tau`` is used; ``p`` is the
+    visit rate in force before the visit, 1/τ when omitted.
 
     Parameters
     ----------
+    n_pages : int, default=1
+        Number of pages, >= 1.
     eta : float, default=0.75
         Stepsize exponent in (0, 1]; convergence needs η > 1/2.
     delta0 : float, default=1.0
@@ -136,25 +104,24 @@ class SAInterval(_StreamBase):
 
     Attributes
     ----------
-    delta_ : float
-        Current estimate, changes per day.
-    n_visits_ : int
-        Visits used.
+    delta_ : ndarray of float64, shape (n_pages,)
+        Estimates, changes per day.
+    n_visits_ : ndarray of int64, shape (n_pages,)
+        Visits used (state: 16 bytes per page).
 
     Raises
     ------
     ValueError
-        If ``eta`` or ``delta0`` is out of range.
-    InvalidObservation
-        In ``update``, if ``changed`` is not 0/1 or ``tau``/``p`` is not finite and > 0.
+        If ``eta``, ``delta0`` or ``half_life`` is out of range.
+    InvalidObservation, TypeError
+        In ``learn_one`` / ``learn_many``, for the bad observations listed there.
 
     Notes
     -----
-    ``p`` is the visit rate in force before the visit (1/τ of the plan for periodic visits, the Poisson
-    rate otherwise); when omitted, 1/τ is used. It only scales the step, so any positive p̂ keeps the root
-    at Δ. The step is not divided by τ of the same visit: with exponential intervals E[1/τ²] is infinite.
-    Checked by simulation under Poisson visits, periodic visits with Δτ ∈ {0.1, 1, 3}, and periodic visits
-    whose τ changes every few visits. Projected on [0, ∞), so never negative.
+    p̂ only scales the step, so any positive p̂ keeps the root at Δ. The step is not divided by τ of the
+    same visit: with exponential intervals E[1/τ²] is infinite. Checked by simulation under Poisson
+    visits, periodic visits with Δτ ∈ {0.1, 1, 3}, and periodic visits whose τ changes every few visits.
+    Projected on [0, ∞), so never negative.
 
     References
     ----------
@@ -164,80 +131,38 @@ class SAInterval(_StreamBase):
     Examples
     --------
     >>> est = SAInterval(delta0=1.0)
-    >>> est.update(True, tau=1.0, p=1.0)
-    >>> round(est.delta_, 6)    # 1 + 1 * 2 * e^-1
+    >>> est.learn_one(0, True, tau=1.0, p=1.0)
+    >>> round(est.predict_one(0), 6)    # 1 + 1 * 2 * e^-1
     1.735759
     """
 
     _needs_tau = True
     _p_from_tau = True
 
-    def __init__(self, *, eta: float = 0.75, delta0: float = 1.0, half_life: float | None = None) -> None:
-        super().__init__(delta0=delta0)
-        self.eta = check_exponent("eta", eta)
-        self.half_life = check_half_life(half_life)
-
-    def _step(self, changed: bool, tau: float, p: float) -> None:
-        """One visit: ``changed`` (0/1) after ``tau`` days, rate ``p`` (default 1/tau) visits/day."""
-        if self.half_life is None:
-            self.delta_, self.n_visits_ = K.sa_interval_step(
-                self.delta_, self.n_visits_, changed, tau, p, self.eta, K.step_table(self.eta)
-            )
-        else:
-            self.delta_, self.n_visits_ = K.sa_interval_forget_step(
-                self.delta_, self.n_visits_, changed, tau, p, self.eta, K.step_table(self.eta),
-                math.log(2.0) / self.half_life,
-            )
-
-
-class SAIntervalBatch(_BatchBase):
-    """:class:`SAInterval` for ``n_pages`` pages at once (state: 16 bytes per page).
-
-    Parameters
-    ----------
-    n_pages : int
-        Number of pages, >= 1.
-    eta : float, default=0.75
-        Stepsize exponent in (0, 1].
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-    half_life : float or None, default=None
-        Constant-step tracking in days, as in :class:`SAInterval`; None: no floor on the step.
-
-    Attributes
-    ----------
-    delta_ : ndarray of float64, shape (n_pages,)
-        Estimates, changes per day.
-    n_visits_ : ndarray of int64, shape (n_pages,)
-
-    Raises
-    ------
-    InvalidObservation, ValueError
-        As :class:`SABatch` (and ``half_life`` not finite and > 0).
-
-    Examples
-    --------
-    >>> est = SAIntervalBatch(1)
-    >>> est.update([0], [False], tau=[1.0], p=[1.0])
-    >>> est.delta_.tolist()
-    [0.0]
-    """
-
-    _needs_tau = True
-
     def __init__(
-        self, n_pages: int, *, eta: float = 0.75, delta0: float = 1.0, half_life: float | None = None
+        self,
+        n_pages: int = 1,
+        *,
+        eta: float = 0.75,
+        delta0: float = 1.0,
+        half_life: float | None = None,
     ) -> None:
-        super().__init__(n_pages, delta0=delta0)
-        self.eta = check_exponent("eta", eta)
+        super().__init__(n_pages, eta=eta, delta0=delta0)
         self.half_life = check_half_life(half_life)
 
     def _apply(self, pages, changed, tau, p) -> None:
-        """One visit of each page: ``tau`` (m,) days, ``p`` (m,) visits/day (default 1/tau)."""
+        etab = K.step_table(self.eta)
         if self.half_life is None:
-            K.sa_interval_batch(pages, changed, tau, p, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))
+            K.sa_interval_batch(pages, changed, tau, p, self.n_visits_, self.delta_, self.eta, etab)
         else:
             K.sa_interval_forget_batch(
-                pages, changed, tau, p, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta),
+                pages,
+                changed,
+                tau,
+                p,
+                self.n_visits_,
+                self.delta_,
+                self.eta,
+                etab,
                 math.log(2.0) / self.half_life,
             )

@@ -11,26 +11,20 @@ import numpy as np
 
 from freshcrawl.estimators import _kernels as K
 from freshcrawl.estimators._checks import check_exponent, check_omega
-from freshcrawl.estimators.base import _BatchBase, _StreamBase
+from freshcrawl.estimators.base import _Base
 
-__all__ = ["SAM", "SAMBatch", "SAMInterval", "SAMIntervalBatch"]
-
-
-class _SAMParams:
-    def _set_params(self, eta, beta, omega):
-        self.eta = check_exponent("eta", eta)
-        self.beta = check_exponent("beta", beta)
-        self.omega = check_omega(omega)
-
-    def _tables(self):
-        return K.step_table(self.eta), K.zeta_table(self.eta, self.beta, self.omega)
+__all__ = ["SAM", "SAMInterval"]
 
 
-class SAM(_StreamBase, _SAMParams):
-    """SA-with-momentum estimate of one page's change rate, eq. (3) and (10) of seed 001.
+class SAM(_Base):
+    """SA-with-momentum estimate of the change rates of ``n_pages`` pages, eq. (3) and (10) of seed 001.
+
+    ``p`` is used; ``tau`` is checked when given, not used.
 
     Parameters
     ----------
+    n_pages : int, default=1
+        Number of pages, >= 1.
     eta : float, default=0.75
         Exponent of the main stepsize η_k = (k + 1)^−η, in (0, 1].
     beta : float, default=0.6
@@ -43,17 +37,17 @@ class SAM(_StreamBase, _SAMParams):
 
     Attributes
     ----------
-    delta_ : float
-        Current estimate z_k, changes per day.
-    n_visits_ : int
-        Visits used (k).
+    delta_ : ndarray of float64, shape (n_pages,)
+        Estimates z_k, changes per day.
+    n_visits_ : ndarray of int64, shape (n_pages,)
+        Visits used (k) per page (state, with z_{k−1}: 24 bytes per page).
 
     Raises
     ------
     ValueError
         If a stepsize parameter or ``delta0`` is out of range.
-    InvalidObservation
-        In ``update``, if ``changed`` is not 0/1 or ``p`` (or a given ``tau``) is not finite and > 0.
+    InvalidObservation, TypeError
+        In ``learn_one`` / ``learn_many``, for the bad observations listed there.
 
     Notes
     -----
@@ -69,29 +63,57 @@ class SAM(_StreamBase, _SAMParams):
     Examples
     --------
     >>> est = SAM()
-    >>> est.update(True, p=1.0)
-    >>> est.delta_           # first step has no momentum: same as SA
+    >>> est.learn_one(0, True, p=1.0)
+    >>> est.predict_one(0)           # first step has no momentum: same as SA
     2.0
+    >>> est = SAM(2)
+    >>> est.learn_many([0, 1], [True, False], tau=[1.0, 1.0], p=[1.0, 1.0])
+    >>> est.delta_.tolist()
+    [2.0, 0.0]
     """
 
-    def __init__(self, *, eta: float = 0.75, beta: float = 0.6, omega: float = 1.0, delta0: float = 1.0) -> None:
-        super().__init__(delta0=delta0)
-        self._set_params(eta, beta, omega)
-        self._prev = self.delta0
+    def __init__(
+        self,
+        n_pages: int = 1,
+        *,
+        eta: float = 0.75,
+        beta: float = 0.6,
+        omega: float = 1.0,
+        delta0: float = 1.0,
+    ) -> None:
+        super().__init__(n_pages, delta0=delta0)
+        self.eta = check_exponent("eta", eta)
+        self.beta = check_exponent("beta", beta)
+        self.omega = check_omega(omega)
+        self._prev = np.full(self.n_pages, self.delta0)
 
-    def _step(self, changed: bool, tau: float | None, p: float) -> None:
-        """One visit: ``changed`` (0/1), ``p`` visits/day; ``tau`` is checked, not used."""
-        self.delta_, self._prev, self.n_visits_ = K.sam_step(
-            self.delta_, self._prev, self.n_visits_, changed, p, self.eta, self.beta, self.omega, *self._tables()
+    def _tables(self):
+        return K.step_table(self.eta), K.zeta_table(self.eta, self.beta, self.omega)
+
+    def _apply(self, pages, changed, tau, p) -> None:
+        K.sam_batch(
+            pages,
+            changed,
+            p,
+            self.n_visits_,
+            self.delta_,
+            self._prev,
+            self.eta,
+            self.beta,
+            self.omega,
+            *self._tables(),
         )
 
 
-class SAMBatch(_BatchBase, _SAMParams):
-    """:class:`SAM` for ``n_pages`` pages at once (state: 24 bytes per page).
+class SAMInterval(SAM):
+    """Interval-aware SAM estimate of the change rates of ``n_pages`` pages, consistent for any visit process.
+
+    z_{k+1} = max(0, z_k + η_k (z_k + p̂)(I − (1 − e^{−z_k τ})) + ζ_k (z_k − z_{k−1})). ``tau`` is used;
+    ``p`` is the visit rate in force before the visit, 1/τ when omitted.
 
     Parameters
     ----------
-    n_pages : int
+    n_pages : int, default=1
         Number of pages, >= 1.
     eta, beta, omega : float, default=0.75, 0.6, 1.0
         Stepsizes of eq. (10), as in :class:`SAM`.
@@ -101,66 +123,20 @@ class SAMBatch(_BatchBase, _SAMParams):
     Attributes
     ----------
     delta_ : ndarray of float64, shape (n_pages,)
-        Estimates z_k, changes per day.
+        Estimates, changes per day.
     n_visits_ : ndarray of int64, shape (n_pages,)
+        Visits used (state: 24 bytes per page).
 
     Raises
     ------
-    InvalidObservation
-        In ``update``: length mismatch, page out of range, flag not 0/1, tau or p not finite and > 0.
-    ValueError
-        Invalid parameters; in ``update``, a page listed twice.
-
-    Examples
-    --------
-    >>> est = SAMBatch(2)
-    >>> est.update([0, 1], [True, False], tau=[1.0, 1.0], p=[1.0, 1.0])
-    >>> est.delta_.tolist()
-    [2.0, 0.0]
-    """
-
-    def __init__(self, n_pages: int, *, eta: float = 0.75, beta: float = 0.6, omega: float = 1.0, delta0: float = 1.0) -> None:
-        super().__init__(n_pages, delta0=delta0)
-        self._set_params(eta, beta, omega)
-        self._prev = np.full(self.n_pages, self.delta0)
-
-    def _apply(self, pages, changed, tau, p) -> None:
-        """One visit of each page in ``pages`` (m,), with ``p`` (m,) visits/day."""
-        K.sam_batch(pages, changed, p, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega, *self._tables())
-
-
-class SAMInterval(_StreamBase, _SAMParams):
-    """Interval-aware SAM estimate of one page's change rate, consistent for any visit process.
-
-    z_{k+1} = max(0, z_k + η_k (z_k + p̂)(I − (1 − e^{−z_k τ})) + ζ_k (z_k − z_{k−1})).
-
-    Parameters
-    ----------
-    eta, beta, omega : float, default=0.75, 0.6, 1.0
-        Stepsizes of eq. (10), as in :class:`SAM`.
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-
-    Attributes
-    ----------
-    delta_ : float
-        Current estimate, changes per day.
-    n_visits_ : int
-        Visits used.
-
-    Raises
-    ------
-    ValueError
-        If a stepsize parameter or ``delta0`` is out of range.
-    InvalidObservation
-        In ``update``, if ``changed`` is not 0/1 or ``tau``/``p`` is not finite and > 0.
+    ValueError, InvalidObservation, TypeError
+        As :class:`SAM`.
 
     Notes
     -----
     The gradient part is :class:`~freshcrawl.estimators.SAInterval`'s, whose root is Δ for any interval
-    distribution; the momentum term of eq. (3) is unchanged. ``p`` defaults to 1/τ. Checked by
-    simulation under Poisson visits, periodic visits with Δτ ∈ {0.1, 1, 3}, and periodic visits whose τ
-    changes every few visits.
+    distribution; the momentum term of eq. (3) is unchanged. Checked by simulation under Poisson visits,
+    periodic visits with Δτ ∈ {0.1, 1, 3}, and periodic visits whose τ changes every few visits.
 
     References
     ----------
@@ -170,63 +146,25 @@ class SAMInterval(_StreamBase, _SAMParams):
     Examples
     --------
     >>> est = SAMInterval()
-    >>> est.update(True, tau=1.0, p=1.0)
-    >>> round(est.delta_, 6)
+    >>> est.learn_one(0, True, tau=1.0, p=1.0)
+    >>> round(est.predict_one(0), 6)
     1.735759
     """
 
     _needs_tau = True
     _p_from_tau = True
 
-    def __init__(self, *, eta: float = 0.75, beta: float = 0.6, omega: float = 1.0, delta0: float = 1.0) -> None:
-        super().__init__(delta0=delta0)
-        self._set_params(eta, beta, omega)
-        self._prev = self.delta0
-
-    def _step(self, changed: bool, tau: float, p: float) -> None:
-        """One visit: ``changed`` (0/1) after ``tau`` days, rate ``p`` (default 1/tau) visits/day."""
-        self.delta_, self._prev, self.n_visits_ = K.sam_interval_step(
-            self.delta_, self._prev, self.n_visits_, changed, tau, p, self.eta, self.beta, self.omega, *self._tables()
-        )
-
-
-class SAMIntervalBatch(_BatchBase, _SAMParams):
-    """:class:`SAMInterval` for ``n_pages`` pages at once (state: 24 bytes per page).
-
-    Parameters
-    ----------
-    n_pages : int
-        Number of pages, >= 1.
-    eta, beta, omega : float, default=0.75, 0.6, 1.0
-        Stepsizes of eq. (10).
-    delta0 : float, default=1.0
-        Estimate before the first visit, changes per day.
-
-    Attributes
-    ----------
-    delta_ : ndarray of float64, shape (n_pages,)
-    n_visits_ : ndarray of int64, shape (n_pages,)
-
-    Raises
-    ------
-    InvalidObservation, ValueError
-        As :class:`SAMBatch`.
-
-    Examples
-    --------
-    >>> est = SAMIntervalBatch(1)
-    >>> est.update([0], [True], tau=[1.0])
-    >>> round(float(est.delta_[0]), 6)
-    1.735759
-    """
-
-    _needs_tau = True
-
-    def __init__(self, n_pages: int, *, eta: float = 0.75, beta: float = 0.6, omega: float = 1.0, delta0: float = 1.0) -> None:
-        super().__init__(n_pages, delta0=delta0)
-        self._set_params(eta, beta, omega)
-        self._prev = np.full(self.n_pages, self.delta0)
-
     def _apply(self, pages, changed, tau, p) -> None:
-        """One visit of each page: ``tau`` (m,) days, ``p`` (m,) visits/day (default 1/tau)."""
-        K.sam_interval_batch(pages, changed, tau, p, self.n_visits_, self.delta_, self._prev, self.eta, self.beta, self.omega, *self._tables())
+        K.sam_interval_batch(
+            pages,
+            changed,
+            tau,
+            p,
+            self.n_visits_,
+            self.delta_,
+            self._prev,
+            self.eta,
+            self.beta,
+            self.omega,
+            *self._tables(),
+        )

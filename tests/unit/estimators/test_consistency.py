@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from freshcrawl.estimators import make_batch_estimator, solve_mle
+from freshcrawl.estimators import make_estimator, solve_mle
 
 Z = 5.0  # standard errors allowed
 
@@ -20,7 +20,7 @@ Z = 5.0  # standard errors allowed
 def _final(delta, sampler, n_visits, n_runs, specs, seed, chunk=50_000):
     """Final estimates (n_runs,) of each (name, params) after n_visits visits drawn by ``sampler``."""
     rng = np.random.default_rng(seed)
-    ests = {key: make_batch_estimator(name, n_runs, **params) for key, (name, params) in specs.items()}
+    ests = {key: make_estimator(name, n_runs, **params) for key, (name, params) in specs.items()}
     pages = np.arange(n_runs)
     done = 0
     while done < n_visits:
@@ -28,7 +28,7 @@ def _final(delta, sampler, n_visits, n_runs, specs, seed, chunk=50_000):
         tau, p = sampler(rng, done, k, n_runs)
         changed = rng.random((k, n_runs)) < -np.expm1(-delta * tau)
         for est in ests.values():
-            est.update(pages, changed, tau, p)
+            est.learn_many(pages, changed, tau, p)
         done += k
     return {key: np.asarray(est.delta_, dtype=float).copy() for key, est in ests.items()}
 
@@ -36,7 +36,9 @@ def _final(delta, sampler, n_visits, n_runs, specs, seed, chunk=50_000):
 def _assert_near(x, target, label):
     se = x.std(ddof=1) / np.sqrt(x.size)
     assert np.all(np.isfinite(x)) and np.all(x >= 0), label
-    assert abs(x.mean() - target) <= Z * se, f"{label}: mean {x.mean():.5g} vs {target:.5g}, se {se:.3g}"
+    assert abs(x.mean() - target) <= Z * se, (
+        f"{label}: mean {x.mean():.5g} vs {target:.5g}, se {se:.3g}"
+    )
 
 
 def poisson(p):
@@ -79,13 +81,13 @@ def test_paper_lln_and_mle_consistent_under_poisson_visits(delta, p):
     rng = np.random.default_rng(11)
     tau = rng.exponential(1.0 / p, (n_visits, n_runs))
     changed = rng.random((n_visits, n_runs)) < -np.expm1(-delta * tau)
-    lln = make_batch_estimator("lln", n_runs)
-    lln.update(np.arange(n_runs), changed, tau, np.full_like(tau, p))
+    lln = make_estimator("lln", n_runs)
+    lln.learn_many(np.arange(n_runs), changed, tau, np.full_like(tau, p))
     _assert_near(lln.delta_, delta, "lln")
     mle = np.array([solve_mle(changed[:, r], tau[:, r]) for r in range(n_runs)])
     _assert_near(mle, delta, "mle")
-    naive = make_batch_estimator("naive", n_runs)
-    naive.update(np.arange(n_runs), changed, tau, np.full_like(tau, p))
+    naive = make_estimator("naive", n_runs)
+    naive.learn_many(np.arange(n_runs), changed, tau, np.full_like(tau, p))
     # Naive's known bias (Sec. 3.4): it tends to p Δ / (Δ + p), far from Δ.
     _assert_near(naive.delta_, p * delta / (delta + p), "naive")
     assert naive.delta_.mean() < 0.7 * delta
@@ -108,10 +110,17 @@ def test_paper_sa_and_sam_consistent_under_poisson_visits(delta, p):
 
 @pytest.mark.parametrize(("delta", "p"), [(5.0, 3.0), (500.0, 50.0), (1.11, 0.5)])
 def test_interval_forms_consistent_under_poisson_visits(delta, p):
-    specs = {n: (n, {}) for n in ("lln-interval", "sa-interval", "sam-interval", "mm", "mle-binned", "mm-binned")}
+    specs = {
+        n: (n, {})
+        for n in ("lln-interval", "sa-interval", "sam-interval", "mm", "mle-binned", "mm-binned")
+    }
     sa_like = {"sa-interval", "sam-interval"}
-    out = _final(delta, poisson(p), 20_000, 100, {k: v for k, v in specs.items() if k not in sa_like}, seed=5)
-    out |= _final(delta, poisson(p), 200_000, 40, {k: v for k, v in specs.items() if k in sa_like}, seed=6)
+    out = _final(
+        delta, poisson(p), 20_000, 100, {k: v for k, v in specs.items() if k not in sa_like}, seed=5
+    )
+    out |= _final(
+        delta, poisson(p), 200_000, 40, {k: v for k, v in specs.items() if k in sa_like}, seed=6
+    )
     for key, x in out.items():
         _assert_near(x, delta, key)
 
@@ -122,7 +131,14 @@ CONSISTENT = ("lln-interval", "sa-interval", "sam-interval", "mle", "mm", "mle-b
 @pytest.mark.parametrize("delta_tau", [0.1, 1.0, 3.0])
 def test_interval_forms_consistent_under_periodic_visits(delta_tau):
     delta = 2.0
-    out = _final(delta, periodic(delta_tau / delta), 20_000, 100, {n: (n, {}) for n in CONSISTENT + ("lln",)}, seed=9)
+    out = _final(
+        delta,
+        periodic(delta_tau / delta),
+        20_000,
+        100,
+        {n: (n, {}) for n in CONSISTENT + ("lln",)},
+        seed=9,
+    )
     for key in CONSISTENT:
         _assert_near(out[key], delta, key)
     # The paper's LLN inverts E[I] = Δ/(Δ+p); periodic visits give E[I] = 1 - e^{-Δτ}, so with p = 1/τ it
@@ -137,7 +153,15 @@ def test_interval_forms_consistent_under_periodic_visits(delta_tau):
 def test_interval_forms_consistent_when_period_is_replanned():
     delta = 1.5
     taus = np.array([0.1, 0.6, 2.0]) / delta
-    out = _final(delta, replanned(taus, every=5), 20_000, 100, {n: (n, {}) for n in CONSISTENT + ("lln", "sa")}, seed=13, chunk=5_000)
+    out = _final(
+        delta,
+        replanned(taus, every=5),
+        20_000,
+        100,
+        {n: (n, {}) for n in CONSISTENT + ("lln", "sa")},
+        seed=13,
+        chunk=5_000,
+    )
     for key in CONSISTENT:
         _assert_near(out[key], delta, key)
     sa = out["sa"]

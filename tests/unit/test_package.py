@@ -55,7 +55,7 @@ PUBLIC = {
         'parse_url_list',
     ],
     'freshcrawl.service': [
-        'DEFAULT_CRAWL', 'FrontierService', 'Lease', 'Report', 'outcome_from_status', 'queue_key',
+        'DEFAULT_CRAWL', 'FrontierService', 'Lease', 'Report', 'queue_key',
     ],
     'freshcrawl.store': [
         'HostArrays', 'PAGE_STATUSES', 'PageArrays', 'Store', 'check_namespace', 'database_url',

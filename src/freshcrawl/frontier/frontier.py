@@ -29,7 +29,14 @@ import numpy as np
 from numpy.typing import NDArray
 from yarl import URL
 
-from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
+from freshcrawl.crawler.outcome import (
+    ErrorKind,
+    FetchOutcome,
+    FetchRequest,
+    Outcome,
+    RobotsOutcome,
+    status_error,
+)
 from freshcrawl.crawler.robots import ROBOTS_MAX_AGE_S, RobotsRules
 from freshcrawl.errors import UnknownNameError
 from freshcrawl.frontier.limits import check_url
@@ -1273,11 +1280,7 @@ class Frontier:
 
 
 def _robots_error(out: RobotsOutcome) -> ErrorKind | None:
-    if out.status is None:
-        return ErrorKind.NETWORK
-    if out.status in (429, 503):
-        return ErrorKind.THROTTLED
-    if out.status >= 500:
-        return ErrorKind.SERVER
-    return None
+    # a 4xx (or any other answer that is not an error of the host) allows everything (RFC 9309 2.3.1.3)
+    error = status_error(out.status)
+    return None if error is ErrorKind.PAGE else error
 

@@ -11,8 +11,7 @@ from freshcrawl.service.core import (
     FrontierService,
     Lease,
     Report,
-    outcome_from_status,
     queue_key,
 )
 
-__all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "outcome_from_status", "queue_key"]
+__all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key"]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome
+from freshcrawl.crawler.outcome import FetchOutcome, FetchRequest, Outcome, classify
 from freshcrawl.crawler.urls import normalize_url
 from freshcrawl.frontier.frontier import (
     CrawlSettings,
@@ -35,7 +35,7 @@ from freshcrawl.frontier.frontier import (
 from freshcrawl.frontier.limits import check_url
 from freshcrawl.store import drop_namespace, list_namespaces, open_store
 
-__all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key", "outcome_from_status"]
+__all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key"]
 
 #: The crawl ID of the database given to the service (URLFrontier's default crawl).
 DEFAULT_CRAWL = "DEFAULT"
@@ -114,39 +114,6 @@ class Report:
     retry_after_s: float | None = None
     error: str | None = None
     refetch_not_before: float | None = None
-
-
-def outcome_from_status(
-    status: int | None, signature: str | None, stored_signature: str | None, error: str | None = None
-) -> tuple[Outcome, ErrorKind | None, str]:
-    """Outcome of a visit reported by status and signature (docs/design.md, "The live layer").
-
-    Examples
-    --------
-    >>> outcome_from_status(304, None, "a")[0].value, outcome_from_status(200, "b", "a")[0].value
-    ('unchanged', 'changed')
-    >>> outcome_from_status(503, None, "a")[1].value
-    'throttled'
-    """
-    if status is None:
-        return Outcome.NO_INFO, ErrorKind.NETWORK, error or "network"
-    if status == 304:
-        if stored_signature is None:
-            return Outcome.NO_INFO, ErrorKind.PAGE, "unexpected-304"
-        return Outcome.UNCHANGED, None, "not-modified"
-    if 200 <= status < 300:
-        if signature is None:
-            return Outcome.NO_INFO, ErrorKind.CONTENT, "no-signature"
-        if stored_signature is None:
-            return Outcome.FIRST, None, "first-copy"
-        if signature == stored_signature:
-            return Outcome.UNCHANGED, None, "same-signature"
-        return Outcome.CHANGED, None, "new-signature"
-    if status in (429, 503):
-        return Outcome.NO_INFO, ErrorKind.THROTTLED, f"http-{status}"
-    if status >= 500:
-        return Outcome.NO_INFO, ErrorKind.SERVER, f"http-{status}"
-    return Outcome.NO_INFO, ErrorKind.PAGE, f"http-{status}"
 
 
 def _row_of(lease: Lease) -> dict[str, Any]:
@@ -509,7 +476,9 @@ class FrontierService:
                     in_batch.clear()
                     row = rows[url] = f.store.page_by_url(url)
                 in_batch.add(url)
-                outcome, error, why = outcome_from_status(rep.status, rep.signature, row["signature"], rep.error)
+                outcome, error, why = classify(rep.status, rep.signature, row["signature"],
+                                               conditional=row["signature"] is not None,
+                                               no_answer=rep.error or "network")
                 started = now if rep.started_at is None else float(rep.started_at)
                 sig = row["signature"] if outcome is Outcome.UNCHANGED and rep.status == 304 else rep.signature
                 out = FetchOutcome(

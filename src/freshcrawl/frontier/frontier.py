@@ -1105,10 +1105,10 @@ class Frontier:
         return int(((self.lease_until > now) & (self.status == ACTIVE)).sum())
 
     def page_counts(
-        self, host_id: int | Sequence[int] | None = None, *, now: float | None = None
+        self, host_ids: Sequence[int] | None = None, *, now: float | None = None
     ) -> dict[str, int]:
-        """Pages of the crawl (or of host ``host_id``, or of the hosts it lists) by status, and the
-        active ones leased now.
+        """Pages of the crawl (or of the hosts ``host_ids`` lists) by status, and the active ones
+        leased now.
 
         Returns
         -------
@@ -1117,8 +1117,8 @@ class Frontier:
         """
         now = time.time() if now is None else float(now)
         sel = self.status > 0
-        if host_id is not None:
-            sel &= np.isin(self.host, np.asarray(host_id, dtype=np.int64).reshape(-1) - 1)
+        if host_ids is not None:
+            sel &= np.isin(self.host, np.asarray(host_ids, dtype=np.int64) - 1)
         counts = {
             name: int((sel & (self.status == code)).sum()) for name, code in _STATUS_CODE.items()
         }

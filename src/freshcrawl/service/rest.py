@@ -69,12 +69,11 @@ from freshcrawl.errors import DatabaseUnavailableError, WriterLockLostError
 from freshcrawl.frontier import limits
 from freshcrawl.frontier.frontier import origin_of
 from freshcrawl.frontier.report import crawl_status, explain_page
-from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report, queue_key
+from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report
 from freshcrawl.store import (
     check_namespace,
     database_url,
     is_connection_error,
-    list_namespaces,
     reason_of,
     unavailable,
 )
@@ -401,8 +400,7 @@ class FreshnessHistory:
     def sample(self, crawl_id: str | None = None, *, now: float | None = None) -> None:
         """Take a sample of ``crawl_id`` (None: every crawl open in the service)."""
         now = time.time() if now is None else float(now)
-        with self.service.lock:
-            ids = list(self.service._crawls) if crawl_id is None else [crawl_id]  # same package
+        ids = [c.crawl_id for c in self.service.open_crawls(now=now)] if crawl_id is None else [crawl_id]
         for cid in ids:
             st = crawl_status(_store(self.service, cid), now=now)
             with self._lock:
@@ -423,17 +421,14 @@ class FreshnessHistory:
 
 def _known(service: FrontierService, crawl_id: str, loc: list[Any]) -> None:
     """404 naming ``loc`` unless ``crawl_id`` is open or exists in the database (checked without opening it)."""
-    with service.lock:
-        if crawl_id == DEFAULT_CRAWL or crawl_id in service._crawls:  # same package
-            return
-    if crawl_id not in list_namespaces(service.db):
+    if not service.exists(crawl_id):
         raise _problem(404, loc, f"no crawl {crawl_id!r}", "not_found")
 
 
 def _store(service: FrontierService, crawl_id: str):
     _known(service, crawl_id, ["query", "crawl_id"])
     try:
-        return service.crawl(crawl_id).frontier.store
+        return service.crawl_info(crawl_id).store
     except KeyError as err:
         raise _problem(404, ["query", "crawl_id"], f"no crawl {crawl_id!r}", "not_found") from err
 
@@ -474,22 +469,19 @@ class _CrawlCollector:
                                      "Sum of the planned rates.", labels=["crawl"]),
             plan_age=GaugeMetricFamily("freshcrawl_plan_age_seconds", "Time since the last plan.", labels=["crawl"]),
         )
-        with self.service.lock:
-            crawls = list(self.service._crawls.items())  # same package
-            leased = {cid: c.frontier.n_leased(now) for cid, c in crawls}
-            planned = {cid: c.frontier.planned_at for cid, c in crawls}
+        crawls = self.service.open_crawls(now=now)
         up = GaugeMetricFamily("freshcrawl_database_up", "1 when the crawl database answered its last "
                                "operation, 0 during an outage.", labels=["crawl"])
         outages = CounterMetricFamily("freshcrawl_database_outages", "Database outages seen since the start.",
                                       labels=["crawl"])
-        for cid, c in crawls:
-            store = c.frontier.store
+        for c in crawls:
+            cid, store = c.crawl_id, c.store
             up.add_metric([cid], 0.0 if store.down_since is not None else 1.0)
             outages.add_metric([cid], float(store.outages))
         yield up
         yield outages
-        for cid, c in crawls:
-            store = c.frontier.store
+        for c in crawls:
+            cid, store = c.crawl_id, c.store
             try:
                 st = crawl_status(store, now=now)
                 by_kind = store.outcome_counts()
@@ -512,12 +504,12 @@ class _CrawlCollector:
             fam["hosts"].add_metric([cid], float(st["hosts"]))
             fam["backoff"].add_metric([cid], float(st["hosts_in_backoff"]))
             fam["due"].add_metric([cid], float(st["due_now"]))
-            fam["leased"].add_metric([cid], float(leased[cid]))
+            fam["leased"].add_metric([cid], float(c.n_leased))
             if st["estimated_freshness"] is not None:
                 fam["fresh"].add_metric([cid], float(st["estimated_freshness"]))
             fam["budget"].add_metric([cid], float(st["budget"] or 0.0))
             fam["in_use"].add_metric([cid], float(st["budget_in_use"]))
-            fam["plan_age"].add_metric([cid], max(0.0, now - planned[cid]))
+            fam["plan_age"].add_metric([cid], max(0.0, now - c.planned_at))
         yield from fam.values()
 
 
@@ -787,10 +779,7 @@ def create_app(
                     "msg": f"{r.url} is reported twice in this batch (also at index {seen[r.url]}); one report "
                            "per URL and batch"}])
             seen[r.url] = j
-        reports = [Report(url=r.url, status=r.status, signature=r.signature, started_at=r.started_at,
-                          elapsed_s=r.elapsed_s, n_bytes=r.n_bytes, etag=r.etag, last_modified=r.last_modified,
-                          retry_after_s=r.retry_after_s, error=r.error, refetch_not_before=r.refetch_not_before)
-                   for r in body.reports]
+        reports = [Report(**r.model_dump()) for r in body.reports]
         _known(service, body.crawl_id, ["body", "crawl_id"])
         try:
             results = service.report(body.crawl_id, reports, source="rest")
@@ -839,10 +828,12 @@ def create_app(
         """Pages, hosts, observations, estimated freshness, backlog, budget in use, plan age, errors."""
         cid = crawl_q(crawl_id)
         now = time.time()
-        with service.lock:
-            store = _store(service, cid)
-            f = service.crawl(cid).frontier
-            planned_at, leased = f.planned_at, f.n_leased(now)
+        _known(service, cid, ["query", "crawl_id"])
+        try:
+            info = service.crawl_info(cid, now=now)
+        except KeyError as err:
+            raise _problem(404, ["query", "crawl_id"], f"no crawl {cid!r}", "not_found") from err
+        store, planned_at, leased = info.store, info.planned_at, info.n_leased
         st = crawl_status(store, now=now)
         for failed in st["failed_pages"]:
             failed["url"] = _public_url(failed["url"])
@@ -854,26 +845,10 @@ def create_app(
               limit: Annotated[int, Query(ge=1, le=10_000, description="Most hosts listed.")] = 50) -> HostsResponse:
         """Budget use by host: planned visits per day against each host's cap, largest first."""
         cid = crawl_q(crawl_id)
-        now = time.time()
-        with service.lock:
-            _store(service, cid)
-            f = service.crawl(cid).frontier
-            h = f.host_load()
-            order = np.argsort(-h.rate, kind="stable")[:limit]
-            rows = [
-                HostUse(
-                    queue=queue_key(h.origin[k]),
-                    origin=h.origin[k],
-                    n_pages=int(h.n_pages[k]),
-                    rate_per_day=float(h.rate[k]),
-                    cap_per_day=float(h.cap[k]) if math.isfinite(h.cap[k]) else None,
-                    delay_s=float(h.delay_s[k]),
-                    in_backoff=bool(h.backoff_until[k] > now),
-                )
-                for k in order
-            ]
-            return HostsResponse(crawl_id=cid, budget=f.settings.budget,
-                                 budget_in_use=h.budget_in_use, n_hosts=len(h.origin), hosts=rows)
+        _store(service, cid)
+        use = service.host_use(cid, limit)
+        return HostsResponse(crawl_id=cid, budget=use["budget"], budget_in_use=use["budget_in_use"],
+                             n_hosts=use["n_hosts"], hosts=[HostUse(**h) for h in use["hosts"]])
 
     @app.get("/overdue", response_model=OverdueResponse, dependencies=reads, tags=["read"])
     def overdue(crawl_id: CrawlQuery = None,
@@ -881,23 +856,11 @@ def create_app(
         """Active pages due the longest, most overdue first (leased ones included, marked)."""
         cid = crawl_q(crawl_id)
         now = time.time()
-        with service.lock:
-            store = _store(service, cid)
-            f = service.crawl(cid).frontier
-            b = f.backlog(limit, now)
-            rows = store.page_rows(b.page_id.tolist()) if b.page_id.size else {}
-            pages_ = []
-            for j, page_id in enumerate(b.page_id.tolist()):
-                pages_.append(OverduePage(
-                    url=_public_url(rows[page_id]["url"]),
-                    queue=queue_key(f.origin(int(b.host_id[j]))),
-                    next_due=float(b.next_due[j]),
-                    overdue_s=float(now - b.next_due[j]),
-                    rate=float(b.rate[j]),
-                    delta_hat=_finite(rows[page_id]["delta_hat"]),
-                    leased=bool(b.leased[j]),
-                ))
-            return OverdueResponse(crawl_id=cid, now=now, n_due=b.n_due, pages=pages_)
+        _store(service, cid)
+        late = service.overdue(cid, limit, now=now)
+        pages_ = [OverduePage(**{**p, "url": _public_url(p["url"]), "delta_hat": _finite(p["delta_hat"])})
+                  for p in late["pages"]]
+        return OverdueResponse(crawl_id=cid, now=now, n_due=late["n_due"], pages=pages_)
 
     PageQuery = Annotated[str | None, Query(max_length=_MAX_URL, description="A page's URL.")]
 

@@ -303,8 +303,7 @@ class _LocalFrontier:
 
     def __init__(self, db: str, settings: dict[str, Any]) -> None:
         from freshcrawl.frontier import CrawlSettings, Frontier
-        from freshcrawl.service.writer import acquire_writer_lock
-        from freshcrawl.store import open_store
+        from freshcrawl.store import acquire_writer_lock, open_store
 
         self.store = open_store(db, create=True)
         try:

@@ -17,7 +17,6 @@ from freshcrawl.units import parse_rate, parse_time
 
 from ..conftest import REPO
 
-
 #: The exact public names of the package and of every subpackage (sorted). A change to a package's
 #: ``__all__`` is a change of the public interface: update this list on purpose.
 PUBLIC = {
@@ -55,10 +54,11 @@ PUBLIC = {
         'parse_url_list',
     ],
     'freshcrawl.service': [
-        'DEFAULT_CRAWL', 'FrontierService', 'Lease', 'Report', 'queue_key',
+        'CrawlInfo', 'DEFAULT_CRAWL', 'FrontierService', 'Lease', 'Report', 'queue_key',
     ],
     'freshcrawl.store': [
-        'HostArrays', 'PAGE_STATUSES', 'PageArrays', 'Store', 'check_namespace', 'database_url',
+        'HostArrays', 'PAGE_STATUSES', 'PageArrays', 'Store', 'WriterLock', 'acquire_writer_lock',
+        'check_namespace', 'database_url',
         'drop_namespace', 'is_connection_error', 'is_refused_login', 'list_namespaces', 'open_store',
         'reason_of', 'unavailable',
     ],

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from freshcrawl.service.core import (
     DEFAULT_CRAWL,
+    CrawlInfo,
     FrontierService,
     Lease,
     Report,
     queue_key,
 )
 
-__all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key"]
+__all__ = ["DEFAULT_CRAWL", "CrawlInfo", "FrontierService", "Lease", "Report", "queue_key"]

@@ -46,7 +46,7 @@ the middleware (body limit, timing), the error handlers and the metrics.
 
 Leases are taken under the service's lock, so workers leasing at once never get the same URL while
 its lease holds; this holds across processes only because one serve process is the only writer of a
-crawl database (:mod:`freshcrawl.service.writer`).
+crawl database (:mod:`freshcrawl.store.writer`).
 """
 
 import collections

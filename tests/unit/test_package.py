@@ -96,7 +96,7 @@ PUBLIC = {
         'VisitPlan', 'make_policy', 'policy_names',
     ],
     'freshcrawl.scheduling': [
-        'EDFSchedule', 'edf2_choose', 'edf_schedule', 'periodic_visits',
+        'EDFSchedule', 'edf2_choose', 'edf_schedule', 'periodic_visits', 'visit_periods',
     ],
     'freshcrawl.simulation': [
         'SimulationResult', 'TokenBucket', 'VISIT_PROCESSES', 'periodic_visits', 'poisson_visits',

@@ -41,6 +41,7 @@ from freshcrawl.crawler.robots import ROBOTS_MAX_AGE_S, RobotsRules
 from freshcrawl.errors import UnknownNameError
 from freshcrawl.frontier.limits import check_url
 from freshcrawl.policies import Observations, PolicyContext, PolicyOptions, RatePlan, make_policy
+from freshcrawl.scheduling.periodic import visit_periods
 from freshcrawl.store import Store
 from freshcrawl.units import SECONDS_PER_DAY
 
@@ -658,8 +659,7 @@ class Frontier:
         total = rates.sum()
         if total > self.settings.budget * (1 + 1e-12):
             rates *= self.settings.budget / total
-        period = np.divide(SECONDS_PER_DAY, rates, out=np.full(self.capacity, _IDLE_S), where=rates > 0)
-        period = np.minimum(period, _IDLE_S)
+        period = visit_periods(rates, unit=SECONDS_PER_DAY, longest=_IDLE_S)
         never = np.isnan(self.last_visit)
         due = np.where(never, now + self.rng.random(self.capacity) * period, self.last_visit + period)
         # a page not visited yet keeps the phase an earlier plan gave it (within its first period, or

@@ -101,11 +101,14 @@ class FreshnessHistory:
     def sample(self, crawl_id: str | None = None, *, now: float | None = None) -> None:
         """Take a sample of ``crawl_id`` (None: every crawl open in the service)."""
         now = time.time() if now is None else float(now)
-        ids = [c.crawl_id for c in self.service.open_crawls(now=now)] if crawl_id is None else [crawl_id]
-        for cid in ids:
-            st = crawl_status(self.service.crawl_info(cid).store, now=now)
+        if crawl_id is None:
+            crawls = self.service.open_crawls(now=now)
+        else:
+            crawls = [self.service.crawl_info(crawl_id, now=now)]
+        for c in crawls:
+            st = crawl_status(c.store, now=now)
             with self._lock:
-                self._samples[cid].append(dict(
+                self._samples[c.crawl_id].append(dict(
                     time=now, estimated_freshness=st["estimated_freshness"], budget_in_use=st["budget_in_use"],
                     due_now=st["due_now"], n_pages=st["n_pages"]))
 

@@ -63,7 +63,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.request import request_from_dict
 
 from freshcrawl.crawler.fetcher import parse_retry_after
-from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, Outcome, RobotsOutcome
+from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, Outcome, RobotsOutcome, classify
 from freshcrawl.crawler.signature import SIGNATURE_MODES
 from freshcrawl.crawler.signature import signature as compute_signature
 from freshcrawl.frontier.frontier import RobotsVisit, Visit, origin_of
@@ -140,38 +140,23 @@ def _response_outcome(lease: Lease, response: Response, *, now: float, mode: str
         "status": status,
         "final_url": final_url,
     }
-    if status == 304:
-        if req.etag or req.last_modified:
+    conditional = bool(req.etag or req.last_modified)
+    if not 200 <= status < 300:
+        outcome, kind, why = classify(status, None, req.signature, conditional=conditional)
+        if kind is None:  # a 304 to a conditional request
             return FetchOutcome(
-                outcome=Outcome.UNCHANGED,
-                why="not-modified",
+                outcome=outcome,
+                why=why,
                 etag=req.etag,
                 last_modified=req.last_modified,
                 signature=req.signature,
                 **common,
             )
-        return FetchOutcome(
-            outcome=Outcome.NO_INFO, why="unexpected-304", error=ErrorKind.PAGE, **common
-        )
-    if not 200 <= status < 300:
-        retry = parse_retry_after(_header(response, b"Retry-After"), now)
-        if status in (429, 503):
-            kind = ErrorKind.THROTTLED
-        elif status >= 500:
-            kind = ErrorKind.SERVER
-        else:
-            kind = ErrorKind.PAGE
-        return FetchOutcome(
-            outcome=Outcome.NO_INFO, why=f"http-{status}", error=kind, retry_after_s=retry, **common
-        )
+        retry = None if status == 304 else parse_retry_after(_header(response, b"Retry-After"), now)
+        return FetchOutcome(outcome=outcome, why=why, error=kind, retry_after_s=retry, **common)
     body = response.body
     sig = compute_signature(body, _header(response, b"Content-Type"), mode)
-    if req.signature is None:
-        outcome, why = Outcome.FIRST, "first-copy"
-    elif sig == req.signature:
-        outcome, why = Outcome.UNCHANGED, "same-signature"
-    else:
-        outcome, why = Outcome.CHANGED, "new-signature"
+    outcome, _, why = classify(status, sig, req.signature, conditional=conditional)
     return FetchOutcome(
         outcome=outcome,
         why=why,
@@ -318,8 +303,7 @@ class _LocalFrontier:
 
     def __init__(self, db: str, settings: dict[str, Any]) -> None:
         from freshcrawl.frontier import CrawlSettings, Frontier
-        from freshcrawl.service.writer import acquire_writer_lock
-        from freshcrawl.store import open_store
+        from freshcrawl.store import acquire_writer_lock, open_store
 
         self.store = open_store(db, create=True)
         try:

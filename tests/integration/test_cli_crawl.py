@@ -162,7 +162,7 @@ def test_commands_on_a_missing_database_fail_clearly(tmp_path):
 
 def test_run_refuses_a_database_another_process_writes(db_url, tmp_path):
     """One writer per crawl database: `crawl run` is refused while a `serve` (or another run) holds it."""
-    from freshcrawl.service.writer import acquire_writer_lock
+    from freshcrawl.store import acquire_writer_lock
 
     urls = tmp_path / "urls.txt"
     urls.write_text("http://127.0.0.2:9/a\n")

@@ -19,8 +19,7 @@ from freshcrawl.errors import (
     DatabaseUnavailableError,
     WriterLockLostError,
 )
-from freshcrawl.service.writer import acquire_writer_lock
-from freshcrawl.store import open_store
+from freshcrawl.store import acquire_writer_lock, open_store
 
 T0 = 1_800_000_000.0
 

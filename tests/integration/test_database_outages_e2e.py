@@ -22,8 +22,7 @@ import httpx
 import pytest
 
 from freshcrawl.errors import DatabaseInUseError
-from freshcrawl.service.writer import acquire_writer_lock
-from freshcrawl.store import open_store
+from freshcrawl.store import acquire_writer_lock, open_store
 from freshcrawl.testing import HostSpec, TestWeb, make_pages
 
 MIN_DELAY_S = 0.5

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from freshcrawl.errors import DatabaseInUseError
-from freshcrawl.service.writer import acquire_writer_lock
+from freshcrawl.store import acquire_writer_lock
 
 
 def _free_port() -> int:

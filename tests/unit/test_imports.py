@@ -14,6 +14,9 @@
   ``<x>.frontier``) is a public method of :class:`~freshcrawl.frontier.Frontier` or one of
   :data:`FRONTIER_ATTRIBUTES_READ`, never its state arrays (``next_due``, ``held``, ``status``,
   ...), and nothing is assigned to it.
+- The service's front ends (every module of ``freshcrawl.service`` but ``core.py``) reach a crawl
+  only through :class:`~freshcrawl.service.FrontierService`'s public methods: no ``.frontier``,
+  no private attribute of the service object (``service._crawls``), no ``.page_leases``.
 
 Imports anywhere in a module count (function bodies, ``TYPE_CHECKING`` blocks), and so does an
 attribute read through an imported module (``mirror_sync._log_barrier_projection``).
@@ -242,6 +245,54 @@ def test_the_service_calls_the_frontier_only_through_public_methods():
             elif not isinstance(node.ctx, ast.Load):
                 offences.append(f"{where} is assigned")
     assert not offences, "the service reaches into the frontier:\n" + "\n".join(offences)
+
+
+#: What the service's front ends may not read: the frontier behind a crawl, the service's leases.
+FRONT_END_FORBIDDEN = frozenset({"frontier", "page_leases", "robots_leases", "host_keys"})
+
+
+def front_end_offences(source: str) -> list[tuple[int, str]]:
+    """(line, attribute) of each read of a crawl's insides in a front end's source: ``x.frontier``,
+    ``x.page_leases``, ... and any private attribute of ``service`` or ``self.service``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute):
+            continue
+        value = node.value
+        on_service = (isinstance(value, ast.Name) and value.id == "service") or (
+            isinstance(value, ast.Attribute) and value.attr == "service"
+        )
+        if node.attr in FRONT_END_FORBIDDEN or (on_service and _is_private(node.attr)):
+            out.append((node.lineno, node.attr))
+    return sorted(out)
+
+
+def test_the_front_ends_reach_a_crawl_only_through_the_service():
+    offences = []
+    for path in sorted((PACKAGE / "service").rglob("*.py")):
+        if path.name == "core.py" or "proto" in path.parts:
+            continue
+        for line, attr in front_end_offences(path.read_text(encoding="utf-8")):
+            offences.append(f"src/{path.relative_to(SRC).as_posix()}:{line}: .{attr}")
+    assert not offences, "a front end reaches past FrontierService:\n" + "\n".join(offences)
+
+
+def test_the_front_end_check_sees_each_way_past_the_service():
+    source = (
+        "def f(service, app):\n"
+        "    service._crawls\n"  # 2
+        "    app.state.service._lock\n"  # 3
+        "    service.crawl('x').frontier.store\n"  # 4
+        "    self.service.crawl('x').page_leases\n"  # 5
+        "    service.crawl_info('x').store\n"  # fine
+        "    service.__class__\n"  # fine
+    )
+    assert front_end_offences(source) == [
+        (2, "_crawls"),
+        (3, "_lock"),
+        (4, "frontier"),
+        (5, "page_leases"),
+    ]
 
 
 # the checker itself, on a package written for the test ------------------------------------------

@@ -118,11 +118,11 @@ PUBLIC = {
         "parse_url_list",
     ],
     "freshcrawl.service": [
+        "CrawlInfo",
         "DEFAULT_CRAWL",
         "FrontierService",
         "Lease",
         "Report",
-        "outcome_from_status",
         "queue_key",
     ],
     "freshcrawl.store": [
@@ -130,6 +130,8 @@ PUBLIC = {
         "PAGE_STATUSES",
         "PageArrays",
         "Store",
+        "WriterLock",
+        "acquire_writer_lock",
         "check_namespace",
         "database_url",
         "drop_namespace",
@@ -255,6 +257,7 @@ PUBLIC = {
         "edf2_choose",
         "edf_schedule",
         "periodic_visits",
+        "visit_periods",
     ],
     "freshcrawl.simulation": [
         "SimulationResult",

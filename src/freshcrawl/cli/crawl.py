@@ -217,7 +217,7 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
     if crawl_id is not None:
         raise click.UsageError("--crawl-id goes with --frontier")
     from freshcrawl.errors import DatabaseInUseError, DatabaseUnavailableError
-    from freshcrawl.service.writer import acquire_writer_lock
+    from freshcrawl.store import acquire_writer_lock
 
     store = _open(db, create=False)
     try:  # one writer per crawl database: not beside a `serve` or another `crawl run` on it

@@ -3,7 +3,7 @@
 One process serves both APIs (uvicorn for HTTP, the gRPC server in its own threads) from one
 :class:`~freshcrawl.service.FrontierService`, re-plans every crawl in a background thread, and is
 the only writer of its database: a second serve process on the same database is refused
-(:mod:`freshcrawl.service.writer`). SIGINT or SIGTERM stops both servers, then releases the database.
+(:mod:`freshcrawl.store.writer`). SIGINT or SIGTERM stops both servers, then releases the database.
 
 With ``--tls-cert`` and ``--tls-key`` both ports speak TLS (:mod:`freshcrawl.service.tls`); with
 ``--client-ca`` as well, mutual TLS. SIGHUP reads the certificate, key and client CA again: later
@@ -194,8 +194,7 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
     from freshcrawl.frontier import CrawlSettings
     from freshcrawl.service import FrontierService
     from freshcrawl.service.rest import create_app
-    from freshcrawl.service.writer import acquire_writer_lock
-    from freshcrawl.store import open_store
+    from freshcrawl.store import acquire_writer_lock, open_store
 
     token = _read_token(token_file)
     try:

@@ -67,7 +67,14 @@ from freshcrawl.crawler.egress import (
     is_loopback_host,
     loopback_allowed,
 )
-from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
+from freshcrawl.crawler.outcome import (
+    ErrorKind,
+    FetchOutcome,
+    FetchRequest,
+    Outcome,
+    RobotsOutcome,
+    classify,
+)
 from freshcrawl.crawler.signature import SIGNATURE_MODES
 from freshcrawl.crawler.signature import signature as compute_signature
 from freshcrawl.crawler.urls import HTTP_SCHEMES, normalize_url
@@ -92,7 +99,6 @@ ROBOTS_MAX_BYTES = 500 * 1024
 ROBOTS_MAX_REDIRECTS = 5
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_THROTTLE_STATUSES = frozenset({429, 503})
 _CHUNK_BYTES = 64 * 1024
 
 
@@ -610,29 +616,25 @@ class Fetcher:
                     if not 200 <= status < 300:
                         complete = True  # the body is not read; release() decides about reuse
                         retry = parse_retry_after(response.headers.get("Retry-After"))
-                        if status == 304:
-                            if not conditional:
-                                return no_info(ErrorKind.PAGE, "unexpected-304")
-                            return FetchOutcome(
-                                url=request.url,
-                                outcome=Outcome.UNCHANGED,
-                                why="not-modified",
-                                started_at=started_at,
-                                elapsed_s=time.perf_counter() - t0,
-                                status=status,
-                                etag=request.etag,
-                                last_modified=request.last_modified,
-                                signature=request.signature,
-                                final_url=final_url,
-                                capture=_capture(response, url, b"") if self.keep_copy else None,
-                            )
-                        if status in _THROTTLE_STATUSES:
-                            kind = ErrorKind.THROTTLED
-                        elif status >= 500:
-                            kind = ErrorKind.SERVER
-                        else:
-                            kind = ErrorKind.PAGE
-                        return no_info(kind, f"http-{status}", retry_after_s=retry)
+                        outcome, kind, why = classify(
+                            status, None, request.signature, conditional=bool(conditional)
+                        )
+                        if kind is not None:
+                            retry_after_s = None if status == 304 else retry
+                            return no_info(kind, why, retry_after_s=retry_after_s)
+                        return FetchOutcome(  # a 304 to a conditional request
+                            url=request.url,
+                            outcome=outcome,
+                            why=why,
+                            started_at=started_at,
+                            elapsed_s=time.perf_counter() - t0,
+                            status=status,
+                            etag=request.etag,
+                            last_modified=request.last_modified,
+                            signature=request.signature,
+                            final_url=final_url,
+                            capture=_capture(response, url, b"") if self.keep_copy else None,
+                        )
                     length = response.content_length
                     if length is not None and length > self.max_bytes:
                         return no_info(ErrorKind.CONTENT, "too-large")
@@ -677,12 +679,7 @@ class Fetcher:
             sig = compute_signature(body, content_type, "raw")
         else:  # text extraction is CPU work: keep it off the event loop
             sig = await asyncio.to_thread(compute_signature, body, content_type, self.signature)
-        if request.signature is None:
-            outcome, why = Outcome.FIRST, "first-copy"
-        elif sig == request.signature:
-            outcome, why = Outcome.UNCHANGED, "same-signature"
-        else:
-            outcome, why = Outcome.CHANGED, "new-signature"
+        outcome, _, why = classify(status, sig, request.signature, conditional=bool(conditional))
         return FetchOutcome(
             url=request.url,
             outcome=outcome,

@@ -158,7 +158,7 @@ async def crawl(
         lost; their requests were made, and a restarted crawl waits a host's delay before its first).
     watchdog : callable, optional
         Called every ``watchdog_every_s`` seconds and before resuming after an outage: the writer
-        lock's check (:meth:`freshcrawl.service.writer.WriterLock.ensure`). It may raise
+        lock's check (:meth:`freshcrawl.store.writer.WriterLock.ensure`). It may raise
         ``DatabaseUnavailableError`` (an outage) or another error, which ends the crawl at once.
 
     Raises

@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from freshcrawl.crawler.capture import HttpCapture
 
-__all__ = ["Outcome", "ErrorKind", "FetchRequest", "FetchOutcome", "RobotsOutcome"]
+__all__ = [
+    "Outcome",
+    "ErrorKind",
+    "FetchRequest",
+    "FetchOutcome",
+    "RobotsOutcome",
+    "THROTTLE_STATUSES",
+    "classify",
+    "status_error",
+]
 
 
 class Outcome(enum.Enum):
@@ -163,3 +172,84 @@ class RobotsOutcome:
     elapsed_s: float
     why: str
     retry_after_s: float | None = None
+
+
+#: Statuses with which a host asks the crawler to slow down (RFC 6585 Sec. 4, RFC 9110 Sec. 15.6.4).
+THROTTLE_STATUSES = frozenset({429, 503})
+
+
+def status_error(status: int | None) -> ErrorKind | None:
+    """Why a final HTTP status gives no information; None for 2xx and 304 (they may give some).
+
+    None (no answer) is ``NETWORK``, 429 and 503 ``THROTTLED``, another 5xx ``SERVER``, anything
+    else (1xx, 3xx other than 304, 4xx) ``PAGE``. The one classification of statuses: the fetcher's,
+    the service's for a worker's report and the frontier's for robots.txt use it.
+
+    Examples
+    --------
+    >>> [status_error(s) for s in (200, 304, None, 429, 502, 404)]  # doctest: +NORMALIZE_WHITESPACE
+    [None, None, <ErrorKind.NETWORK: 'network'>, <ErrorKind.THROTTLED: 'throttled'>,
+     <ErrorKind.SERVER: 'server'>, <ErrorKind.PAGE: 'page'>]
+    """
+    if status is None:
+        return ErrorKind.NETWORK
+    if 200 <= status < 300 or status == 304:
+        return None
+    if status in THROTTLE_STATUSES:
+        return ErrorKind.THROTTLED
+    if status >= 500:
+        return ErrorKind.SERVER
+    return ErrorKind.PAGE
+
+
+def classify(
+    status: int | None,
+    signature: str | None,
+    previous_signature: str | None,
+    *,
+    conditional: bool,
+    no_answer: str = "network",
+) -> tuple[Outcome, ErrorKind | None, str]:
+    """What a visit's final answer tells: ``(outcome, error, why)`` (docs/design.md, "The live layer").
+
+    Parameters
+    ----------
+    status : int or None
+        Final HTTP status; None when no answer came.
+    signature : str or None
+        Content signature of the body read (2xx); None when there is none.
+    previous_signature : str or None
+        Signature of the page's last copy; None when it has none.
+    conditional : bool
+        Whether the request was conditional (it sent a validator of a copy): a 304 to any other
+        request is ``unexpected-304``.
+    no_answer : str, default="network"
+        ``why`` when no answer came (``"timeout"``, ``"connect-error"``, ...).
+
+    Returns
+    -------
+    tuple
+        :class:`Outcome`, :class:`ErrorKind` (set exactly when the outcome is ``NO_INFO``) and the
+        short reason (see :attr:`FetchOutcome.why`).
+
+    Examples
+    --------
+    >>> classify(304, None, "a", conditional=True)[0].value
+    'unchanged'
+    >>> classify(200, "b", "a", conditional=True)[2], classify(503, None, "a", conditional=True)[1].value
+    ('new-signature', 'throttled')
+    """
+    if status == 304:
+        if not conditional:
+            return Outcome.NO_INFO, ErrorKind.PAGE, "unexpected-304"
+        return Outcome.UNCHANGED, None, "not-modified"
+    error = status_error(status)
+    if error is not None:
+        return Outcome.NO_INFO, error, no_answer if status is None else f"http-{status}"
+    if signature is None:
+        return Outcome.NO_INFO, ErrorKind.CONTENT, "no-signature"
+    if previous_signature is None:
+        return Outcome.FIRST, None, "first-copy"
+    if signature == previous_signature:
+        return Outcome.UNCHANGED, None, "same-signature"
+    return Outcome.CHANGED, None, "new-signature"

@@ -29,11 +29,19 @@ import numpy as np
 from numpy.typing import NDArray
 from yarl import URL
 
-from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome, RobotsOutcome
+from freshcrawl.crawler.outcome import (
+    ErrorKind,
+    FetchOutcome,
+    FetchRequest,
+    Outcome,
+    RobotsOutcome,
+    status_error,
+)
 from freshcrawl.crawler.robots import ROBOTS_MAX_AGE_S, RobotsRules
 from freshcrawl.errors import UnknownNameError
 from freshcrawl.frontier.limits import check_url
 from freshcrawl.policies import Observations, PolicyContext, PolicyOptions, RatePlan, make_policy
+from freshcrawl.scheduling.periodic import visit_periods
 from freshcrawl.store import Store
 from freshcrawl.units import SECONDS_PER_DAY
 
@@ -651,8 +659,7 @@ class Frontier:
         total = rates.sum()
         if total > self.settings.budget * (1 + 1e-12):
             rates *= self.settings.budget / total
-        period = np.divide(SECONDS_PER_DAY, rates, out=np.full(self.capacity, _IDLE_S), where=rates > 0)
-        period = np.minimum(period, _IDLE_S)
+        period = visit_periods(rates, unit=SECONDS_PER_DAY, longest=_IDLE_S)
         never = np.isnan(self.last_visit)
         due = np.where(never, now + self.rng.random(self.capacity) * period, self.last_visit + period)
         # a page not visited yet keeps the phase an earlier plan gave it (within its first period, or
@@ -1098,10 +1105,10 @@ class Frontier:
         return int(((self.lease_until > now) & (self.status == ACTIVE)).sum())
 
     def page_counts(
-        self, host_id: int | Sequence[int] | None = None, *, now: float | None = None
+        self, host_ids: Sequence[int] | None = None, *, now: float | None = None
     ) -> dict[str, int]:
-        """Pages of the crawl (or of host ``host_id``, or of the hosts it lists) by status, and the
-        active ones leased now.
+        """Pages of the crawl (or of the hosts ``host_ids`` lists) by status, and the active ones
+        leased now.
 
         Returns
         -------
@@ -1110,8 +1117,8 @@ class Frontier:
         """
         now = time.time() if now is None else float(now)
         sel = self.status > 0
-        if host_id is not None:
-            sel &= np.isin(self.host, np.asarray(host_id, dtype=np.int64).reshape(-1) - 1)
+        if host_ids is not None:
+            sel &= np.isin(self.host, np.asarray(host_ids, dtype=np.int64) - 1)
         counts = {
             name: int((sel & (self.status == code)).sum()) for name, code in _STATUS_CODE.items()
         }
@@ -1273,11 +1280,7 @@ class Frontier:
 
 
 def _robots_error(out: RobotsOutcome) -> ErrorKind | None:
-    if out.status is None:
-        return ErrorKind.NETWORK
-    if out.status in (429, 503):
-        return ErrorKind.THROTTLED
-    if out.status >= 500:
-        return ErrorKind.SERVER
-    return None
+    # a 4xx (or any other answer that is not an error of the host) allows everything (RFC 9309 2.3.1.3)
+    error = status_error(out.status)
+    return None if error is ErrorKind.PAGE else error
 

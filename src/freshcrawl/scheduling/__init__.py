@@ -4,10 +4,11 @@
 (a page with rate x_i is due every 1/x_i); :func:`edf2_choose` is the EDF between two subtrees that
 H-TRAA (seed 004) runs at every node of a poll's path; :class:`EDFSchedule` is the schedule returned.
 :func:`periodic_visits` turns rates into the visit times of each page over a stretch of time, keeping
-each page's phase across rate changes.
+each page's phase across rate changes; :func:`visit_periods` is the time between two visits at a
+rate, which both schedules and the live frontier's due times use.
 """
 
 from freshcrawl.scheduling.edf import EDFSchedule, edf2_choose, edf_schedule
-from freshcrawl.scheduling.periodic import periodic_visits
+from freshcrawl.scheduling.periodic import periodic_visits, visit_periods
 
-__all__ = ["edf_schedule", "edf2_choose", "EDFSchedule", "periodic_visits"]
+__all__ = ["edf_schedule", "edf2_choose", "EDFSchedule", "periodic_visits", "visit_periods"]

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from freshcrawl._validation import check_array, check_int
+from freshcrawl.scheduling.periodic import visit_periods
 
 __all__ = ["edf2_choose", "edf_schedule", "EDFSchedule"]
 
@@ -173,7 +174,7 @@ def edf_schedule(
         raise ValueError(f"start must be a finite time; got {start!r}")
     start = float(start)
     if deadlines is None:
-        d = np.where(x > 0, start + 1.0 / np.where(x > 0, x, 1.0), np.inf)
+        d = start + visit_periods(x)  # inf for a page with rate 0
     else:
         d = check_array("deadlines", deadlines, shape=x.shape, allow_inf=True)
     if int(n_polls) == 0:

@@ -7,6 +7,10 @@ a page its rate integrates to exactly 1, so a window ``[a, b]`` holds at most
 next visit comes when the new rate has made up the missing part of the integral). Periodic visits
 maximise freshness at a given rate (Cho & Garcia-Molina 2003); the simulation and the
 ``learned-bursty`` policy both dispatch through here.
+
+:func:`visit_periods` is the one conversion of rates into the time between two visits: the
+periodic dispatch here, the EDF scheduler's first deadlines (:mod:`freshcrawl.scheduling.edf`) and
+the live frontier's due times after a plan all use it.
 """
 
 from __future__ import annotations
@@ -15,11 +19,44 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-__all__ = ["periodic_visits"]
+__all__ = ["periodic_visits", "visit_periods"]
+
+
+def visit_periods(
+    rates: NDArray[np.float64], *, unit: float = 1.0, longest: float = np.inf
+) -> NDArray[np.float64]:
+    """Time between two visits of each page at its rate: ``unit / p_i``, at most ``longest``.
+
+    A page visited periodically at rate p_i (visits per day) is visited every 1/p_i days; a page
+    whose rate integral since its last visit is u is next visited ``(1 - u)`` periods later.
+
+    Parameters
+    ----------
+    rates : ndarray of float, shape (n_pages,)
+        Visit rates p_i >= 0, visits per day.
+    unit : float, default=1.0
+        Time units per day of the result (1: days; 86400: seconds).
+    longest : float, default=inf
+        Longest period given, in the result's unit; also the period of a page whose rate is 0.
+
+    Returns
+    -------
+    ndarray of float, shape (n_pages,)
+
+    Examples
+    --------
+    >>> visit_periods(np.array([2.0, 0.0, 0.5])).tolist()
+    [0.5, inf, 2.0]
+    >>> visit_periods(np.array([24.0, 0.0]), unit=86400.0, longest=7200.0).tolist()
+    [3600.0, 7200.0]
+    """
+    rates = np.asarray(rates, dtype=np.float64)
+    period = np.divide(unit, rates, out=np.full(rates.shape, float(longest)), where=rates > 0)
+    return np.minimum(period, longest)
 
 
 @njit(cache=True)
-def _periodic_fill(rates, phase, lo, hi):
+def _periodic_fill(rates, period, phase, lo, hi):
     n = rates.shape[0]
     counts = np.zeros(n, dtype=np.int64)
     for i in range(n):
@@ -35,7 +72,7 @@ def _periodic_fill(rates, phase, lo, hi):
         mass = rates[i] * (hi[i] - lo[i])
         if mass > 0.0:
             u = phase[i]
-            step = 1.0 / rates[i]
+            step = period[i]
             for j in range(1, counts[i] + 1):
                 pages[k] = i
                 times[k] = lo[i] + (j - u) * step
@@ -78,8 +115,10 @@ def periodic_visits(
     >>> phase.tolist()
     [0.5, 1.0]
     """
+    rates = np.ascontiguousarray(rates, dtype=np.float64)
     return _periodic_fill(
-        np.ascontiguousarray(rates, dtype=np.float64),
+        rates,
+        visit_periods(rates),
         phase,
         np.ascontiguousarray(lo, dtype=np.float64),
         np.ascontiguousarray(hi, dtype=np.float64),

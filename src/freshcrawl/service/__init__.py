@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from freshcrawl.service.core import (
     DEFAULT_CRAWL,
+    CrawlInfo,
     FrontierService,
     Lease,
     Report,
-    outcome_from_status,
     queue_key,
 )
 
-__all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "outcome_from_status", "queue_key"]
+__all__ = ["DEFAULT_CRAWL", "CrawlInfo", "FrontierService", "Lease", "Report", "queue_key"]

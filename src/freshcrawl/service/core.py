@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from freshcrawl.crawler.outcome import ErrorKind, FetchOutcome, FetchRequest, Outcome
+from freshcrawl.crawler.outcome import FetchOutcome, FetchRequest, Outcome, classify
 from freshcrawl.crawler.urls import normalize_url
 from freshcrawl.frontier.frontier import (
     CrawlSettings,
@@ -33,9 +33,9 @@ from freshcrawl.frontier.frontier import (
     origin_of,
 )
 from freshcrawl.frontier.limits import check_url
-from freshcrawl.store import drop_namespace, list_namespaces, open_store
+from freshcrawl.store import Store, drop_namespace, list_namespaces, open_store
 
-__all__ = ["DEFAULT_CRAWL", "FrontierService", "Lease", "Report", "queue_key", "outcome_from_status"]
+__all__ = ["DEFAULT_CRAWL", "CrawlInfo", "FrontierService", "Lease", "Report", "queue_key"]
 
 #: The crawl ID of the database given to the service (URLFrontier's default crawl).
 DEFAULT_CRAWL = "DEFAULT"
@@ -74,6 +74,17 @@ class Lease:
 
 
 @dataclass(frozen=True, slots=True)
+class CrawlInfo:
+    """A crawl open in the service, as it is at one moment: its store (for reads), when its plan in
+    force was made (seconds since the epoch) and how many of its pages are leased."""
+
+    crawl_id: str
+    store: Store
+    planned_at: float
+    n_leased: int
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """What a worker's visit of a URL gave.
 
@@ -97,10 +108,15 @@ class Report:
     retry_after_s : float or None
         Seconds a 429/503 asked to wait.
     error : str or None
-        For answers without a status: ``"timeout"``, ``"network"``; anything else is a page error.
+        For answers without a status, why none came (``"timeout"``, ``"network"``,
+        ``"connect-error"``, ...): recorded as the reason of a network error.
     refetch_not_before : float or None
         The worker's earliest next fetch (seconds since the epoch): a floor after errors only;
         freshcrawl sets the due time of a page whose visit gave information.
+
+    The REST and gRPC front ends parse a worker's report into one of these; :meth:`outcome` turns
+    it into the :class:`~freshcrawl.crawler.outcome.FetchOutcome` the frontier records, as the
+    fetcher does for its own visits (:func:`~freshcrawl.crawler.outcome.classify`).
     """
 
     url: str
@@ -115,38 +131,27 @@ class Report:
     error: str | None = None
     refetch_not_before: float | None = None
 
+    def outcome(self, url: str, copy: FetchRequest, now: float) -> FetchOutcome:
+        """The outcome of this visit of ``url`` (normalised) against the page's last ``copy``.
 
-def outcome_from_status(
-    status: int | None, signature: str | None, stored_signature: str | None, error: str | None = None
-) -> tuple[Outcome, ErrorKind | None, str]:
-    """Outcome of a visit reported by status and signature (docs/design.md, "The live layer").
-
-    Examples
-    --------
-    >>> outcome_from_status(304, None, "a")[0].value, outcome_from_status(200, "b", "a")[0].value
-    ('unchanged', 'changed')
-    >>> outcome_from_status(503, None, "a")[1].value
-    'throttled'
-    """
-    if status is None:
-        return Outcome.NO_INFO, ErrorKind.NETWORK, error or "network"
-    if status == 304:
-        if stored_signature is None:
-            return Outcome.NO_INFO, ErrorKind.PAGE, "unexpected-304"
-        return Outcome.UNCHANGED, None, "not-modified"
-    if 200 <= status < 300:
-        if signature is None:
-            return Outcome.NO_INFO, ErrorKind.CONTENT, "no-signature"
-        if stored_signature is None:
-            return Outcome.FIRST, None, "first-copy"
-        if signature == stored_signature:
-            return Outcome.UNCHANGED, None, "same-signature"
-        return Outcome.CHANGED, None, "new-signature"
-    if status in (429, 503):
-        return Outcome.NO_INFO, ErrorKind.THROTTLED, f"http-{status}"
-    if status >= 500:
-        return Outcome.NO_INFO, ErrorKind.SERVER, f"http-{status}"
-    return Outcome.NO_INFO, ErrorKind.PAGE, f"http-{status}"
+        Changed when the signature differs from the copy's, unchanged on 304 (the copy's signature
+        and validators kept, unless the report gives new validators) or an equal signature, a first
+        copy when the page had none; no information otherwise (no signature kept). ``started_at``
+        defaults to ``now``.
+        """
+        stored = copy.signature
+        outcome, error, why = classify(self.status, self.signature, stored,
+                                       conditional=stored is not None, no_answer=self.error or "network")
+        not_modified = self.status == 304
+        signature = stored if outcome is Outcome.UNCHANGED and not_modified else self.signature
+        return FetchOutcome(
+            url, outcome, why, now if self.started_at is None else float(self.started_at),
+            float(self.elapsed_s), self.status, int(self.n_bytes),
+            etag=(self.etag or copy.etag) if not_modified else self.etag,
+            last_modified=(self.last_modified or copy.last_modified) if not_modified else self.last_modified,
+            signature=None if outcome is Outcome.NO_INFO else signature, error=error,
+            retry_after_s=self.retry_after_s,
+        )
 
 
 def _row_of(lease: Lease) -> dict[str, Any]:
@@ -247,6 +252,28 @@ class FrontierService:
                 if sum(counts.values()) > 0:
                     out.append(cid)
             return out
+
+    def exists(self, crawl_id: str | None) -> bool:
+        """Whether the crawl is open here or kept in the database (checked without opening it)."""
+        crawl_id = crawl_id or DEFAULT_CRAWL
+        with self.lock:
+            if crawl_id == DEFAULT_CRAWL or crawl_id in self._crawls:
+                return True
+        return crawl_id in list_namespaces(self.db)
+
+    def open_crawls(self, *, now: float | None = None) -> list[CrawlInfo]:
+        """Every crawl open in this service, in the order they were opened, read under the lock."""
+        now = time.time() if now is None else float(now)
+        with self.lock:
+            return [CrawlInfo(cid, c.frontier.store, c.frontier.planned_at, c.frontier.n_leased(now))
+                    for cid, c in self._crawls.items()]
+
+    def crawl_info(self, crawl_id: str | None, *, now: float | None = None) -> CrawlInfo:
+        """The crawl's store, plan time and leased pages (KeyError if the crawl is unknown)."""
+        now = time.time() if now is None else float(now)
+        crawl_id = crawl_id or DEFAULT_CRAWL
+        with self._frontier(crawl_id) as f:
+            return CrawlInfo(crawl_id, f.store, f.planned_at, f.n_leased(now))
 
     # queue keys chosen by clients ----------------------------------------------------------------
     #: Settings key under which a crawl keeps the queue keys its clients chose (origin -> key).
@@ -509,20 +536,11 @@ class FrontierService:
                     in_batch.clear()
                     row = rows[url] = f.store.page_by_url(url)
                 in_batch.add(url)
-                outcome, error, why = outcome_from_status(rep.status, rep.signature, row["signature"], rep.error)
-                started = now if rep.started_at is None else float(rep.started_at)
-                sig = row["signature"] if outcome is Outcome.UNCHANGED and rep.status == 304 else rep.signature
-                out = FetchOutcome(
-                    url, outcome, why, started, float(rep.elapsed_s), rep.status, int(rep.n_bytes),
-                    etag=rep.etag if rep.status != 304 else (rep.etag or row["etag"]),
-                    last_modified=rep.last_modified if rep.status != 304 else (rep.last_modified or row["last_modified"]),
-                    signature=None if outcome is Outcome.NO_INFO else sig, error=error,
-                    retry_after_s=rep.retry_after_s,
-                )
-                visit = Visit(row["id"], row["host_id"], FetchRequest(url, row["etag"], row["last_modified"],
-                                                                       row["signature"]), row["next_due"])
+                copy = FetchRequest(url, row["etag"], row["last_modified"], row["signature"])
+                out = rep.outcome(url, copy, now)
+                visit = Visit(row["id"], row["host_id"], copy, row["next_due"])
                 batch.append((visit, out))
-                floors.append((row["id"], rep.refetch_not_before if outcome is Outcome.NO_INFO else None))
+                floors.append((row["id"], rep.refetch_not_before if out.outcome is Outcome.NO_INFO else None))
                 reported.append(url)
                 answers.append("ok")
             commit()
@@ -663,6 +681,62 @@ class FrontierService:
             leased = counts.pop("leased")
             n_queues = len(self.queues(crawl_id, now=now)) if not queue else int(counts["active"] > 0)
             return {"size": counts["active"], "in_process": leased, "counts": counts, "queues": n_queues}
+
+    def is_leased(self, crawl_id: str | None, url: str) -> bool:
+        """Whether ``url`` was handed out by :meth:`lease` and not reported since (False for a
+        malformed URL or an unknown crawl)."""
+        try:
+            u = normalize_url(url)
+        except ValueError:
+            return False
+        with self.lock:
+            try:
+                return u in self.crawl(crawl_id).page_leases
+            except KeyError:
+                return False
+
+    def host_use(self, crawl_id: str | None, limit: int, *, now: float | None = None) -> dict[str, Any]:
+        """Budget use by host (:meth:`Frontier.host_load`), the ``limit`` largest planned rates first.
+
+        Returns
+        -------
+        dict
+            ``budget`` and ``budget_in_use`` (visits per day), ``n_hosts`` and ``hosts``: per host
+            ``queue`` (its name), ``origin``, ``n_pages`` (active), ``rate_per_day`` (planned),
+            ``cap_per_day`` (None: no cap), ``delay_s`` and ``in_backoff`` (now).
+        """
+        now = time.time() if now is None else float(now)
+        with self._frontier(crawl_id) as f:
+            h = f.host_load()
+            budget = f.settings.budget
+        order = np.argsort(-h.rate, kind="stable")[:limit]
+        hosts = [{"queue": queue_key(h.origin[k]), "origin": h.origin[k], "n_pages": int(h.n_pages[k]),
+                  "rate_per_day": float(h.rate[k]),
+                  "cap_per_day": float(h.cap[k]) if np.isfinite(h.cap[k]) else None,
+                  "delay_s": float(h.delay_s[k]), "in_backoff": bool(h.backoff_until[k] > now)}
+                 for k in order]
+        return {"budget": budget, "budget_in_use": h.budget_in_use, "n_hosts": len(h.origin), "hosts": hosts}
+
+    def overdue(self, crawl_id: str | None, limit: int, *, now: float | None = None) -> dict[str, Any]:
+        """The ``limit`` active pages due the longest (:meth:`Frontier.backlog`), most overdue first.
+
+        Returns
+        -------
+        dict
+            ``n_due`` (active pages due now) and ``pages``: per page ``url``, ``queue`` (its host's
+            name), ``next_due`` (seconds since the epoch), ``overdue_s``, ``rate`` (visits per day),
+            ``delta_hat`` (changes per day) and ``leased``.
+        """
+        now = time.time() if now is None else float(now)
+        with self._frontier(crawl_id) as f:
+            b = f.backlog(limit, now)
+            rows = f.store.page_rows(b.page_id.tolist()) if b.page_id.size else {}
+            pages = [{"url": rows[page_id]["url"], "queue": queue_key(f.origin(int(b.host_id[j]))),
+                      "next_due": float(b.next_due[j]), "overdue_s": float(now - b.next_due[j]),
+                      "rate": float(b.rate[j]), "delta_hat": rows[page_id]["delta_hat"],
+                      "leased": bool(b.leased[j])}
+                     for j, page_id in enumerate(b.page_id.tolist())]
+        return {"n_due": b.n_due, "pages": pages}
 
     def set_active(self, crawl_id: str | None, state: bool) -> None:
         """(De)activate leasing of a crawl; reports are still taken."""

@@ -435,18 +435,6 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
     def _has_outcome(self, info: pb.URLInfo) -> bool:
         return any(key in info.metadata for key in (self.keys.status, *self.keys.error_keys()))
 
-    def _leased(self, cid: str, url: str) -> bool:
-        """Whether ``url`` was handed out by GetURLs and not reported since."""
-        try:
-            u = normalize_url(url)
-        except ValueError:
-            return False
-        with self.service.lock:
-            try:
-                return u in self.service.crawl(cid).page_leases
-            except KeyError:
-                return False
-
     def _is_report(self, cid: str, info: pb.URLInfo) -> bool:
         """A known URL is a visit's report when it carries an outcome and was leased (or gives the
         visit's time): a status kept from an earlier visit (a status dump fed back, a re-seed) is
@@ -454,7 +442,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         if not self._has_outcome(info):
             return False
         return ("freshcrawl.started_at" in info.metadata or _is_robots_url(info.url)
-                or self._leased(cid, info.url))
+                or self.service.is_leased(cid, info.url))
 
     def _keep_known_metadata(self, cid: str, run: list[tuple[str, Any]], acks: list[int]) -> None:
         """A known URL's metadata replaces what the client kept (unless it is only a fetch outcome)."""
@@ -521,42 +509,47 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             self.service.set_url_metadata(cid, kept, overwrite=False)
         return acks
 
+    def _report(self, known: pb.KnownURLItem) -> Report:
+        """A known URL's metadata read as a visit's report (see the module docstring); _Skip when a
+        field is malformed or outside :mod:`freshcrawl.frontier.limits`."""
+        info, k = known.info, self.keys
+        status = self._check_status(info)
+        failed = [key for key in k.error_keys() if key in info.metadata]
+        if failed:  # an error key wins over a status (the previous visit's, kept)
+            status = None
+        error = (_first(info, "freshcrawl.error") or "")[:64] or None
+        if error is None and failed:
+            text = " ".join(_first(info, key) or "" for key in failed).lower()
+            error = "timeout" if "timeout" in text else "network"
+        date = known.refetchable_from_date
+        started_at, elapsed_s, n_bytes, retry_after_s = self._report_fields(known)
+        return Report(
+            url=info.url, status=status, signature=_first(info, k.signature) or None,
+            started_at=started_at,
+            elapsed_s=elapsed_s or 0.0,
+            n_bytes=n_bytes,
+            etag=_first(info, "freshcrawl.etag") or _validator(info, "protocol.etag"),
+            last_modified=_first(info, "freshcrawl.last_modified")
+            or _validator(info, "protocol.last-modified"),
+            retry_after_s=retry_after_s,
+            error=None if status is not None else (error or "network"),
+            refetch_not_before=float(date) if date else None,
+        )
+
     def _reports(self, cid: str, run: list[tuple[str, Any]]) -> list[int]:
         acks: list[int | None] = [None] * len(run)
         reports, where, extra = [], [], []
-        k = self.keys
         for i, (_, item) in enumerate(run):
             info = item.known.info
             try:
-                status = self._check_status(info)
-                failed = [key for key in k.error_keys() if key in info.metadata]
-                if failed:  # an error key wins over a status (the previous visit's, kept)
-                    status = None
-                error = (_first(info, "freshcrawl.error") or "")[:64] or None
-                if error is None and failed:
-                    text = " ".join(_first(info, key) or "" for key in failed).lower()
-                    error = "timeout" if "timeout" in text else "network"
-                date = item.known.refetchable_from_date
-                started_at, elapsed_s, n_bytes, retry_after_s = self._report_fields(item.known)
-                rep = Report(
-                    url=info.url, status=status, signature=_first(info, k.signature) or None,
-                    started_at=started_at,
-                    elapsed_s=elapsed_s or 0.0,
-                    n_bytes=n_bytes,
-                    etag=_first(info, "freshcrawl.etag") or _validator(info, "protocol.etag"),
-                    last_modified=_first(info, "freshcrawl.last_modified")
-                    or _validator(info, "protocol.last-modified"),
-                    retry_after_s=retry_after_s,
-                    error=None if status is not None else (error or "network"),
-                    refetch_not_before=float(date) if date else None,
-                )
+                rep = self._report(item.known)
             except _Skip as err:
                 log.info("PutURLs: report of %r skipped: %s", info.url, err)
                 acks[i] = _SKIPPED
                 continue
             reports.append(rep)
             where.append(i)
-            extra.append((date, _first(info, "freshcrawl.robots")))
+            extra.append((item.known.refetchable_from_date, _first(info, "freshcrawl.robots")))
         if reports and not self._exists(cid):
             self.service.crawl(cid, create=True)
         answers = self.service.report(cid, reports) if reports else []
@@ -595,9 +588,8 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
         for _, item in run:
             url, date = item.known.info.url, float(item.known.refetchable_from_date)
             try:
-                self._check_status(item.known.info)
-                self._report_fields(item.known)  # a status dump's fields within the same limits
-                if self._leased(cid, url) and not self._has_outcome(item.known.info):
+                self._report(item.known)  # a status dump's fields within the same limits
+                if self.service.is_leased(cid, url) and not self._has_outcome(item.known.info):
                     silent.append(url)
                 ok = self._exists(cid) and self.service.schedule(cid, url, date)
                 if not ok:

@@ -2,6 +2,8 @@
 
 :func:`open_store` opens or creates a store at the newest schema revision; :class:`Store` reads and
 writes pages, hosts, the observation log and the crawl's settings, each write one transaction.
+One process writes a crawl database: it holds the database's writer lock
+(:func:`acquire_writer_lock`, :mod:`freshcrawl.store.writer`) for as long as it writes.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from freshcrawl.store.store import (
     list_namespaces,
     open_store,
 )
+from freshcrawl.store.writer import WriterLock, acquire_writer_lock
 
 __all__ = [
     "PAGE_STATUSES",
     "HostArrays",
     "PageArrays",
     "Store",
+    "WriterLock",
+    "acquire_writer_lock",
     "check_namespace",
     "database_url",
     "drop_namespace",

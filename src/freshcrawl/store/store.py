@@ -149,7 +149,7 @@ class Store:
         Outages seen by this store (each ends at the first operation that succeeds).
     guard : callable or None
         Called with no argument before a new connection is used (PostgreSQL): the writer lock's
-        check (:meth:`freshcrawl.service.writer.WriterLock.ensure`), which raises when the lock is
+        check (:meth:`freshcrawl.store.writer.WriterLock.ensure`), which raises when the lock is
         lost, so that nothing is written on a connection made after another writer took over.
     """
 

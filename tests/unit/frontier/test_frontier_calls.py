@@ -50,7 +50,7 @@ def test_ready_hosts_backlog_counts_and_leases(make):
     assert f.n_leased(NOW) == 2 and f.backlog(10, NOW).leased.sum() == 2
     counts = f.page_counts(now=NOW)
     assert counts == {"active": 3, "disallowed": 0, "failed": 0, "removed": 0, "leased": 2}
-    assert f.page_counts(2, now=NOW) == {
+    assert f.page_counts([2], now=NOW) == {
         "active": 1,
         "disallowed": 0,
         "failed": 0,
@@ -83,7 +83,7 @@ def test_remove_pages_and_hosts(make):
     assert 2 not in f.backlog(10, NOW).page_id
     assert f.remove_host(1) == 1  # page 1; page 2 was removed already
     assert f.remove_host(1) == 0
-    assert f.page_counts(1, now=NOW)["removed"] == 2
+    assert f.page_counts([1], now=NOW)["removed"] == 2
     assert f.backlog(10, NOW).page_id.tolist() == [3]
     assert f.ready_hosts(NOW).tolist() == [2]
 

@@ -1,4 +1,8 @@
-"""One writer per crawl database: the lock a ``freshcrawl serve`` process holds for its whole life.
+"""One writer per crawl database: the lock the process that writes it holds for its whole life.
+
+``freshcrawl serve``, ``freshcrawl crawl run`` and the Scrapy scheduler's in-process frontier take
+it before they open the crawl (:func:`acquire_writer_lock`) and pass :meth:`WriterLock.ensure` to
+the store as its ``guard``.
 
 :class:`~freshcrawl.service.FrontierService` hands out leases under its own lock and keeps the
 leases in memory, so two serve processes on one database could lease the same URL twice. That is
@@ -197,8 +201,7 @@ def acquire_writer_lock(db: str | Path, *, retry_s: float = 5.0) -> WriterLock:
     from sqlalchemy.engine import make_url
     from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
-    from freshcrawl.store import database_url
-    from freshcrawl.store import is_connection_error, is_refused_login, unavailable
+    from freshcrawl.store import database_url, is_connection_error, is_refused_login, unavailable
 
     url = make_url(database_url(db))
     shown = url.render_as_string(hide_password=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import defaultdict
 
@@ -24,6 +23,7 @@ from freshcrawl.frontier import CrawlSettings, Frontier, RobotsVisit, Visit, ori
 from freshcrawl.store import open_store
 from freshcrawl.testing import HostSpec, TestWeb, make_pages
 
+from ..live_crawl import add_urls, crawl_cli
 from ..warc_checks import check_structure, match_observations, read_records, warcio_check
 
 MIN_DELAY_S = 0.3
@@ -47,13 +47,26 @@ TOL_S = 0.05
 pytestmark = pytest.mark.realtime
 
 
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "freshcrawl", "crawl", *args]
-
-
 def _run_args(db: str, duration: str, warc: str) -> list[str]:
-    return _cli("run", "--db", db, "--budget", "10/s", "--for", duration, "--replan-every", "2s",
-                "--min-delay", f"{MIN_DELAY_S}s", "--timeout", "3s", "--seed", "7", "--warc", warc)
+    return crawl_cli(
+        "run",
+        "--db",
+        db,
+        "--budget",
+        "10/s",
+        "--for",
+        duration,
+        "--replan-every",
+        "2s",
+        "--min-delay",
+        f"{MIN_DELAY_S}s",
+        "--timeout",
+        "3s",
+        "--seed",
+        "7",
+        "--warc",
+        warc,
+    )
 
 
 def _kill_delays(rng: np.random.Generator) -> list[float]:
@@ -87,20 +100,20 @@ def _match(obs_by_url, req_by_url):
 # Opt-in (-m slow): a restarted crawl now reaches its first request 4.6-5 s after it starts, longer than
 # the slow host's delay (SLOW_DELAY_S), so no restart can test that floor until the test's timings follow.
 @pytest.mark.slow
-def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_polite(db_url, tmp_path):
+def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_polite(
+    db_url, tmp_path
+):
     rng = np.random.default_rng(20240611)
     delays = _kill_delays(rng)
     pages = make_pages(N_PAGES, len(HOSTS), (0.05, 1.0), seed=11)
     with TestWeb(pages, hosts=HOSTS, seed=11, max_hang_s=5.0) as web:
-        urls_file = tmp_path / "urls.txt"
-        urls_file.write_text("\n".join(web.urls()) + "\n")
-        added = subprocess.run(_cli("add", "--db", db_url, str(urls_file)), capture_output=True, text=True,
-                               timeout=60, check=False)
-        assert added.returncode == 0, added.stderr
+        add_urls(db_url, web.urls(), tmp_path / "urls.txt")
         store = open_store(db_url)
         try:
             slow_origin = web.hosts[SLOW_HOST].origin
-            host_ids = {r["url"]: r["host_id"] for r in store.page_rows(range(1, N_PAGES + 1)).values()}
+            host_ids = {
+                r["url"]: r["host_id"] for r in store.page_rows(range(1, N_PAGES + 1)).values()
+            }
             slow_id = next(hid for url, hid in host_ids.items() if origin_of(url) == slow_origin)
             store.save_host(slow_id, min_delay_s=SLOW_DELAY_S)
         finally:
@@ -110,8 +123,12 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
         killed_after: list[float] = []
         for delay in delays:
             spawned.append(time.time())
-            proc = subprocess.Popen(_run_args(db_url, "30s", str(tmp_path / "warc")), stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, text=True)
+            proc = subprocess.Popen(
+                _run_args(db_url, "30s", str(tmp_path / "warc")),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             try:
                 rc = proc.wait(timeout=delay)
             except subprocess.TimeoutExpired:
@@ -119,12 +136,20 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
                 rc = proc.wait(timeout=30)
                 killed_after.append(delay)
             else:  # pragma: no cover - a 30 s run cannot end in 2.5 s unless it failed
-                pytest.fail(f"crawl run ended by itself (rc={rc}) after < {delay}s: {proc.stderr.read()}")
+                pytest.fail(
+                    f"crawl run ended by itself (rc={rc}) after < {delay}s: {proc.stderr.read()}"
+                )
             finally:
                 proc.stderr.close()
             assert rc == -signal.SIGKILL
         spawned.append(time.time())
-        final = subprocess.run(_run_args(db_url, "6s", str(tmp_path / "warc")), capture_output=True, text=True, timeout=120, check=False)
+        final = subprocess.run(
+            _run_args(db_url, "6s", str(tmp_path / "warc")),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert final.returncode == 0, final.stderr
         requests = web.requests()
         host_names = [h.name for h in web.hosts]
@@ -162,12 +187,16 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
 
     # the disallowed page was never requested and is recorded as such
     disallowed = [o for o in log if o["why"] == "robots"]
-    assert {url_of[o["page_id"]] for o in disallowed} == {u for u in web.urls() if u.endswith("/page/11")}
+    assert {url_of[o["page_id"]] for o in disallowed} == {
+        u for u in web.urls() if u.endswith("/page/11")
+    }
     assert not req_by_url.get(next(u for u in web.urls() if u.endswith("/page/11")))
 
     # every committed visit matches exactly one request, and no request is matched twice
     matched, unmatched = _match(obs_by_url, req_by_url)
-    assert not unmatched, f"{len(unmatched)} committed visits without exactly one request: {unmatched[:3]}"
+    assert not unmatched, (
+        f"{len(unmatched)} committed visits without exactly one request: {unmatched[:3]}"
+    )
     assert len(set(map(id, matched.values()))) == len(matched) == len(fetched)
     # the requests without a committed visit are those in flight at a kill: one per host at most
     lost = len(page_requests) - len(matched)
@@ -192,7 +221,9 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
     # the crawl saw enough for the comparison to mean something
     # 15-19 of about 70 fetches on this machine: enough pairs for the check to catch a wrong flag
     assert n_checked >= 10, (n_checked, len(fetched), lost)
-    assert any(o["outcome"] == "changed" for o in fetched) and any(o["outcome"] == "unchanged" for o in fetched)
+    assert any(o["outcome"] == "changed" for o in fetched) and any(
+        o["outcome"] == "unchanged" for o in fetched
+    )
 
     # politeness across every restart: delays, robots.txt, no Retry-After here
     delays_by_host = {name: MIN_DELAY_S for name in host_names}
@@ -202,7 +233,9 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
 
     # the restart floor: after each (re)start, no host is contacted before a full delay has passed
     # since the process was spawned (the frontier starts later still)
-    host_delay = {name: max(MIN_DELAY_S, HOSTS[k].crawl_delay or 0.0) for k, name in enumerate(host_names)}
+    host_delay = {
+        name: max(MIN_DELAY_S, HOSTS[k].crawl_delay or 0.0) for k, name in enumerate(host_names)
+    }
     host_delay[host_names[SLOW_HOST]] = SLOW_DELAY_S
     n_slow_restarts = 0
     startup = []
@@ -219,9 +252,11 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
             if name == host_names[SLOW_HOST] and before and lo - max(before) < SLOW_DELAY_S:
                 n_slow_restarts += 1  # a restart that came sooner than the delay after a request
     assert n_slow_restarts >= 1, ("no restart tested the floor of the slow host", startup)
-    print(f"\n{'postgresql' if '://' in db_url else 'sqlite'}: {N_KILLS} kills at {killed_after}; {len(page_requests)} page requests, "
-          f"{len(matched)} committed visits, {lost} lost in flight; {n_checked} change flags checked; "
-          f"{n_slow_restarts} restarts within the slow host's delay; first request {min(startup):.2f} s after a spawn")
+    print(
+        f"\n{'postgresql' if '://' in db_url else 'sqlite'}: {N_KILLS} kills at {killed_after}; {len(page_requests)} page requests, "
+        f"{len(matched)} committed visits, {lost} lost in flight; {n_checked} change flags checked; "
+        f"{n_slow_restarts} restarts within the slow host's delay; first request {min(startup):.2f} s after a spawn"
+    )
 
 
 def test_robots_fetch_lost_to_a_crash_still_delays_the_restart(tmp_path):
@@ -240,7 +275,9 @@ def test_robots_fetch_lost_to_a_crash_still_delays_the_restart(tmp_path):
         assert restarted.due(now=1004.4) == []
         again = restarted.due(now=1004.5)
         assert [type(v) for v in again] == [RobotsVisit]
-        restarted.record_robots(again[0], RobotsOutcome("http://127.0.0.2:9", 404, None, 1004.5, 0.01, "http-404"))
+        restarted.record_robots(
+            again[0], RobotsOutcome("http://127.0.0.2:9", 404, None, 1004.5, 0.01, "http-404")
+        )
         # a robots.txt fetch may have followed redirects: the delay runs from its end (1004.51)
         assert restarted.due(now=1006.5) == []
         assert [type(v) for v in restarted.due(now=1006.51)] == [Visit]

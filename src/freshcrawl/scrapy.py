@@ -15,7 +15,11 @@ queue. Leases are taken ahead by one background thread, which alone talks to the
 interface of :class:`~freshcrawl.crawler.loop.FrontierLike` that ``freshcrawl crawl run`` uses: a
 :class:`~freshcrawl.frontier.Frontier` in this process, or a
 :class:`~freshcrawl.service.rest_client.RestFrontier`), so the reactor never waits on a database,
-a plan or the network. The spider stays open while the crawl has active pages (``DontCloseSpider``
+a plan or the network. An in-process frontier's plans are computed in a second thread, as
+``crawl run`` computes them, while the first keeps leasing and recording with the plan in force.
+A served frontier is asked for leases again soon after a visit was leased or reported (a host just
+freed may have its next visit due after its delay), less often while nothing happens. The spider
+stays open while the crawl has active pages (``DontCloseSpider``
 on ``spider_idle``); ``CLOSESPIDER_TIMEOUT`` or a signal ends it.
 
 :class:`ObservationMiddleware` turns the final response or exception of every visit into one

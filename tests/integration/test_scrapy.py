@@ -9,9 +9,11 @@ no politeness violation, one report per request, conditional requests sent and t
 from __future__ import annotations
 
 import json
+import resource
 import sqlite3
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -192,7 +194,7 @@ def test_scrapy_in_process_and_through_serve_over_mutual_tls(tmp_path, tls_pki):
             procs.append(local)
             base = f"https://127.0.0.1:{port}"
             ssl_context = tls_pki.client_tls().ssl_context()
-            wait_until_up(server, base + "/status", 30.0, verify=ssl_context)
+            wait_until_up(server, base + "/status", verify=ssl_context)
             served = _spider(
                 served_web,
                 _settings(
@@ -307,7 +309,11 @@ def test_scrapy_keeps_pages_as_fresh_as_crawl_run_at_the_same_budget(tmp_path):
     """Scrapy with freshcrawl's scheduler, in-process and through ``serve``, against ``crawl run``:
     the same test web, budget and length, graded by the web's own freshness (exact, per page)."""
     forms = ["in-process", "serve"]
+    cpu0, wall0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     webs, stats = _race(tmp_path, forms)
+    cpu1, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - wall0
+    cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+    print(f"\ncrawls, server and crawl add: {cpu:.1f} CPU s in {wall:.1f} s")
     for form in forms:  # one lease, one report: no visit lost
         n_pages = sum(r.page is not None for r in webs[form].requests())
         assert stats[form]["freshcrawl/reported"] == n_pages, (form, stats[form])

@@ -19,8 +19,8 @@ a plan or the network. An in-process frontier's plans are computed in a second t
 ``crawl run`` computes them, while the first keeps leasing and recording with the plan in force.
 A served frontier is asked for leases again soon after a visit was leased or reported (a host just
 freed may have its next visit due after its delay), less often while nothing happens. The spider
-stays open while the crawl has active pages (``DontCloseSpider``
-on ``spider_idle``); ``CLOSESPIDER_TIMEOUT`` or a signal ends it.
+stays open while the crawl has active pages (``DontCloseSpider`` on ``spider_idle``);
+``CLOSESPIDER_TIMEOUT`` or a signal ends it.
 
 :class:`ObservationMiddleware` turns the final response or exception of every visit into one
 freshcrawl outcome (one lease, one report), as :class:`~freshcrawl.crawler.fetcher.Fetcher` would:
@@ -420,6 +420,7 @@ class Scheduler:
         self._active_at = 0.0  # when a visit was last leased or reported (the worker's clock)
         self._planner: ThreadPoolExecutor | None = None  # computes an in-process frontier's plans
         self._planning: tuple[Any, Future] | None = None  # (job, its plan) while one is computed
+        self._plan_retry_at = 0.0  # after a plan failed, the next is not tried before this time
         self._leased: set[Lease] = set()
         self._templates: dict[str, dict] = {}
         self._stop = threading.Event()
@@ -716,7 +717,7 @@ class Scheduler:
         self._drain(timeout=0.0)
         self._finish_plan(wait=False)
         now = time.time()
-        if self._planning is None and now >= self.frontier.next_replan:
+        if self._planning is None and now >= max(self.frontier.next_replan, self._plan_retry_at):
             self._start_plan(now)
         want = self.prefetch - len(self._leased)
         items: list = []
@@ -753,7 +754,7 @@ class Scheduler:
 
     def _finish_plan(self, *, wait: bool) -> None:
         """Apply the plan computed in the worker thread once it is ready (``wait``: wait for it); a
-        plan that failed is dropped, the one in force stays and the next comes at its time."""
+        plan that failed is dropped, the one in force stays and the next is tried 1 s later."""
         if self._planning is None:
             return
         job, plan = self._planning
@@ -764,6 +765,7 @@ class Scheduler:
             self.frontier.apply_plan(job, plan.result(), now=time.time())
         except Exception as err:  # noqa: BLE001 - the plan in force keeps serving
             self.frontier.cancel_plan(job)
+            self._plan_retry_at = time.time() + 1.0
             log.warning("freshcrawl: a plan failed (%s: %s)", type(err).__name__, err)
 
     def _wake(self) -> None:

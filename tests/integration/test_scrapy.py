@@ -3,7 +3,8 @@
 A real ``CrawlerProcess`` runs in a subprocess (a reactor starts once per process) with the two settings
 of ``freshcrawl.scrapy`` and a spider that knows nothing of freshcrawl; the test web's own log grades it:
 no politeness violation, one report per request, conditional requests sent and their 304s recorded as
-"unchanged".
+"unchanged"; and, beside ``freshcrawl crawl run`` on a copy of the web, pages kept as fresh at the same
+budget.
 """
 
 from __future__ import annotations

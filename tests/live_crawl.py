@@ -1,4 +1,4 @@
-"""Helpers of the end-to-end crawl tests: the ``freshcrawl`` command line in a subprocess, a free
+"""What the end-to-end crawl tests share: the ``freshcrawl`` command line in a subprocess, a free
 loopback port, waiting for a server to answer."""
 
 from __future__ import annotations

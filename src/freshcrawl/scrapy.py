@@ -15,8 +15,12 @@ queue. Leases are taken ahead by one background thread, which alone talks to the
 interface of :class:`~freshcrawl.crawler.loop.FrontierLike` that ``freshcrawl crawl run`` uses: a
 :class:`~freshcrawl.frontier.Frontier` in this process, or a
 :class:`~freshcrawl.service.rest_client.RestFrontier`), so the reactor never waits on a database,
-a plan or the network. The spider stays open while the crawl has active pages (``DontCloseSpider``
-on ``spider_idle``); ``CLOSESPIDER_TIMEOUT`` or a signal ends it.
+a plan or the network. An in-process frontier's plans are computed in a second thread, as
+``crawl run`` computes them, while the first keeps leasing and recording with the plan in force.
+A served frontier is asked for leases again soon after a visit was leased or reported (a host just
+freed may have its next visit due after its delay), less often while nothing happens. The spider
+stays open while the crawl has active pages (``DontCloseSpider`` on ``spider_idle``);
+``CLOSESPIDER_TIMEOUT`` or a signal ends it.
 
 :class:`ObservationMiddleware` turns the final response or exception of every visit into one
 freshcrawl outcome (one lease, one report), as :class:`~freshcrawl.crawler.fetcher.Fetcher` would:
@@ -52,6 +56,7 @@ import queue
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -353,7 +358,10 @@ class Scheduler:
     prefetch : int
         Visits leased ahead of Scrapy.
     poll_s : float, default=0.05
-        Least seconds between two lease calls when nothing came back.
+        Seconds between two lease calls to a served frontier right after a visit was leased or
+        reported; while nothing happens the wait grows to half the time since, up to the
+        frontier's own poll interval (``RestFrontier.poll_s``). An in-process frontier is asked
+        when it says something is due (``next_wakeup``), or at once after a report.
 
     Notes
     -----
@@ -393,8 +401,10 @@ class Scheduler:
         self._ready: deque[Request] = deque()  # leased visits, ready for Scrapy
         self._local: deque[tuple[float, Request]] = deque()  # redirects, retries, non-GET requests
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._outstanding = 0  # visits leased and not yet reported (read by the worker only)
-        self._lock = threading.Lock()
+        self._active_at = 0.0  # when a visit was last leased or reported (the worker's clock)
+        self._planner: ThreadPoolExecutor | None = None  # computes an in-process frontier's plans
+        self._planning: tuple[Any, Future] | None = None  # (job, its plan) while one is computed
+        self._plan_retry_at = 0.0  # after a plan failed, the next is not tried before this time
         self._leased: set[Lease] = set()
         self._templates: dict[str, dict] = {}
         self._stop = threading.Event()
@@ -665,6 +675,7 @@ class Scheduler:
                     except Exception as err:  # noqa: BLE001 - the next count may succeed
                         log.warning("freshcrawl: cannot count the crawl's pages (%s)", err)
             try:
+                self._finish_plan(wait=True)
                 self._drain(timeout=0.0)
                 self._report_cut_off()
             finally:
@@ -678,6 +689,8 @@ class Scheduler:
         except Exception:
             log.exception("freshcrawl: the frontier thread failed")
         finally:
+            if self._planner is not None:
+                self._planner.shutdown(wait=True)
             try:
                 self.frontier.close()
             except Exception:
@@ -686,9 +699,10 @@ class Scheduler:
     def _step(self, reactor: Any) -> None:
         """One round of the background thread: reports in, a plan when due, leases out, a short wait."""
         self._drain(timeout=0.0)
+        self._finish_plan(wait=False)
         now = time.time()
-        if now >= self.frontier.next_replan:
-            self.frontier.replan(now)
+        if self._planning is None and now >= max(self.frontier.next_replan, self._plan_retry_at):
+            self._start_plan(now)
         want = self.prefetch - len(self._leased)
         items: list = []
         if want > 0:
@@ -698,8 +712,45 @@ class Scheduler:
                 log.warning("freshcrawl: leasing failed (%s); asking again", err)
             for item in items:
                 reactor.callFromThread(self._inject, self._request_for(item))
+        if items:
+            self._active_at = now
         wake = min(self.frontier.next_wakeup(now), self.frontier.next_replan, now + 0.25)
-        self._drain(timeout=max(min(wake - time.time(), 0.25), self.poll_s if not items else 0.0))
+        if not isinstance(self.frontier, _LocalFrontier):
+            # the server knows when the next visit is due, this side does not: soon after a lease or
+            # a report (a host just freed, its next page may be due after its delay) ask again soon
+            wake = min(wake, now + max(self.poll_s, 0.5 * (now - self._active_at)))
+        # a report wakes the wait at once; 1 ms at least, should the frontier's wake-up be past
+        self._drain(timeout=max(min(wake - time.time(), 0.25), 0.001))
+
+    def _start_plan(self, now: float) -> None:
+        """Re-plan: an in-process frontier's plan is computed in a worker thread (as ``crawl run``
+        does) while this thread keeps leasing and recording with the plan in force."""
+        f = self.frontier
+        if not hasattr(f, "prepare_plan"):
+            f.replan(now)
+            return
+        if self._planner is None:
+            self._planner = ThreadPoolExecutor(1, thread_name_prefix="freshcrawl-plan")
+        job = f.prepare_plan(now)
+        plan = self._planner.submit(f.compute_plan, job)
+        plan.add_done_callback(lambda _: self._inbox.put(("planned",)))
+        self._planning = (job, plan)
+
+    def _finish_plan(self, *, wait: bool) -> None:
+        """Apply the plan computed in the worker thread once it is ready (``wait``: wait for it); a
+        plan that failed is dropped, the one in force stays and the next is tried 1 s later."""
+        if self._planning is None:
+            return
+        job, plan = self._planning
+        if not (wait or plan.done()):
+            return
+        self._planning = None
+        try:
+            self.frontier.apply_plan(job, plan.result(), now=time.time())
+        except Exception as err:  # noqa: BLE001 - the plan in force keeps serving
+            self.frontier.cancel_plan(job)
+            self._plan_retry_at = time.time() + 1.0
+            log.warning("freshcrawl: a plan failed (%s: %s)", type(err).__name__, err)
 
     def _wake(self) -> None:
         slot = getattr(self.crawler.engine, "_slot", None)
@@ -752,17 +803,21 @@ class Scheduler:
         pages: list[tuple[Visit, FetchOutcome]] = []
         discovered: dict[str, float] = {}
         deadline = time.monotonic() + timeout
+        woken = False
         while True:
             try:
                 wait = deadline - time.monotonic()
                 msg = (
                     self._inbox.get(timeout=wait)
-                    if wait > 0 and not pages and not discovered
+                    if wait > 0 and not (pages or discovered or woken)
                     else self._inbox.get_nowait()
                 )
             except queue.Empty:
                 break
             kind = msg[0]
+            if kind == "planned":
+                woken = True
+                continue
             if kind == "discover":
                 discovered.setdefault(msg[1], msg[2])
                 continue
@@ -781,6 +836,8 @@ class Scheduler:
                 out = _failure_outcome(lease, msg[2], now=msg[3])
             pages.append((lease.visit, out))
             self.counts[out.outcome.value] += 1
+        if pages:
+            self._active_at = time.time()
         # what a failed call left unsent goes first; a report is never sent twice
         self._unsent_pages.extend(pages)
         while self._unsent_pages:
@@ -797,7 +854,9 @@ class Scheduler:
             self.counts["reported"] += len(batch)
         for url, weight in discovered.items():
             self._unsent_urls.setdefault(url, weight)
-        if self._unsent_urls:
+        # new pages wait for the plan under way: they may grow the frontier's policy, which the
+        # planning thread is using
+        if self._unsent_urls and self._planning is None:
             added, _ = self.frontier.add_urls(list(self._unsent_urls.items()))
             self._unsent_urls.clear()
             self.counts["discovered"] += added

@@ -16,7 +16,6 @@ import itertools
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import defaultdict
 
@@ -28,6 +27,7 @@ from freshcrawl.frontier import CrawlSettings, Frontier, RobotsVisit, Visit, ori
 from freshcrawl.store import open_store
 from freshcrawl.testing import HostSpec, TestWeb, make_pages
 
+from ..live_crawl import crawl_cli
 from ..warc_checks import check_structure, match_observations, read_records, warcio_check
 
 MIN_DELAY_S = 0.3
@@ -65,13 +65,9 @@ TOL_S = 0.05
 pytestmark = pytest.mark.realtime
 
 
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "freshcrawl", "crawl", *args]
-
-
 def _run_args(db: str, duration: str, warc: str) -> list[str]:
     options = f"--budget 10/s --replan-every 2s --min-delay {MIN_DELAY_S}s --timeout 3s --seed 7"
-    return _cli("run", "--db", db, "--for", duration, "--warc", warc, *options.split())
+    return crawl_cli("run", "--db", db, "--for", duration, "--warc", warc, *options.split())
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +135,7 @@ def test_kill_9_at_random_points_loses_nothing_counts_nothing_twice_and_stays_po
         urls_file = tmp_path / "urls.txt"
         urls_file.write_text("\n".join(web.urls()) + "\n")
         added = subprocess.run(
-            _cli("add", "--db", db_url, str(urls_file)),
+            crawl_cli("add", "--db", db_url, str(urls_file)),
             capture_output=True,
             text=True,
             timeout=60,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -25,6 +24,8 @@ from freshcrawl.store import open_store
 from freshcrawl.testing import FAULT_KINDS, Fault, HostSpec, PageSpec, TestWeb, make_pages
 from freshcrawl.units import SECONDS_PER_DAY
 
+from ..live_crawl import add_urls, crawl_cli
+
 pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
 
 # --------------------------------------------------------------------------- learned vs uniform
@@ -35,7 +36,8 @@ N_PAGES, N_HOSTS = 300, 6
 #: was 6.3 to 7.2 in four runs of 70 s (this test and the served one, twice each), 5.7 to 6.9 in three
 #: runs of each at the present length.
 RATES = (0.002, 2.0)
-BUDGET = 150.0  # visits per second over all pages: uniform visits each page every 2 s (Δτ 0.004 to 4)
+#: visits per second over all pages: uniform visits each page every 2 s (Δτ 0.004 to 4)
+BUDGET = 150.0
 RUN_S = 48.0
 #: freshness is measured from 15 s on, when the learned policy has seen about seven visits per page.
 #: Measured over several windows of two 70 s runs, the paired difference learned - uniform was 6.3 to
@@ -43,10 +45,6 @@ RUN_S = 48.0
 #: spread, not the window's length, and the plan moves with the first estimates
 WINDOW = (15.0, 46.0)
 MIN_DELAY_S = 0.01  # host caps of 100 visits/s: not binding at 25 visits/s per host on average
-
-
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "freshcrawl", "crawl", *args]
 
 
 def test_learned_keeps_pages_fresher_than_uniform_and_close_to_the_oracle(tmp_path):
@@ -57,19 +55,33 @@ def test_learned_keeps_pages_fresher_than_uniform_and_close_to_the_oracle(tmp_pa
     try:
         for policy, web in webs.items():
             web.start()
-            urls = tmp_path / f"{policy}.txt"
-            urls.write_text("\n".join(web.urls()) + "\n")
-            db = str(tmp_path / f"{policy}.db")
-            added = subprocess.run(_cli("add", "--db", db, str(urls)), capture_output=True, text=True, timeout=60,
-                                   check=False)
-            assert added.returncode == 0, added.stderr
+            add_urls(str(tmp_path / f"{policy}.db"), web.urls(), tmp_path / f"{policy}.txt")
         spawned = time.time()
         for policy in webs:  # both crawls at once, each in its own process
             procs[policy] = subprocess.Popen(
-                _cli("run", "--db", str(tmp_path / f"{policy}.db"), "--policy", policy, "--budget", f"{BUDGET}/s",
-                     "--for", f"{RUN_S}s", "--replan-every", "3s", "--min-delay", f"{MIN_DELAY_S}s",
-                     "--timeout", "5s", "--seed", "1"),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                crawl_cli(
+                    "run",
+                    "--db",
+                    str(tmp_path / f"{policy}.db"),
+                    "--policy",
+                    policy,
+                    "--budget",
+                    f"{BUDGET}/s",
+                    "--for",
+                    f"{RUN_S}s",
+                    "--replan-every",
+                    "3s",
+                    "--min-delay",
+                    f"{MIN_DELAY_S}s",
+                    "--timeout",
+                    "5s",
+                    "--seed",
+                    "1",
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         for policy, proc in procs.items():
             _, err = proc.communicate(timeout=RUN_S + 60)
             assert proc.returncode == 0, f"{policy}: {err}"
@@ -106,9 +118,11 @@ def test_learned_keeps_pages_fresher_than_uniform_and_close_to_the_oracle(tmp_pa
     finally:
         store.close()
     f_plan = float(expected_freshness(rates, d_day).mean())  # the learned plan, graded by the truth
-    print(f"\nfreshness over [{WINDOW[0]:g}, {WINDOW[1]:g}] s: learned {f_l.mean():.4f} (SE {se_l:.4f}), "
-          f"uniform {f_u.mean():.4f} (SE {se_u:.4f}), paired difference {diff.mean():.4f} (SE {se_diff:.4f}); "
-          f"predicted: oracle {f_oracle:.4f}, uniform {f_uniform_pred:.4f}, learned's last plan {f_plan:.4f}")
+    print(
+        f"\nfreshness over [{WINDOW[0]:g}, {WINDOW[1]:g}] s: learned {f_l.mean():.4f} (SE {se_l:.4f}), "
+        f"uniform {f_u.mean():.4f} (SE {se_u:.4f}), paired difference {diff.mean():.4f} (SE {se_diff:.4f}); "
+        f"predicted: oracle {f_oracle:.4f}, uniform {f_uniform_pred:.4f}, learned's last plan {f_plan:.4f}"
+    )
 
     # the measurement agrees with the theory where the rates are known: uniform visits at B/n
     assert abs(f_u.mean() - f_uniform_pred) < 3 * se_u + 0.01
@@ -128,21 +142,41 @@ def test_learned_keeps_pages_fresher_than_uniform_and_close_to_the_oracle(tmp_pa
 # --------------------------------------------------------------------------------------- faults
 #: fault kind -> error kind recorded for every visit (None: the visit gives a copy)
 EXPECTED_ERROR = {
-    "429": "throttled", "429-seconds": "throttled", "429-date": "throttled",
-    "503": "throttled", "503-seconds": "throttled",
+    "429": "throttled",
+    "429-seconds": "throttled",
+    "429-date": "throttled",
+    "503": "throttled",
+    "503-seconds": "throttled",
     "500": "server",
-    "404": "page", "410": "page", "redirect-loop": "page", "redirect-ftp": "page",
-    "timeout": "network", "slow-body": "network", "reset": "network",
-    "oversized": "content", "oversized-chunked": "content", "gzip-bomb": "content",
-    "pdf": None, "png": None, "noisy": None,
+    "404": "page",
+    "410": "page",
+    "redirect-loop": "page",
+    "redirect-ftp": "page",
+    "timeout": "network",
+    "slow-body": "network",
+    "reset": "network",
+    "oversized": "content",
+    "oversized-chunked": "content",
+    "gzip-bomb": "content",
+    "pdf": None,
+    "png": None,
+    "noisy": None,
 }
 #: errors that count against the page (throttling counts against the host only)
 PAGE_ERRORS = {"server", "page", "network", "content"}
 CRAWL_S = 15.0
 FAULT_MIN_DELAY_S = 0.1
 FETCHER = {"connect_timeout_s": 1.0, "read_timeout_s": 1.0, "total_timeout_s": 2.0}
-SETTINGS = dict(budget=20.0 * SECONDS_PER_DAY, replan_every_s=3.0, min_delay_s=FAULT_MIN_DELAY_S,
-                max_page_errors=3, backoff_base_s=0.25, backoff_max_s=1.0, signature="text", seed=3)
+SETTINGS = {
+    "budget": 20.0 * SECONDS_PER_DAY,
+    "replan_every_s": 3.0,
+    "min_delay_s": FAULT_MIN_DELAY_S,
+    "max_page_errors": 3,
+    "backoff_base_s": 0.25,
+    "backoff_max_s": 1.0,
+    "signature": "text",
+    "seed": 3,
+}
 
 
 #: plain hosts (robots.txt, fault kinds of its pages): one throttling page per host (a throttled page
@@ -163,7 +197,10 @@ def _fault_web() -> tuple[list[PageSpec], list[HostSpec]]:
     """Six plain hosts carrying every page fault, and one host per robots.txt fault; every host has
     two plain pages and /private/secret."""
     hosts = [spec for spec, _ in FAULT_HOSTS]
-    hosts += [HostSpec(robots_fault=f, disallow=["/private/"], crawl_delay=0.25) for f in ROBOTS_FAULT_HOSTS]
+    hosts += [
+        HostSpec(robots_fault=f, disallow=["/private/"], crawl_delay=0.25)
+        for f in ROBOTS_FAULT_HOSTS
+    ]
     specs = []
     for h, (_, kinds) in enumerate(FAULT_HOSTS):
         for kind in kinds:
@@ -193,7 +230,9 @@ def test_faults_end_as_recorded_outcomes_politely_and_the_crawl_ends_by_itself(t
         stats = asyncio.run(asyncio.wait_for(main(), CRAWL_S + 20.0))
         took = time.time() - t0
         requests = web.requests()
-        noisy_changes = web.change_times(next(p for p in web.pages if p.path == "/fault/noisy-changing"))
+        noisy_changes = web.change_times(
+            next(p for p in web.pages if p.path == "/fault/noisy-changing")
+        )
         violations = web.politeness_violations(FAULT_MIN_DELAY_S)
         status = crawl_status(store)
         log = store.observation_log()
@@ -218,22 +257,33 @@ def test_faults_end_as_recorded_outcomes_politely_and_the_crawl_ends_by_itself(t
         visits = obs_by_url.get(page.url, [])
         assert reqs and visits, (kind, len(reqs), len(visits))
         for r in reqs:
-            inside = [o for o in visits if o["time"] - 0.05 <= r.arrived <= o["time"] + o["elapsed_s"] + 0.05]
+            inside = [
+                o
+                for o in visits
+                if o["time"] - 0.05 <= r.arrived <= o["time"] + o["elapsed_s"] + 0.05
+            ]
             assert len(inside) == 1, (kind, r, inside)
         per_visit = 2 if kind == "redirect-loop" else 1  # the loop's second hop is ?loop=1
         assert len(reqs) == per_visit * len(visits), (kind, len(reqs), len(visits))
         want = EXPECTED_ERROR[kind]
         for o in visits:
             if want is None:
-                assert o["outcome"] in ("first", "changed", "unchanged") and o["error"] is None, (kind, o)
+                assert o["outcome"] in ("first", "changed", "unchanged") and o["error"] is None, (
+                    kind,
+                    o,
+                )
             else:
                 assert o["outcome"] == "no-info" and o["error"] == want, (kind, o)
         if want in PAGE_ERRORS:
             # repeated errors: the page ends failed and is reported
             assert rows[visits[0]["page_id"]]["status"] == "failed", (kind, len(visits))
     failed = {f["url"] for f in status["failed_pages"]}
-    expected_failed = {p.url for p in web.pages if p.fault is not None and EXPECTED_ERROR[p.fault.kind] in PAGE_ERRORS}
-    assert failed == expected_failed, (failed ^ expected_failed)
+    expected_failed = {
+        p.url
+        for p in web.pages
+        if p.fault is not None and EXPECTED_ERROR[p.fault.kind] in PAGE_ERRORS
+    }
+    assert failed == expected_failed, failed ^ expected_failed
     assert status["pages"].get("failed") == len(expected_failed)
 
     # noisy markup, signature "text": unchanged unless the page's text changed between two visits
@@ -257,10 +307,18 @@ def test_faults_end_as_recorded_outcomes_politely_and_the_crawl_ends_by_itself(t
             # the host stays disallowed: robots.txt is retried after each back-off, no page is fetched
             assert not page_reqs, (spec.robots_fault, page_reqs[:2])
             assert sum(r.path == "/robots.txt" for r in requests if r.host == name) >= 2
-            assert not any(o["outcome"] != "no-info" for pid, u in url_of.items() if u.startswith(f"http://{name}:")
-                           for o in obs_by_url.get(u, []))
+            assert not any(
+                o["outcome"] != "no-info"
+                for pid, u in url_of.items()
+                if u.startswith(f"http://{name}:")
+                for o in obs_by_url.get(u, [])
+            )
         elif spec.robots_fault in (None, "redirect"):
-            secret = next(pid for pid, u in url_of.items() if u.startswith(f"http://{name}:") and "/private/" in u)
+            secret = next(
+                pid
+                for pid, u in url_of.items()
+                if u.startswith(f"http://{name}:") and "/private/" in u
+            )
             fetched_secret = [r for r in page_reqs if r.path.startswith("/private/")]
             if spec.disallow:
                 assert not fetched_secret and rows[secret]["status"] == "disallowed", spec
@@ -271,10 +329,17 @@ def test_faults_end_as_recorded_outcomes_politely_and_the_crawl_ends_by_itself(t
     assert any(r.retry_after_until is not None for r in requests)  # Retry-After was tested
     # zero politeness violations: robots.txt, delays (Crawl-delay included), Retry-After; the
     # redirect hops a visit follows (a redirect loop, a redirected robots.txt) are requests too
-    hops = [v for v in violations if v.kind == "too-close" and ("?loop=1" in v.url or v.url.endswith("/robots-redirected.txt"))]
+    hops = [
+        v
+        for v in violations
+        if v.kind == "too-close"
+        and ("?loop=1" in v.url or v.url.endswith("/robots-redirected.txt"))
+    ]
     others = [v for v in violations if v not in hops]
     assert not others, "\n".join(map(str, others[:10]))
     print(f"\nfaults: {len(hops)} redirect hops closer than the host's delay")
     assert not hops, "\n".join(map(str, hops[:10]))
-    print(f"\nfaults: {stats.visits} visits ({stats.errors} without information), {len(requests)} requests, "
-          f"{len(failed)} pages failed, crawl took {took:.1f} s")
+    print(
+        f"\nfaults: {stats.visits} visits ({stats.errors} without information), {len(requests)} requests, "
+        f"{len(failed)} pages failed, crawl took {took:.1f} s"
+    )

@@ -9,7 +9,6 @@ import asyncio
 import gzip
 import os
 import resource
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from freshcrawl.cli import main
 from freshcrawl.store import open_store
 from freshcrawl.testing import HostSpec, TestWeb, make_pages
 
+from ..live_crawl import crawl_cli, free_port
 from ..warc_checks import (
     PROFILE_IDENTICAL,
     PROFILE_NOT_MODIFIED,
@@ -36,10 +36,6 @@ from ..warc_checks import (
     read_records,
     warcio_check,
 )
-
-
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "freshcrawl", "crawl", *args]
 
 
 def _run(db: str, warc: Path, *extra: str, duration: str = "6s") -> subprocess.CompletedProcess:
@@ -113,12 +109,6 @@ def test_warc_files_are_valid_and_hold_one_record_per_observation(test_web_crawl
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get(url: str, deadline: float) -> tuple[int, bytes]:
     last = None
     while time.monotonic() < deadline:
@@ -153,7 +143,7 @@ def test_pywb_replays_each_capture_of_a_changed_page_at_its_time(test_web_crawl,
         os.symlink(p, coll / "archive" / p.name)
     for p in test_web_crawl["warc"].glob("*.cdxj"):
         os.symlink(p, coll / "indexes" / p.name)
-    port = _free_port()
+    port = free_port()
     wayback = Path(sys.executable).with_name("wayback")
     proc = subprocess.Popen(
         [str(wayback), "-p", str(port), "-b", "127.0.0.1", "-t", "2", "-d", str(tmp_path)],
@@ -216,7 +206,7 @@ class _Site:
     def __enter__(self) -> Self:
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
-        self.port = _free_port()
+        self.port = free_port()
 
         async def start():
             app = web.Application()
@@ -308,7 +298,7 @@ def test_an_archive_that_cannot_be_written_stops_the_crawl_clearly(pg_url, tmp_p
         # a disk that fills up: once the crawl has written a few records, its file-size limit is set
         # 8000 bytes past the open WARC file's size (set late: start-up writes compiled-kernel caches)
         warc = tmp_path / "warc"
-        args = _cli(
+        args = crawl_cli(
             "run",
             "--db",
             pg_url,

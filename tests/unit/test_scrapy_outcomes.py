@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -136,3 +138,37 @@ def test_bad_settings_are_refused_by_name(settings, match):
 def test_rest_frontier_refuses_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RestFrontier(**kwargs)
+
+
+def test_a_plan_is_computed_beside_the_leasing_thread_and_new_pages_wait_for_it(tmp_path):
+    """An in-process frontier's plan runs in a worker thread (the frontier thread keeps leasing);
+    URLs discovered meanwhile join once it is applied; a plan that fails leaves the one in force."""
+    settings = {"FRESHCRAWL_DB": str(tmp_path / "c.db"), "FRESHCRAWL_BUDGET": "10/s"}
+    sched = Scheduler.from_crawler(get_crawler(settings_dict=settings))
+    sched.frontier = sched._open_frontier()
+    try:
+        sched.frontier.add_urls([(f"http://127.0.0.2:8000/p{k}", 1.0) for k in range(5)])
+        now = time.time()
+        sched._start_plan(now)
+        assert sched.frontier.planning and sched.frontier.next_replan == float("inf")
+        assert sched.frontier.due(now, 10)  # leasing goes on with the plan in force
+        sched._inbox.put(("discover", "http://127.0.0.2:8000/new", 1.0))
+        sched._drain(timeout=0.0)
+        assert sched._unsent_urls == {"http://127.0.0.2:8000/new": 1.0}
+        sched._finish_plan(wait=True)
+        assert not sched.frontier.planning and sched.frontier.planned_at == now
+        sched._drain(timeout=0.0)
+        assert not sched._unsent_urls and sched.counts["discovered"] == 1
+
+        def fails(job):
+            raise RuntimeError("no plan")
+
+        sched.frontier.frontier.compute_plan = fails
+        failed_at = time.time()
+        sched._start_plan(failed_at)
+        sched._finish_plan(wait=True)
+        assert not sched.frontier.planning and sched.frontier.planned_at == now
+        assert sched._plan_retry_at >= failed_at + 1.0  # the next try in 1 s, not at every round
+    finally:
+        sched._planner.shutdown()
+        sched.frontier.close()

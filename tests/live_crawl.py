@@ -1,0 +1,60 @@
+"""What the end-to-end crawl tests share: the ``freshcrawl`` command line in a subprocess, a free
+loopback port, waiting for a server to answer."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def crawl_cli(*args: str) -> list[str]:
+    """argv of ``freshcrawl crawl ARGS`` run by this interpreter."""
+    return [sys.executable, "-m", "freshcrawl", "crawl", *args]
+
+
+def add_urls(db: str, urls: Sequence[str], urls_file: Path) -> None:
+    """``freshcrawl crawl add`` of ``urls`` (written to ``urls_file``) to the crawl database ``db``."""
+    urls_file.write_text("\n".join(urls) + "\n")
+    added = subprocess.run(
+        crawl_cli("add", "--db", db, str(urls_file)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert added.returncode == 0, added.stderr
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(
+    proc: subprocess.Popen, url: str, timeout_s: float = 60.0, **httpx_options: Any
+) -> None:
+    """Wait until ``url`` answers (any status), polling every 0.2 s for at most ``timeout_s``.
+
+    Raises AssertionError with the server's standard error when it exits first or stays silent.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(url, timeout=1.0, **httpx_options)
+            return
+        except httpx.TransportError:
+            if proc.poll() is not None:
+                raise AssertionError(
+                    f"the server exited with {proc.returncode}: {proc.communicate()[1][-4000:]}"
+                )
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer within {timeout_s} s")

@@ -80,3 +80,29 @@ def test_a_slow_replan_does_not_stall_fetching(tmp_path):
     points = [t0, *during, t1]
     gap = max(b - a for a, b in itertools.pairwise(points))
     assert gap < 1.0, f"fetching stalled {gap:.2f} s during a {t1 - t0:.1f} s re-plan"
+
+
+def test_a_served_lease_that_finds_a_plan_due_wakes_the_planner_and_does_not_wait_for_it(tmp_path):
+    from freshcrawl.service import FrontierService
+
+    settings = CrawlSettings(budget=86_400.0, min_delay_s=0.0, replan_every_s=60.0, seed=1)
+    urls = [(f"http://127.0.0.1:9/page/{i}", 1.0) for i in range(50)]
+    for background in (True, False):
+        service = FrontierService(
+            str(tmp_path / f"crawl-{background}.db"), settings, background_planning=background
+        )
+        try:
+            service.add_urls(None, urls)
+            planned = service.crawl_info(None).planned_at
+            later = time.time() + 2 * settings.replan_every_s  # a plan is due
+            service.lease(None, "w", 5, now=later)
+            if background:
+                # the lease was answered with the plan in force and asked the planner for a new one
+                assert service.plan_wanted.is_set()
+                assert service.crawl_info(None, now=later).planned_at == planned
+                assert service.replan_all(now=later) == 1
+            else:
+                assert not service.plan_wanted.is_set()
+            assert service.crawl_info(None, now=later).planned_at == later
+        finally:
+            service.close()

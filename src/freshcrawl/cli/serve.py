@@ -29,7 +29,7 @@ import click
 
 from freshcrawl.cli._options import budget_option, duration_option
 
-__all__ = ["serve", "parse_address", "is_loopback"]
+__all__ = ["is_loopback", "parse_address", "serve"]
 
 
 def parse_address(text: str, *, name: str) -> tuple[str, int]:
@@ -235,13 +235,15 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
             values = dict(store.settings().get("settings") or {})
         finally:
             store.close()
-        given = dict(budget=budget, policy=policy, min_delay_s=min_delay, replan_every_s=replan_every,
-                     allow_private=allow_private)
+        given = {"budget": budget, "policy": policy, "min_delay_s": min_delay, "replan_every_s": replan_every,
+                     "allow_private": allow_private}
         values.update({k: v for k, v in given.items() if v is not None})
         if "budget" not in values:
             raise click.UsageError("the first run of a crawl needs --budget (e.g. --budget 10000/day)")
         try:
-            service = FrontierService(db, CrawlSettings.from_dict(values), guard=lock.ensure)
+            service = FrontierService(
+                db, CrawlSettings.from_dict(values), guard=lock.ensure, background_planning=True
+            )
         except ValueError as err:
             raise click.UsageError(str(err)) from err
         app = create_app(service, token=token, public_reads=not private_reads,
@@ -257,14 +259,20 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
             """Re-plan due crawls (and sample the freshness history after each plan) until stopped."""
             history = app.state.history
             history.sample()
-            while not stop.wait(min(10.0, service.settings.replan_every_s)):
+            while True:
+                # a lease that finds a plan due wakes this thread; the clock is the upper bound
+                service.plan_wanted.wait(min(10.0, service.settings.replan_every_s))
+                service.plan_wanted.clear()
+                if stop.is_set():
+                    break
                 try:
                     if service.replan_all():
                         history.sample()
                 except (DatabaseUnavailableError, WriterLockLostError):
-                    pass  # the watchdog reports outages; the previous plan keeps serving
-                except Exception as err:  # keep serving; the next round tries again
+                    stop.wait(1.0)  # the watchdog reports outages; the previous plan keeps serving
+                except Exception as err:  # noqa: BLE001 - keep serving; the next round tries again
                     click.echo(f"re-plan failed: {err!r}", err=True)
+                    stop.wait(1.0)
 
         servers: list = []
 
@@ -334,6 +342,7 @@ def serve(db, http_address, grpc_address, no_grpc, token_file, private_reads, tl
         if grpc_server is not None:
             grpc_server.stop(grace=5.0).wait()
         if "service" in locals():
+            service.plan_wanted.set()  # the planner sees the stop now
             with service.lock:
                 service.close()
         lock.release()

@@ -156,8 +156,8 @@ class Report:
 
 def _row_of(lease: Lease) -> dict[str, Any]:
     """The page columns that a report of a leased URL needs, as they were when it was leased."""
-    return dict(id=lease.page_id, host_id=lease.host_id, etag=lease.etag, last_modified=lease.last_modified,
-                signature=lease.signature, next_due=lease.due)
+    return {"id": lease.page_id, "host_id": lease.host_id, "etag": lease.etag, "last_modified": lease.last_modified,
+                "signature": lease.signature, "next_due": lease.due}
 
 
 @dataclass
@@ -196,6 +196,10 @@ class FrontierService:
     guard : callable, optional
         The writer lock's check, called before a new database connection is used (see
         :attr:`freshcrawl.store.Store.guard`).
+    background_planning : bool, default=False
+        Whether a planner thread calls :meth:`replan_all`. Then a lease that finds a plan due sets
+        :attr:`plan_wanted` (the planner's wake-up) and is served with the plan in force; without
+        one, the lease makes the plan itself.
 
     Raises
     ------
@@ -205,10 +209,20 @@ class FrontierService:
         If the database cannot be reached (also from any later call, during an outage).
     """
 
-    def __init__(self, db: str, settings: CrawlSettings, *, guard: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        db: str,
+        settings: CrawlSettings,
+        *,
+        guard: Callable[[], None] | None = None,
+        background_planning: bool = False,
+    ) -> None:
         self.db = str(db)
         self.settings = settings
         self.guard = guard
+        self.background_planning = background_planning
+        #: set when a plan is due, for the planner thread (see ``background_planning``)
+        self.plan_wanted = threading.Event()
         self.lock = threading.RLock()
         self._crawls: dict[str, _Crawl] = {}
         self.started_at = time.time()
@@ -442,7 +456,10 @@ class FrontierService:
                 return []
             f = c.frontier
             if now >= f.next_replan and not f.planning:
-                f.replan(now)
+                if self.background_planning:
+                    self.plan_wanted.set()  # computed off this lock; this lease gets the plan in force
+                else:
+                    f.replan(now)
             mask = None
             if queue is not None:
                 mask = np.zeros(len(f.origins()), dtype=bool)

@@ -316,6 +316,7 @@ class _LocalFrontier:
         except Exception:
             self.store.close()
             raise
+        self.store.guard = self.lock.ensure  # a new connection (after an outage) first checks the lock
         stored = dict(self.store.settings().get("settings") or {})
         stored.update({k: v for k, v in settings.items() if v is not None})
         self.frontier = Frontier(self.store, CrawlSettings.from_dict(stored))

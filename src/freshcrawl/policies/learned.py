@@ -230,6 +230,8 @@ class LearnedPolicy:
         Rates of the last plan, visits per day.
     n_unconverged_ : int
         Plans whose allocation stopped at its iteration limit (their rates still spend the budget).
+    completely_observed_ : ndarray of bool, shape (n_pages,)
+        Pages the last plan allocated as completely observed (see :meth:`set_observed_completely`).
 
     Raises
     ------
@@ -307,10 +309,39 @@ class LearnedPolicy:
         )
         self.rates_ = np.zeros(context.n_pages)
         self.n_unconverged_ = 0
+        self.completely_observed_ = np.zeros(context.n_pages, dtype=bool)
+        self._complete: tuple[NDArray[np.bool_], NDArray[np.float64]] | None = None
 
     def update_context(self, context: PolicyContext) -> None:
         """Take new weights, hosts, host caps or budget; the estimator's state stays."""
         self.context_ = check_same_pages(self.context_, context)
+
+    def set_observed_completely(self, complete: NDArray[np.bool_], delta: NDArray[np.float64]) -> None:
+        """Pages whose every change is announced, and their Δ from the announcements, for the next plans.
+
+        The allocation then treats them as completely observed (Kolobov et al., NeurIPS 2019, the
+        mixed problem; ``observed_completely`` of :func:`freshcrawl.allocation.allocate`): an observed
+        page of ``complete`` with Δ > 0 gets a rate p_i <= Δ_i, the expected visits per day of
+        following a share p_i/Δ_i of its announced changes. Only with ``rule="allocate"``.
+
+        Parameters
+        ----------
+        complete : ndarray of bool, shape (n_pages,)
+        delta : ndarray of float, shape (n_pages,)
+            Changes per day of the complete pages (ignored elsewhere).
+
+        Raises
+        ------
+        ValueError
+            If the shapes are not (n_pages,).
+        """
+        n = self.context_.n_pages
+        complete = np.asarray(complete, dtype=bool)
+        delta = np.asarray(delta, dtype=np.float64)
+        if complete.shape != (n,) or delta.shape != (n,):
+            raise ValueError(
+                f"complete and delta must have shape ({n},); got {complete.shape} and {delta.shape}")
+        self._complete = (complete, delta)
 
     def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
         """Allocate the budget on the current Δ̂; visits per day, shape (n_pages,).
@@ -333,6 +364,17 @@ class LearnedPolicy:
                 h = seen_hosts[on]
                 floor[on] = np.minimum(floor[on], 0.5 * caps_left[h] / per_host[h])
             delta = self.planning_delta()[seen]
+            complete = None
+            if self._complete is not None and self.rule == "allocate":
+                c_all, d_all = self._complete
+                complete = c_all[seen] & (d_all[seen] > 0) & np.isfinite(d_all[seen])
+                if complete.any():
+                    delta = np.where(complete, d_all[seen], delta)
+                else:
+                    complete = None
+            self.completely_observed_ = np.zeros(alive.shape[0], dtype=bool)
+            if complete is not None:
+                self.completely_observed_[seen[complete]] = True
             if self.rule == "allocate":
                 from freshcrawl.allocation import allocate
 
@@ -348,6 +390,7 @@ class LearnedPolicy:
                         p_min=floor if seen_hosts is not None else float(floor[0]),
                         hosts=seen_hosts,
                         host_caps=caps_left,
+                        observed_completely=complete,
                     )
                 self.n_unconverged_ += int(not res.success)
                 rates[seen] = res.p

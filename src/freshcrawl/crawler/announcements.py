@@ -34,6 +34,7 @@ __all__ = [
     "SITEMAP_MAX_URLS",
     "Entry",
     "ParsedSource",
+    "parse_announced_time",
     "parse_date",
     "parse_feed",
     "parse_sitemap",
@@ -157,6 +158,44 @@ def parse_date(text: str) -> tuple[float, bool] | None:
         when = when.replace(tzinfo=dt.UTC)
     t = when.timestamp()
     return (t, naive) if math.isfinite(t) else None
+
+
+def parse_announced_time(text: str) -> tuple[float, bool] | None:
+    """A change time as clients send it: :func:`parse_date`'s forms, seconds since the epoch (a
+    number; above 1e11 it is taken as milliseconds), or a date ``dateutil`` reads (Java's
+    ``Date.toString()``, as StormCrawler's feed parser writes ``feed.publishedDate``).
+
+    Returns ``(seconds since the epoch, had no time zone)`` or None.
+
+    Examples
+    --------
+    >>> parse_announced_time("1795860000")
+    (1795860000.0, False)
+    >>> parse_announced_time("Sat Nov 28 10:00:00 UTC 2026")
+    (1795860000.0, False)
+    """
+    text = (text or "").strip()
+    got = parse_date(text)
+    if got is not None:
+        return got
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is not None:
+        if not math.isfinite(value) or value < 0:
+            return None
+        return (value / 1000.0 if value > 1e11 else value, False)
+    from dateutil import parser as date_parser
+
+    try:
+        when = date_parser.parse(text)
+    except (ValueError, OverflowError):
+        return None
+    naive = when.tzinfo is None
+    if naive:
+        when = when.replace(tzinfo=dt.UTC)
+    return (when.timestamp(), naive)
 
 
 def _ungzip(body: bytes, out: ParsedSource) -> bytes:

@@ -199,6 +199,11 @@ class Announcer:
             self.state[key] = (r["state"], r["reason"] or "")
         self.hints.update({k - 1: v for k, v in hints.items()})
 
+    def sync_sources(self, source_rows: Iterable[dict]) -> None:
+        """Take in sources added since (by another process, or a sitemap index)."""
+        for r in source_rows:
+            self.sources.setdefault(r["page_id"] - 1, (r["kind"], f"{r['kind']}:{r['url']}"))
+
     # announcements ----------------------------------------------------------------------------
     def list_page(self, k: int, source: str, now: float) -> None:
         """Note that ``source`` lists page ``k`` (from ``now`` on, if not before)."""

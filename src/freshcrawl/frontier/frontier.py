@@ -607,6 +607,7 @@ class Frontier:
         now = time.time() if now is None else float(now)
         self._sync_new_pages(now)
         pending, self._pending = self._pending, []
+        self.announcer.sync_sources(self.store.source_rows())
         self.store.save_trust(self.announcer.refresh(now))
         est = self.policy.estimated_delta()
         complete = self.announcer.completely_observed(self.capacity, self.host, est, now)
@@ -1057,12 +1058,10 @@ class Frontier:
             self._restore(undo)
             raise
         rules = self._hosts.rules[hk]
-        if rules is not None and rules.sitemaps and self.store.settings().get("sitemaps_auto"):
-            from freshcrawl.frontier.sources import add_sources
+        if rules is not None and rules.sitemaps:  # with `crawl add --sitemap auto` they are read
+            from freshcrawl.frontier.sources import auto_sitemaps
 
-            urls = [u for u in rules.sitemaps if origin_of(u) == visit.origin]
-            if urls:
-                add_sources(self, urls, "sitemap", how="robots", now=out.fetched_at)
+            auto_sitemaps(self, visit.origin, rules.sitemaps, out.fetched_at)
 
     def _record_robots(self, visit: RobotsVisit, out: RobotsOutcome, host_row: dict[str, Any],
                        revive: NDArray[np.intp], rows: dict[int, dict[str, Any]]) -> None:

@@ -19,8 +19,17 @@ from freshcrawl.frontier.limits import check_url
 if TYPE_CHECKING:
     from freshcrawl.crawler.outcome import FetchOutcome
     from freshcrawl.frontier.frontier import Frontier
+    from freshcrawl.store import Store
 
-__all__ = ["SOURCE_KINDS", "IngestResult", "add_sources", "ingest", "read_source"]
+__all__ = [
+    "SOURCE_KINDS",
+    "IngestResult",
+    "add_sources",
+    "add_sources_to_store",
+    "auto_sitemaps",
+    "ingest",
+    "read_source",
+]
 
 #: Kinds of source a crawl reads itself.
 SOURCE_KINDS = ("sitemap", "feed")
@@ -51,12 +60,19 @@ class IngestResult:
     n_followed: int = 0
 
 
-def add_sources(
-    frontier: Frontier, urls: list[str], kind: str, *, how: str = "user", now: float | None = None
+def add_sources_to_store(
+    store: Store,
+    urls: list[str],
+    kind: str,
+    *,
+    how: str = "user",
+    now: float,
+    allow_private: bool = False,
 ) -> list[int]:
-    """Add sitemaps or feeds (``kind``) to the crawl as pages that are read; return their page ids.
+    """Add sitemaps or feeds (``kind``) to a crawl's database as pages that are read; return their ids.
 
-    URLs already in the crawl become sources (a page of the crawl that is also a feed).
+    URLs already in the crawl become sources (a page of the crawl that is also a feed). A running
+    crawl takes them in at its next plan.
 
     Raises
     ------
@@ -64,24 +80,49 @@ def add_sources(
         If ``kind`` is not one of :data:`SOURCE_KINDS`, or a URL is refused by
         :func:`freshcrawl.frontier.limits.check_url`.
     """
-    import time
-
     from freshcrawl.frontier.frontier import origin_of
 
     if kind not in SOURCE_KINDS:
         raise ValueError(f"kind must be one of {', '.join(SOURCE_KINDS)}; got {kind!r}")
-    now = time.time() if now is None else float(now)
-    allow = frontier.settings.allow_private
-    norm = [check_url(u, allow_private=allow, field=kind) for u in urls]
-    frontier.add_urls([(u, origin_of(u), 1.0) for u in norm], now=now, replan=False)
-    rows = frontier.store.pages_by_url(norm)
+    norm = [check_url(u, allow_private=allow_private, field=kind) for u in urls]
+    store.add_pages([(u, origin_of(u), 1.0) for u in norm], now=now)
+    rows = store.pages_by_url(norm)
     ids = [rows[u]["id"] for u in norm]
-    frontier.store.add_sources(
-        [{"page_id": i, "kind": kind, "how": how, "added_at": now} for i in ids]
-    )
-    for u, i in zip(norm, ids, strict=True):
-        frontier.announcer.sources.setdefault(i - 1, (kind, f"{kind}:{u}"))
+    store.add_sources([{"page_id": i, "kind": kind, "how": how, "added_at": now} for i in ids])
     return ids
+
+
+def add_sources(
+    frontier: Frontier, urls: list[str], kind: str, *, how: str = "user", now: float | None = None
+) -> list[int]:
+    """:func:`add_sources_to_store` on a running frontier, which reads them from now on."""
+    import time
+
+    now = time.time() if now is None else float(now)
+    ids = add_sources_to_store(
+        frontier.store, urls, kind, how=how, now=now, allow_private=frontier.settings.allow_private
+    )
+    frontier.add_urls([], now=now, replan=False)  # takes in the new pages
+    frontier.announcer.sync_sources(frontier.store.source_rows())
+    return ids
+
+
+def auto_sitemaps(frontier: Frontier, origin: str, sitemaps: list[str], now: float) -> list[int]:
+    """With ``crawl add --sitemap auto``: the sitemaps a host's robots.txt lists (on its own origin)
+    become sources; returns their page ids ([] without the setting)."""
+    from freshcrawl.frontier.frontier import origin_of
+
+    urls = [u for u in sitemaps if _same_origin(u, origin, origin_of)]
+    if not urls or not frontier.store.settings().get("sitemaps_auto"):
+        return []
+    return add_sources(frontier, urls, "sitemap", how="robots", now=now)
+
+
+def _same_origin(url: str, origin: str, origin_of) -> bool:
+    try:
+        return origin_of(url) == origin
+    except ValueError:
+        return False
 
 
 def read_source(frontier: Frontier, k: int, out: FetchOutcome) -> IngestResult | None:

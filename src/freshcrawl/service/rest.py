@@ -69,6 +69,7 @@ from freshcrawl.errors import DatabaseUnavailableError, WriterLockLostError
 from freshcrawl.frontier import limits
 from freshcrawl.frontier.frontier import origin_of
 from freshcrawl.frontier.report import crawl_status, explain_page
+from freshcrawl.service.announcements import announcements_router
 from freshcrawl.service.core import DEFAULT_CRAWL, FrontierService, Report, queue_key
 from freshcrawl.store import (
     check_namespace,
@@ -521,7 +522,7 @@ class _CrawlCollector:
         yield from fam.values()
 
 
-_ROUTES = {"/urls", "/leases", "/observations", "/robots", "/explain", "/status", "/hosts", "/overdue",
+_ROUTES = {"/urls", "/leases", "/observations", "/robots", "/announcements", "/explain", "/status", "/hosts", "/overdue",
            "/history", "/diff", "/metrics", "/", "/openapi.json"}
 
 
@@ -741,6 +742,7 @@ def create_app(
 
     writes = [Depends(write_auth)]
     reads = [Depends(read_auth)]
+    app.include_router(announcements_router(service, dependencies=writes))
 
     @app.post("/urls", response_model=AddUrlsResponse, dependencies=writes, tags=["write"])
     def add_urls(body: AddUrlsRequest) -> AddUrlsResponse:

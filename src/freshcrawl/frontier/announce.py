@@ -12,8 +12,8 @@ t0, at time t) is judged against each source that lists the page:
 - it announced one and the visit found the page unchanged: **refuted** (a ``lastmod`` bumped on every
   render);
 - the visit found a change the source did not announce, and the source has been read since
-  (:attr:`Announcer.horizon`; a source that pushes is given :data:`PUSH_GRACE_S`): **missed** (a
-  ``lastmod`` never updated).
+  (:attr:`Announcer.horizon`; a source that pushes is given :data:`PUSH_GRACE_S`) without announcing
+  a later change (a sitemap keeps only the last one): **missed** (a ``lastmod`` never updated).
 
 An announcement dated more than :data:`FUTURE_SLACK_S` after it was received counts as **future** and
 is not a change. Announcements within :data:`EDGE_S` seconds of t0 or t count in favour of the source
@@ -27,10 +27,10 @@ future), each state with its reason.
 The plan (Kolobov et al., NeurIPS 2019, the mixed problem of LambdaCrawl): a page listed by a trusted
 source is completely observed. Its Δ is estimated from the announcements (a Gamma-Poisson mean: the
 announced changes since the source first listed it plus one, over the days since plus the prior's
-mean interval, the prior a sitemap's ``changefreq`` or the page's Δ̂), and the allocation's rate p_i
-for it becomes ``(1 - AUDIT_SHARE) p_i`` visits following announcements, each announced change
-followed with probability ρ_i = ``(1 - AUDIT_SHARE) p_i / Δ_i``, plus ``AUDIT_SHARE p_i`` periodic
-visits that keep judging the source. A source's own page (the sitemap, the feed) is planned like any
+mean interval, the prior a sitemap's ``changefreq`` or the page's Δ̂), and the allocation's rate
+p_i <= Δ_i for it is spent following its announced changes, each with probability ρ_i = p_i / Δ_i.
+Periodic audits at ``AUDIT_SHARE p_i`` keep judging the source (a source that stops announcing is
+caught by them); the budget of the next plan leaves them out. A source's own page (the sitemap, the feed) is planned like any
 page, with the weight of the pages it lists (one page's when it is demoted): reading it costs budget
 and obeys the same politeness. ``changefreq`` and ``priority`` only set priors: Δ's prior mean
 (:data:`~freshcrawl.crawler.announcements.CHANGEFREQ_PER_DAY`, clamped to
@@ -171,6 +171,8 @@ class Announcer:
         self.follow_p: dict[int, float] = {}
         self.complete_delta: dict[int, float] = {}
         self.last_followed: dict[int, float] = {}
+        #: visits per day of the audits of completely observed pages in the plan in force
+        self.audit_rate = 0.0
         self.dirty: set[tuple[str, int]] = set()
 
     # loading ----------------------------------------------------------------------------------
@@ -253,6 +255,23 @@ class Announcer:
         self.last_followed[k] = changed_at
         return bool(self.rng.random() < min(1.0, p / delta))
 
+    def catch_up(self, last_copy: NDArray[np.float64], hosts: NDArray[np.intp]) -> list[int]:
+        """Pages of the new plan to visit now: completely observed ones whose last change announced
+        by a trusted source is newer than their copy and was not followed yet (announced before the
+        source was trusted, or before the page joined the plan), each drawn with probability ρ."""
+        out = []
+        for k in self.follow_p:
+            pa = self.pages.get(k)
+            if pa is None:
+                continue
+            for source, times in pa.times.items():
+                if times and self.should_follow(
+                    k, int(hosts[k]), source, times[-1], float(last_copy[k])
+                ):
+                    out.append(k)
+                    break
+        return out
+
     # evidence ---------------------------------------------------------------------------------
     def on_visit(self, k: int, host: int, t0: float, t: float, changed: bool) -> None:
         """Judge a visit of page ``k`` at ``t`` (seconds) that compared with the copy of ``t0``."""
@@ -289,9 +308,10 @@ class Announcer:
                 keep.append((k, host, source, t0, t))
                 continue
             times = self.pages[k].times.get(source, [])
-            self._count(
-                source, host, "confirmed" if _any_in(times, t0 - EDGE_S, t + EDGE_S) else "missed"
-            )
+            if _any_in(times, t0 - EDGE_S, t + EDGE_S):
+                self._count(source, host, "confirmed")
+            elif not (times and times[-1] > t + EDGE_S):  # a later change would hide this one
+                self._count(source, host, "missed")
         self.pending = keep
 
     def refresh(self, now: float) -> list[dict]:
@@ -366,9 +386,43 @@ class Announcer:
             prior = 1.0
         return (n_ann + 1.0) / (span_days + 1.0 / prior)
 
+    def source_delta(
+        self,
+        n: int,
+        hosts: NDArray[np.intp],
+        delta_hat: NDArray[np.float64] | None,
+        complete_delta: NDArray[np.float64],
+    ) -> NDArray[np.float64]:
+        """The Δ to plan each source page with: the mean Δ of the pages it lists on hosts where it is
+        not demoted (their announced Δ where complete, else their Δ̂), NaN for other pages and where
+        none is known. Changes per day, shape (n,)."""
+        out = np.full(n, np.nan)
+        if not self.sources:
+            return out
+        sums: dict[str, list[float]] = {}
+        for k, pa in self.pages.items():
+            if k >= n:
+                continue
+            d = (
+                complete_delta[k]
+                if complete_delta[k] > 0
+                else (np.nan if delta_hat is None or k >= delta_hat.shape[0] else delta_hat[k])
+            )
+            if not np.isfinite(d):
+                continue
+            for source in pa.listed_at:
+                if self.state.get((source, int(hosts[k])), ("", ""))[0] != "demoted":
+                    acc = sums.setdefault(source, [0.0, 0.0])
+                    acc[0] += d
+                    acc[1] += 1
+        for k, (_, name) in self.sources.items():
+            if k < n and name in sums:
+                out[k] = sums[name][0] / sums[name][1]
+        return out
+
     def weights(self, base: NDArray[np.float64], hosts: NDArray[np.intp]) -> NDArray[np.float64]:
         """Planning weights: ``priority`` factors applied, and each source page weighing the pages it
-        lists (only its own weight where it is demoted on their host)."""
+        lists on hosts where it is not demoted (planned with their mean Δ, :meth:`source_delta`)."""
         w = base.copy()
         for k, (_, prio) in self.hints.items():
             if prio is not None and k < w.shape[0]:
@@ -393,17 +447,21 @@ class Announcer:
         complete: NDArray[np.bool_] | None,
         delta: NDArray[np.float64] | None,
     ) -> NDArray[np.float64]:
-        """The periodic part of a plan's rates; the rest of a completely observed page's rate follows
-        its announcements (kept in :attr:`follow_p`)."""
+        """The periodic rates of a plan: a completely observed page follows its announced changes
+        (each with probability ρ_i = min(1, p_i/Δ_i), kept in :attr:`follow_p`) and is audited
+        periodically at ``AUDIT_SHARE p_i`` (:attr:`audit_rate` is their sum, which the next plan's
+        budget leaves out); other pages keep their rates."""
         self.follow_p.clear()
         self.complete_delta.clear()
-        if complete is None or not complete.any():
+        self.audit_rate = 0.0
+        if complete is None or delta is None or not complete.any():
             return rates
         periodic = rates.copy()
         idx = np.flatnonzero(complete)
         periodic[idx] = AUDIT_SHARE * rates[idx]
+        self.audit_rate = float(periodic[idx].sum())
         for k in idx.tolist():
-            self.follow_p[k] = float((1.0 - AUDIT_SHARE) * rates[k])
+            self.follow_p[k] = float(rates[k])
             self.complete_delta[k] = float(delta[k])
         return periodic
 

@@ -331,8 +331,9 @@ class PlanJob:
     alive: NDArray[np.bool_]
     context: PolicyContext
     pending: list[tuple[int, float, bool, float, float]]
-    #: pages completely observed (listed by a trusted source) and their Δ from the announcements
-    complete: tuple[NDArray[np.bool_], NDArray[np.float64]] | None = None
+    #: pages completely observed (listed by a trusted source), their Δ from the announcements, and
+    #: the Δ to plan each source with (:mod:`freshcrawl.frontier.announce`)
+    complete: tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]] | None = None
 
 
 def _capacity(n: int) -> int:
@@ -482,7 +483,8 @@ class Frontier:
         alive_hosts = np.where(self.status > 0, self.host, -1)
         return PolicyContext(
             n_pages=self.capacity,
-            budget=self.settings.budget,
+            # the audits of completely observed pages come first (frontier.announce)
+            budget=max(self.settings.budget - self.announcer.audit_rate, 0.5 * self.settings.budget),
             start=now / SECONDS_PER_DAY,
             weights=self.announcer.weights(self.weight, self.host),
             rng=self.rng,
@@ -610,7 +612,10 @@ class Frontier:
         self.announcer.sync_sources(self.store.source_rows())
         self.store.save_trust(self.announcer.refresh(now))
         est = self.policy.estimated_delta()
-        complete = self.announcer.completely_observed(self.capacity, self.host, est, now)
+        planning = getattr(self.policy, "planning_delta", None)  # Δ̂ shrunk to the mean: defined for all
+        prior = planning() if planning is not None and self.n_obs.any() else est
+        complete = self.announcer.completely_observed(self.capacity, self.host, prior, now)
+        complete += (self.announcer.source_delta(self.capacity, self.host, prior, complete[1]),)
         job = PlanJob(now, self.status == ACTIVE, self._context(now), pending, complete)
         self._planning_job = job
         return job
@@ -686,6 +691,10 @@ class Frontier:
                 next_due[k] = t
             else:
                 expired.append(k)
+        for k in self.announcer.catch_up(self.last_copy, self.host):  # changes announced before the plan
+            if alive[k] and self.lease_until[k] <= now:
+                next_due[k] = now
+                self.held[k] = now
         rate = np.where(alive, rates, 0.0)
         est = self.policy.estimated_delta()
         delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)

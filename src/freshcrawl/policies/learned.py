@@ -310,13 +310,18 @@ class LearnedPolicy:
         self.rates_ = np.zeros(context.n_pages)
         self.n_unconverged_ = 0
         self.completely_observed_ = np.zeros(context.n_pages, dtype=bool)
-        self._complete: tuple[NDArray[np.bool_], NDArray[np.float64]] | None = None
+        self._complete: tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]] | None = None
 
     def update_context(self, context: PolicyContext) -> None:
         """Take new weights, hosts, host caps or budget; the estimator's state stays."""
         self.context_ = check_same_pages(self.context_, context)
 
-    def set_observed_completely(self, complete: NDArray[np.bool_], delta: NDArray[np.float64]) -> None:
+    def set_observed_completely(
+        self,
+        complete: NDArray[np.bool_],
+        delta: NDArray[np.float64],
+        source_delta: NDArray[np.float64] | None = None,
+    ) -> None:
         """Pages whose every change is announced, and their Δ from the announcements, for the next plans.
 
         The allocation then treats them as completely observed (Kolobov et al., NeurIPS 2019, the
@@ -329,6 +334,12 @@ class LearnedPolicy:
         complete : ndarray of bool, shape (n_pages,)
         delta : ndarray of float, shape (n_pages,)
             Changes per day of the complete pages (ignored elsewhere).
+        source_delta : ndarray of float, shape (n_pages,), optional
+            For the pages that announce others' changes (a sitemap, a feed), the Δ to plan them with
+            (NaN elsewhere): a read at rate r leaves each page it lists stale from its change to the
+            next read, the periodic freshness f(r; Δ_i) of that page, so a source weighing the pages
+            it lists is planned with their mean Δ rather than its own (their sum), from its first
+            plan on (it needs no observation of its own).
 
         Raises
         ------
@@ -338,10 +349,12 @@ class LearnedPolicy:
         n = self.context_.n_pages
         complete = np.asarray(complete, dtype=bool)
         delta = np.asarray(delta, dtype=np.float64)
-        if complete.shape != (n,) or delta.shape != (n,):
+        sd = np.full(n, np.nan) if source_delta is None else np.asarray(source_delta, dtype=np.float64)
+        if complete.shape != (n,) or delta.shape != (n,) or sd.shape != (n,):
             raise ValueError(
-                f"complete and delta must have shape ({n},); got {complete.shape} and {delta.shape}")
-        self._complete = (complete, delta)
+                f"complete, delta and source_delta must have shape ({n},); got {complete.shape}, "
+                f"{delta.shape} and {sd.shape}")
+        self._complete = (complete, delta, sd)
 
     def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
         """Allocate the budget on the current Δ̂; visits per day, shape (n_pages,).
@@ -353,6 +366,8 @@ class LearnedPolicy:
         """
         ctx = self.context_
         observed = self.estimator_.n_visits_ > 0
+        if self._complete is not None:  # a source planned with the Δ of the pages it lists
+            observed = observed | (np.isfinite(self._complete[2]) & (self._complete[2] > 0))
         rates, rest = _unobserved_rates(alive, observed, ctx.budget, self.default_rate)
         seen = np.flatnonzero(alive & observed)
         rates, rest, seen_hosts, caps_left = _host_limits(ctx, rates, seen, rest)
@@ -366,7 +381,8 @@ class LearnedPolicy:
             delta = self.planning_delta()[seen]
             complete = None
             if self._complete is not None and self.rule == "allocate":
-                c_all, d_all = self._complete
+                c_all, d_all, sd_all = self._complete
+                delta = np.where(np.isfinite(sd_all[seen]) & (sd_all[seen] >= 0), sd_all[seen], delta)
                 complete = c_all[seen] & (d_all[seen] > 0) & np.isfinite(d_all[seen])
                 if complete.any():
                     delta = np.where(complete, d_all[seen], delta)

@@ -14,7 +14,9 @@ import sys
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from freshcrawl.cli import main
 from freshcrawl.testing import HostSpec, PageSpec, TestWeb
 
 pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
@@ -58,14 +60,33 @@ def test_honest_sitemaps_keep_pages_fresher_and_lying_ones_are_demoted(tmp_path)
             urls = tmp_path / "urls.txt"
             urls.write_text("\n".join(web.urls()) + "\n")
             extra = ["--sitemap", "auto"] if name == "sitemaps" else []
-            added = subprocess.run(_cli("add", "--db", str(tmp_path / f"{name}.db"), str(urls), *extra),
-                                   capture_output=True, text=True, timeout=60, check=False)
-            assert added.returncode == 0, added.stderr
+            added = CliRunner().invoke(
+                main, ["crawl", "add", "--db", str(tmp_path / f"{name}.db"), str(urls), *extra]
+            )
+            assert added.exit_code == 0, added.output
         for name in webs:  # both crawls at once, each in its own process
             procs[name] = subprocess.Popen(
-                _cli("run", "--db", str(tmp_path / f"{name}.db"), "--budget", f"{BUDGET}/s", "--for", f"{RUN_S}s",
-                     "--replan-every", "2s", "--min-delay", "0.05s", "--timeout", "5s", "--seed", "1"),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                _cli(
+                    "run",
+                    "--db",
+                    str(tmp_path / f"{name}.db"),
+                    "--budget",
+                    f"{BUDGET}/s",
+                    "--for",
+                    f"{RUN_S}s",
+                    "--replan-every",
+                    "2s",
+                    "--min-delay",
+                    "0.05s",
+                    "--timeout",
+                    "5s",
+                    "--seed",
+                    "1",
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         for name, proc in procs.items():
             _, err = proc.communicate(timeout=RUN_S + 60)
             assert proc.returncode == 0, f"{name}: {err}"
@@ -85,14 +106,18 @@ def test_honest_sitemaps_keep_pages_fresher_and_lying_ones_are_demoted(tmp_path)
     host_of = np.repeat(np.arange(len(MODES)), PER_HOST)
     honest = np.isin(host_of, [h for h, m in enumerate(MODES) if m == "honest"])
     lying = np.isin(host_of, [h for h, m in enumerate(MODES) if m not in ("honest", None)])
-    se = {k: diff[sel].std(ddof=1) / np.sqrt(sel.sum()) for k, sel in (("honest", honest), ("lying", lying))}
-    print(f"\nfreshness over [{WINDOW[0]:g}, {WINDOW[1]:g}] s, with sitemaps - without (paired per page): "
-          f"honest hosts {diff[honest].mean():+.4f} (SE {se['honest']:.4f}; "
-          f"{fresh['sitemaps'][honest].mean():.4f} vs {fresh['plain'][honest].mean():.4f}), "
-          f"lying hosts {diff[lying].mean():+.4f} (SE {se['lying']:.4f}), "
-          f"silent hosts {diff[~honest & ~lying].mean():+.4f}; all pages "
-          f"{fresh['sitemaps'].mean():.4f} vs {fresh['plain'].mean():.4f}")
-    print("DIAG", np.round(diff[honest], 2).tolist(), np.round(fresh["sitemaps"][honest], 2).tolist())
+    se = {
+        k: diff[sel].std(ddof=1) / np.sqrt(sel.sum())
+        for k, sel in (("honest", honest), ("lying", lying))
+    }
+    print(
+        f"\nfreshness over [{WINDOW[0]:g}, {WINDOW[1]:g}] s, with sitemaps - without (paired per page): "
+        f"honest hosts {diff[honest].mean():+.4f} (SE {se['honest']:.4f}; "
+        f"{fresh['sitemaps'][honest].mean():.4f} vs {fresh['plain'][honest].mean():.4f}), "
+        f"lying hosts {diff[lying].mean():+.4f} (SE {se['lying']:.4f}), "
+        f"silent hosts {diff[~honest & ~lying].mean():+.4f}; all pages "
+        f"{fresh['sitemaps'].mean():.4f} vs {fresh['plain'].mean():.4f}"
+    )
 
     # the sitemaps were fetched by the crawl itself, politely (the same delay as pages)
     web = webs["sitemaps"]
@@ -107,9 +132,14 @@ def test_honest_sitemaps_keep_pages_fresher_and_lying_ones_are_demoted(tmp_path)
     assert n_sitemap + n_pages <= n_plain * 1.05 + 50, (n_sitemap, n_pages, n_plain)
 
     # trust, as the crawl reports it
-    status = subprocess.run(_cli("status", "--db", str(tmp_path / "sitemaps.db"), "--json"),
-                            capture_output=True, text=True, timeout=60, check=True)
-    trust = {t["origin"].rpartition("/")[2].partition(":")[0]: t for t in json.loads(status.stdout)["announcements"]["trust"]}
+    status = CliRunner().invoke(
+        main, ["crawl", "status", "--db", str(tmp_path / "sitemaps.db"), "--json"]
+    )
+    assert status.exit_code == 0, status.output
+    trust = {
+        t["origin"].rpartition("/")[2].partition(":")[0]: t
+        for t in json.loads(status.output)["announcements"]["trust"]
+    }
     for h, mode in enumerate(MODES):
         name = f"127.0.0.{2 + h}"
         if mode is None:

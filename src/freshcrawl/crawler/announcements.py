@@ -334,12 +334,15 @@ def parse_feed(body: bytes) -> ParsedSource:
         if not link:
             out.problems.append(f"entry {i}: no link")
             continue
-        raw = item.get("updated") or item.get("published")
+        # dict.get: feedparser's own get maps a missing "updated" to "published" with a warning
+        raw = dict.get(item, "updated") or dict.get(item, "published")
         changed_at = None
         if raw:
             got = parse_date(raw)
             if got is None:
-                parsed_struct = item.get("updated_parsed") or item.get("published_parsed")
+                parsed_struct = dict.get(item, "updated_parsed") or dict.get(
+                    item, "published_parsed"
+                )
                 if (
                     parsed_struct is not None
                 ):  # feedparser read a date the W3C and RFC 2822 forms do not

@@ -28,11 +28,11 @@ RATES = (0.033, 0.15)
 #: visits per second over 120 pages (and the sitemaps of the crawl that reads them): each page every
 #: 10 s on average without announcements, Δτ of 0.33 to 1.5, freshness about 0.65
 BUDGET = 12.0
-RUN_S = 45.0
-#: from 15 s on: robots.txt, the first copies, the first sitemap reads and the four judged visits a
-#: host's source needs before it is trusted or demoted (a host takes about 2 visits a second) are
+RUN_S = 40.0
+#: from 12 s on: robots.txt, the first copies, the first sitemap reads and the four judged visits a
+#: host's source needs before it is trusted or demoted (a host takes about one visit a second) are
 #: behind; the window is what is compared
-WINDOW = (15.0, 43.0)
+WINDOW = (12.0, 38.0)
 
 
 def _cli(*args: str) -> list[str]:

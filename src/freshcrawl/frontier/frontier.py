@@ -608,9 +608,14 @@ class Frontier:
             raise RuntimeError("a plan is already being made; apply it before preparing another")
         now = time.time() if now is None else float(now)
         self._sync_new_pages(now)
-        pending, self._pending = self._pending, []
         self.announcer.sync_sources(self.store.source_rows())
-        self.store.save_trust(self.announcer.refresh(now))
+        trust = self.announcer.refresh(now)
+        try:
+            self.store.save_trust(trust)
+        except BaseException:
+            self.announcer.dirty.update((r["source"], r["host_id"] - 1) for r in trust)  # saved next time
+            raise
+        pending, self._pending = self._pending, []
         est = self.policy.estimated_delta()
         planning = getattr(self.policy, "planning_delta", None)  # Δ̂ shrunk to the mean: defined for all
         prior = planning() if planning is not None and self.n_obs.any() else est
@@ -980,6 +985,8 @@ class Frontier:
                     read_source(self, k, out)
                 except DatabaseUnavailableError as err:
                     _log.warning("source %s not read: %s", self.announcer.sources[k][1], err)
+                except Exception:  # a parser's defect must not end the crawl: the source is read again later
+                    _log.exception("source %s not read", self.announcer.sources[k][1])
 
     _PAGE_STATE = ("last_visit", "last_copy", "next_due", "n_errors", "n_errors_total", "n_obs", "status",
                    "lease_until")

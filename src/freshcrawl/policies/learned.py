@@ -366,6 +366,7 @@ class LearnedPolicy:
         """
         ctx = self.context_
         observed = self.estimator_.n_visits_ > 0
+        self.completely_observed_ = np.zeros(alive.shape[0], dtype=bool)
         if self._complete is not None:  # a source planned with the Δ of the pages it lists
             observed = observed | (np.isfinite(self._complete[2]) & (self._complete[2] > 0))
         rates, rest = _unobserved_rates(alive, observed, ctx.budget, self.default_rate)
@@ -388,7 +389,6 @@ class LearnedPolicy:
                     delta = np.where(complete, d_all[seen], delta)
                 else:
                     complete = None
-            self.completely_observed_ = np.zeros(alive.shape[0], dtype=bool)
             if complete is not None:
                 self.completely_observed_[seen[complete]] = True
             if self.rule == "allocate":

@@ -151,9 +151,13 @@ def read_source(frontier: Frontier, k: int, out: FetchOutcome) -> IngestResult |
         children = []
         for child in parsed.children:
             try:
-                children.append(check_url(child, allow_private=frontier.settings.allow_private))
+                url = check_url(child, allow_private=frontier.settings.allow_private)
             except ValueError:
-                problems.append(f"sitemap {child!r} refused")
+                url = None
+            if url is None or origin_of(url) != origin:
+                problems.append(f"sitemap {child!r} refused (malformed, or off the index's host)")
+            else:
+                children.append(url)
         if children:
             add_sources(frontier, children, "sitemap", how="index", now=t)
     entries = []
@@ -164,8 +168,9 @@ def read_source(frontier: Frontier, k: int, out: FetchOutcome) -> IngestResult |
         except ValueError:
             off_host += 1
             continue
-        if kind == "sitemap" and origin_of(url) != origin:
-            off_host += 1  # sitemaps.org: a sitemap lists URLs of its own host only
+        # sitemaps.org: a sitemap lists its own host's URLs (a feed too, here)
+        if origin_of(url) != origin:
+            off_host += 1
             continue
         entries.append((url, e.changed_at, e.changefreq, e.priority))
     if off_host:

@@ -275,3 +275,70 @@ def test_announcements_from_a_pipeline_and_future_dates(tmp_path):
         )
     finally:
         store.close()
+
+
+def test_bad_sitemaps_are_recorded_reads_and_an_index_adds_its_sitemaps(tmp_path):
+    store, _, frontier, sid = _crawl(tmp_path, "honest")
+    try:
+        frontier.hold(sid, T0 + 1)
+        items = frontier.due(T0 + 1, 10, per_host=10)
+        (visit,) = [v for v in items if v.page_id == sid]
+        frontier.release([v for v in items if v is not visit])
+        broken = b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://a.test/p0</loc></url>\n<url></oops>'
+        frontier.record(
+            [
+                (
+                    visit,
+                    FetchOutcome(
+                        visit.url,
+                        Outcome.FIRST,
+                        "x",
+                        T0 + 1,
+                        0.01,
+                        200,
+                        10,
+                        signature="a",
+                        body=broken,
+                    ),
+                )
+            ]
+        )
+        (row,) = store.source_rows()
+        assert row["n_entries"] == 1 and row["read_at"] == T0 + 1
+        assert "line 2, column 8: mismatched tag" in row["why"]
+        index = (
+            b'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            b"<sitemap><loc>http://a.test/more.xml</loc></sitemap>"
+            b"<sitemap><loc>http://elsewhere.test/s.xml</loc></sitemap></sitemapindex>"
+        )
+        frontier.hold(sid, T0 + 2)
+        items = frontier.due(T0 + 2, 10, per_host=10)
+        (visit,) = [v for v in items if v.page_id == sid]
+        frontier.release([v for v in items if v is not visit])
+        frontier.record(
+            [
+                (
+                    visit,
+                    FetchOutcome(
+                        visit.url,
+                        Outcome.CHANGED,
+                        "x",
+                        T0 + 2,
+                        0.01,
+                        200,
+                        10,
+                        signature="b",
+                        body=index,
+                    ),
+                )
+            ]
+        )
+        rows = store.source_rows()
+        assert [(r["url"], r["how"]) for r in rows] == [
+            ("http://a.test/sitemap.xml", "user"),
+            ("http://a.test/more.xml", "index"),
+        ]
+        assert "'http://elsewhere.test/s.xml' refused" in rows[0]["why"]
+        assert store.page_by_url("http://elsewhere.test/s.xml") is None
+    finally:
+        store.close()

@@ -30,9 +30,10 @@ announced changes since the source first listed it plus one, over the days since
 mean interval, the prior a sitemap's ``changefreq`` or the page's Δ̂), and the allocation's rate
 p_i <= Δ_i for it is spent following its announced changes, each with probability ρ_i = p_i / Δ_i.
 Periodic audits at ``AUDIT_SHARE p_i`` keep judging the source (a source that stops announcing is
-caught by them); the budget of the next plan leaves them out. A source's own page (the sitemap, the feed) is planned like any
-page, with the weight of the pages it lists (one page's when it is demoted): reading it costs budget
-and obeys the same politeness. ``changefreq`` and ``priority`` only set priors: Δ's prior mean
+caught by them); the budget of the next plan leaves them out. A source's own page (the sitemap, the
+feed) is planned like any page, with the weight of the pages it lists and their mean Δ
+(:meth:`Announcer.source_delta`; its own weight where it is demoted): reading it costs budget and
+obeys the same politeness. ``changefreq`` and ``priority`` only set priors: Δ's prior mean
 (:data:`~freshcrawl.crawler.announcements.CHANGEFREQ_PER_DAY`, clamped to
 [:data:`CHANGEFREQ_MIN`, :data:`CHANGEFREQ_MAX`] changes per day) and a weight factor
 ``clip(2 priority, 0.5, 2)``.

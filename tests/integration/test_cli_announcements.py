@@ -59,3 +59,6 @@ def test_bad_sources_are_refused_with_the_option_named(tmp_path):
     assert r.exit_code == 2 and "--feed" in r.output
     r = run("crawl", "add", "--db", db)
     assert r.exit_code == 2 and "give URLS_FILE, --sitemap or --feed" in r.output
+    # nothing of a command with a bad source is written
+    r = run("crawl", "add", "--db", db, "--sitemap", "https://example.org/s.xml", "--feed", "ftp://x.test/f")
+    assert r.exit_code == 2 and not (tmp_path / "crawl.db").exists()

@@ -85,6 +85,14 @@ def add(db: str, urls_file, allow_private: bool, notify: tuple[str, ...], sitema
             rows = parse_url_list(urls_file.read().splitlines(), source=source, allow_private=allow_private)
         except ValueError as err:
             raise click.ClickException(str(err)) from err
+    from freshcrawl.frontier.limits import check_url
+
+    for kind, urls in (("sitemap", [u for u in sitemaps if u != "auto"]), ("feed", feeds)):
+        for u in urls:  # all checked before anything is written
+            try:
+                check_url(u, allow_private=allow_private, field=kind)
+            except ValueError as err:
+                raise click.BadParameter(str(err), param_hint=f"--{kind}") from err
     if notify:
         _check_apprise(notify)
     store = _open(db, create=True)
@@ -93,10 +101,7 @@ def add(db: str, urls_file, allow_private: bool, notify: tuple[str, ...], sitema
         ids, n_known = store.add_pages(rows, now=now)
         n_sources = 0
         for kind, urls in (("sitemap", [u for u in sitemaps if u != "auto"]), ("feed", list(feeds))):
-            try:
-                n_sources += len(add_sources_to_store(store, urls, kind, now=now, allow_private=allow_private))
-            except ValueError as err:
-                raise click.BadParameter(str(err), param_hint=f"--{kind}") from err
+            n_sources += len(add_sources_to_store(store, urls, kind, now=now, allow_private=allow_private))
         if "auto" in sitemaps:
             store.save_settings({"sitemaps_auto": True})
         n_hosts = store.counts()["hosts"]

@@ -60,5 +60,14 @@ def test_bad_sources_are_refused_with_the_option_named(tmp_path):
     r = run("crawl", "add", "--db", db)
     assert r.exit_code == 2 and "give URLS_FILE, --sitemap or --feed" in r.output
     # nothing of a command with a bad source is written
-    r = run("crawl", "add", "--db", db, "--sitemap", "https://example.org/s.xml", "--feed", "ftp://x.test/f")
+    r = run(
+        "crawl",
+        "add",
+        "--db",
+        db,
+        "--sitemap",
+        "https://example.org/s.xml",
+        "--feed",
+        "ftp://x.test/f",
+    )
     assert r.exit_code == 2 and not (tmp_path / "crawl.db").exists()

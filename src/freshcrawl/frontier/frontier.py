@@ -985,7 +985,7 @@ class Frontier:
                     read_source(self, k, out)
                 except DatabaseUnavailableError as err:
                     _log.warning("source %s not read: %s", self.announcer.sources[k][1], err)
-                except Exception:  # a parser's defect must not end the crawl: the source is read again later
+                except Exception:  # noqa: BLE001 - a parser's defect must not end the crawl; read again later
                     _log.exception("source %s not read", self.announcer.sources[k][1])
 
     _PAGE_STATE = ("last_visit", "last_copy", "next_due", "n_errors", "n_errors_total", "n_obs", "status",

@@ -862,7 +862,6 @@ class TestWeb:
         self._abort(request, ctx, reset=True)
         return web.Response(status=500)
 
-
     @staticmethod
     def _robots_txt(spec: HostSpec, ctx: _Ctx) -> bytes:
         text = spec.robots_txt()
@@ -896,8 +895,10 @@ class TestWeb:
                 f"<url><loc>{p.url}</loc><lastmod>{datetime.fromtimestamp(t, UTC).isoformat()}</lastmod></url>"
                 for p, t in zip(pages, stamps, strict=True)
             )
-            body = ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/'
-                    f'sitemap/0.9">{items}</urlset>\n').encode()
+            body = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/'
+                f'sitemap/0.9">{items}</urlset>\n'
+            ).encode()
             kind = "application/xml"
         else:
             items = "".join(
@@ -905,12 +906,16 @@ class TestWeb:
                 f"<pubDate>{formatdate(t, usegmt=True)}</pubDate></item>"
                 for p, t in zip(pages, stamps, strict=True)
             )
-            body = (f'<?xml version="1.0"?>\n<rss version="2.0"><channel><title>{ctx.host}</title>'
-                    f"<link>http://{ctx.host}:{ctx.port}/</link><description>test web</description>"
-                    f"{items}</channel></rss>\n").encode()
+            body = (
+                f'<?xml version="1.0"?>\n<rss version="2.0"><channel><title>{ctx.host}</title>'
+                f"<link>http://{ctx.host}:{ctx.port}/</link><description>test web</description>"
+                f"{items}</channel></rss>\n"
+            ).encode()
             kind = "application/rss+xml"
         etag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
-        if ctx.inm is not None and any(t.strip().removeprefix("W/") == etag for t in ctx.inm.split(",")):
+        if ctx.inm is not None and any(
+            t.strip().removeprefix("W/") == etag for t in ctx.inm.split(",")
+        ):
             return await self._send(request, ctx, 304, b"", {"ETag": etag})
         return await self._send(request, ctx, 200, body, {"ETag": etag}, kind)
 

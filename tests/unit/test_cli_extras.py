@@ -31,6 +31,8 @@ CRAWL = [
     "sqlalchemy",
     "alembic",
     "psycopg",
+    "usp",
+    "feedparser",
 ]
 SERVE = ["fastapi", "starlette", "pydantic", "uvicorn", "prometheus_client", "grpc", "google"]
 DASK = ["dask", "distributed"]
@@ -171,6 +173,7 @@ def test_every_extras_module_is_mapped():
         "prometheus-client": "prometheus_client",
         "grpcio": "grpc",
         "protobuf": "google",
+        "ultimate-sitemap-parser": "usp",
     }
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"

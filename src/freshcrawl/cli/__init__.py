@@ -29,6 +29,8 @@ EXTRA_OF_MODULE: dict[str, str] = {
             "alembic",
             "psycopg",
             "psycopg_binary",
+            "usp",
+            "feedparser",
         ],
         "crawl",
     ),

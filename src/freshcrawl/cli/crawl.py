@@ -51,31 +51,59 @@ _allow_private_option = click.option(
 
 @crawl.command("add")
 @_db_option
-@click.argument("urls_file", type=click.File("r", encoding="utf-8"))
+@click.argument("urls_file", type=click.File("r", encoding="utf-8"), required=False)
 @_allow_private_option
 @click.option("--notify", "notify", multiple=True, metavar="APPRISE_URL",
               help="Send a message to this Apprise URL (json://, mailto://, slack://, ...) on "
               "each change of these pages; repeatable.")
-def add(db: str, urls_file, allow_private: bool, notify: tuple[str, ...]) -> None:
-    """Add the URLs of URLS_FILE (one per line, optional weight; '-' reads standard input).
+@click.option("--sitemap", "sitemaps", multiple=True, metavar="URL|auto",
+              help="Read this sitemap (XML, index, text, gzip) for the pages it lists and their <lastmod>; "
+              "'auto': the sitemaps each host's robots.txt lists. Repeatable.")
+@click.option("--feed", "feeds", multiple=True, metavar="URL",
+              help="Read this RSS, Atom or JSON feed for its entries' dates. Repeatable.")
+def add(db: str, urls_file, allow_private: bool, notify: tuple[str, ...], sitemaps: tuple[str, ...],
+        feeds: tuple[str, ...]) -> None:
+    """Add the URLs of URLS_FILE (one per line, optional weight; '-' reads standard input), and
+    sitemaps and feeds that announce changes.
 
     A file with any bad line is refused whole, with the line numbers; URLs already in the crawl are
     skipped (their --notify targets are still added). URLs with a user name or password are bad
     lines, and so are URLs whose host is a private, link-local, reserved or cloud metadata address
-    (unless --allow-private).
+    (unless --allow-private). A sitemap or a feed is a page of the crawl (read on its own learned
+    schedule, out of the same budget); the pages it lists join the crawl, and how far its dates are
+    trusted is learned per host from what visits find (``crawl status`` shows it).
     """
     from freshcrawl.frontier import parse_url_list
+    from freshcrawl.frontier.sources import add_sources_to_store
 
-    source = "<stdin>" if urls_file.name == "<stdin>" else urls_file.name
-    try:
-        rows = parse_url_list(urls_file.read().splitlines(), source=source, allow_private=allow_private)
-    except ValueError as err:
-        raise click.ClickException(str(err)) from err
+    if urls_file is None and not sitemaps and not feeds:
+        raise click.UsageError("give URLS_FILE, --sitemap or --feed")
+    rows = []
+    if urls_file is not None:
+        source = "<stdin>" if urls_file.name == "<stdin>" else urls_file.name
+        try:
+            rows = parse_url_list(urls_file.read().splitlines(), source=source, allow_private=allow_private)
+        except ValueError as err:
+            raise click.ClickException(str(err)) from err
+    from freshcrawl.frontier.limits import check_url
+
+    for kind, urls in (("sitemap", [u for u in sitemaps if u != "auto"]), ("feed", feeds)):
+        for u in urls:  # all checked before anything is written
+            try:
+                check_url(u, allow_private=allow_private, field=kind)
+            except ValueError as err:
+                raise click.BadParameter(str(err), param_hint=f"--{kind}") from err
     if notify:
         _check_apprise(notify)
     store = _open(db, create=True)
     try:
-        ids, n_known = store.add_pages(rows, now=time.time())
+        now = time.time()
+        ids, n_known = store.add_pages(rows, now=now)
+        n_sources = 0
+        for kind, urls in (("sitemap", [u for u in sitemaps if u != "auto"]), ("feed", list(feeds))):
+            n_sources += len(add_sources_to_store(store, urls, kind, now=now, allow_private=allow_private))
+        if "auto" in sitemaps:
+            store.save_settings({"sitemaps_auto": True})
         n_hosts = store.counts()["hosts"]
         if notify:
             saved = store.settings()
@@ -86,6 +114,9 @@ def add(db: str, urls_file, allow_private: bool, notify: tuple[str, ...]) -> Non
     finally:
         store.close()
     click.echo(f"added {len(ids)} page(s) ({n_known} already in the crawl); {n_hosts} host(s) in all")
+    if n_sources or "auto" in sitemaps:
+        auto = "; robots.txt sitemaps are read" if "auto" in sitemaps else ""
+        click.echo(f"{n_sources} sitemap(s) and feed(s) to read{auto}")
 
 
 def _settings(store, given: dict):
@@ -532,6 +563,13 @@ def status(db: str, as_json: bool) -> None:
         click.echo(f"failed: {f['url']} ({f['last_error']}, {f['errors_in_a_row']} in a row)")
     for text in st.get("warnings", ()):
         click.echo(f"warning: {text}")
+    ann = st.get("announcements") or {}
+    for src in ann.get("sources", ()):
+        cut = " (cut at the protocol's limit)" if src["truncated"] else ""
+        click.echo(f"source: {src['url']} [{src['kind']}, {src['how']}] read {_fmt_time(src['read_at'])}: "
+                   f"{src['why'] or 'not read yet'}{cut}")
+    for t in ann.get("trust", ()):
+        click.echo(f"trust: {t['source']} on {t['origin']}: {t['state']} ({t['reason']})")
 
 
 @crawl.command("explain")
@@ -576,6 +614,15 @@ def explain(url: str, db: str, as_json: bool) -> None:
     if er["total"]:
         click.echo(f"errors: {er['in_a_row']} in a row, {er['total']} in all, last {er['last']}"
                    + (" (failed: no longer visited)" if er["failed"] else ""))
+    ann = ex.get("announcements") or {}
+    if ann.get("sources"):
+        kind = "completely observed" if ann["completely_observed"] else "observed at visits only"
+        click.echo(f"announcements: {kind}")
+        for t in ann["sources"]:
+            click.echo(f"  {t['source']}: {t['state']} ({t['reason']})")
+        for a in ann["recent"][:5]:
+            note = f" [{a['note']}]" if a["note"] else ""
+            click.echo(f"  announced change at {_fmt_time(a['changed_at'])} (read {_fmt_time(a['received_at'])}){note}")
     for o in ex["observations"][:10]:
         tau = "" if o["tau_days"] is None else f" τ={o['tau_days'] * 86400:.1f}s"
         click.echo(f"  {_fmt_time(o['time'])}  {o['outcome']:<9} {o['why']}{tau}")

@@ -693,6 +693,7 @@ class Fetcher:
             signature=sig,
             final_url=final_url,
             capture=capture,
+            body=body if request.keep_body else None,
         )
 
     async def fetch_robots(self, origin: str, *, hop_delay_s: float = 0.0) -> RobotsOutcome:

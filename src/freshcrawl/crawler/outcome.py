@@ -79,6 +79,8 @@ class FetchRequest:
     hop_delay_s : float
         Seconds to wait before following a redirect (the host's politeness delay), so that the hops
         of one visit keep the delay between them.
+    keep_body : bool
+        Return the decoded body with the outcome (a sitemap or a feed, read by the frontier).
     """
 
     url: str
@@ -86,6 +88,7 @@ class FetchRequest:
     last_modified: str | None = None
     signature: str | None = None
     hop_delay_s: float = 0.0
+    keep_body: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,9 @@ class FetchOutcome:
     capture : HttpCapture or None
         The request and response as sent and received, for an archive: set by a fetcher that keeps
         copies, for a 2xx answer whose body was read in full and for a 304; None otherwise.
+    body : bytes or None
+        The decoded body of a 2xx answer when the request asked for it (``keep_body``); None
+        otherwise.
     """
 
     url: str
@@ -140,6 +146,7 @@ class FetchOutcome:
     retry_after_s: float | None = None
     final_url: str | None = None
     capture: HttpCapture | None = None
+    body: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

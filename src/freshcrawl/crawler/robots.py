@@ -162,6 +162,19 @@ class RobotsRules:
         delay = float(delay)
         return delay if math.isfinite(delay) and delay >= 0 else None
 
+    @property
+    def sitemaps(self) -> list[str]:
+        """The ``Sitemap:`` URLs the file lists (any group), in order; empty when none or not parsed.
+
+        Examples
+        --------
+        >>> RobotsRules(200, "Sitemap: https://example.com/sitemap.xml\\n").sitemaps
+        ['https://example.com/sitemap.xml']
+        """
+        if self._parser is None:
+            return []
+        return list(self._parser.sitemaps)
+
     def __repr__(self) -> str:
         return f"RobotsRules(status={self.status!r}, mode={self.mode!r}, origin={self.origin!r})"
 

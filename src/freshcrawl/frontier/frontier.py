@@ -19,6 +19,7 @@ contacted before ``delay_h`` seconds after it started (and not before its commit
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ from freshcrawl.crawler.outcome import (
 )
 from freshcrawl.crawler.robots import ROBOTS_MAX_AGE_S, RobotsRules
 from freshcrawl.errors import UnknownNameError
+from freshcrawl.frontier.announce import Announcer
 from freshcrawl.frontier.limits import check_url
 from freshcrawl.policies import Observations, PolicyContext, PolicyOptions, RatePlan, make_policy
 from freshcrawl.scheduling.periodic import visit_periods
@@ -59,6 +61,7 @@ __all__ = [
 ACTIVE, DISALLOWED, FAILED, REMOVED, NONE = 1, 2, 3, 4, 0
 _STATUS_CODE = {"active": ACTIVE, "disallowed": DISALLOWED, "failed": FAILED, "removed": REMOVED}
 _HOST_ERRORS = (ErrorKind.THROTTLED, ErrorKind.SERVER, ErrorKind.NETWORK)
+_log = logging.getLogger("freshcrawl.crawl")
 #: A page whose plan gives it no visits is looked at again after this long at the latest (seconds).
 _IDLE_S = 365 * SECONDS_PER_DAY
 
@@ -336,6 +339,9 @@ class PlanJob:
     alive: NDArray[np.bool_]
     context: PolicyContext
     pending: list[tuple[int, float, bool, float, float]]
+    #: pages completely observed (listed by a trusted source), their Δ from the announcements, and
+    #: the Δ to plan each source with (:mod:`freshcrawl.frontier.announce`)
+    complete: tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]] | None = None
 
 
 def _capacity(n: int) -> int:
@@ -405,6 +411,8 @@ class Frontier:
         #: visits, changes seen and visits without information since this frontier started
         self.counts = {"visits": 0, "changes": 0, "errors": 0}
         self._planning_job: PlanJob | None = None
+        self.announcer = Announcer(np.random.default_rng([settings.seed, 1]))
+        self.announcer.load(store.source_rows(), store.announcement_log(), store.trust_rows(), store.page_hints())
         self._build_policy(now)
         self.replan(now)
 
@@ -483,9 +491,10 @@ class Frontier:
         alive_hosts = np.where(self.status > 0, self.host, -1)
         return PolicyContext(
             n_pages=self.capacity,
-            budget=self.settings.budget,
+            # the audits of completely observed pages come first (frontier.announce)
+            budget=max(self.settings.budget - self.announcer.audit_rate, 0.5 * self.settings.budget),
             start=now / SECONDS_PER_DAY,
-            weights=self.weight,
+            weights=self.announcer.weights(self.weight, self.host),
             rng=self.rng,
             hosts=alive_hosts,
             host_caps=self._hosts.cap.copy(),
@@ -607,8 +616,20 @@ class Frontier:
             raise RuntimeError("a plan is already being made; apply it before preparing another")
         now = time.time() if now is None else float(now)
         self._sync_new_pages(now)
+        self.announcer.sync_sources(self.store.source_rows())
+        trust = self.announcer.refresh(now)
+        try:
+            self.store.save_trust(trust)
+        except BaseException:
+            self.announcer.dirty.update((r["source"], r["host_id"] - 1) for r in trust)  # saved next time
+            raise
         pending, self._pending = self._pending, []
-        job = PlanJob(now, self.status == ACTIVE, self._context(now), pending)
+        est = self.policy.estimated_delta()
+        planning = getattr(self.policy, "planning_delta", None)  # Δ̂ shrunk to the mean: defined for all
+        prior = planning() if planning is not None and self.n_obs.any() else est
+        complete = self.announcer.completely_observed(self.capacity, self.host, prior, now)
+        complete += (self.announcer.source_delta(self.capacity, self.host, prior, complete[1]),)
+        job = PlanJob(now, self.status == ACTIVE, self._context(now), pending, complete)
         self._planning_job = job
         return job
 
@@ -622,6 +643,8 @@ class Frontier:
         self._feed_policy(job.pending)
         job.pending.clear()  # taught: a cancelled plan does not give them back
         self.policy.update_context(job.context)
+        if hasattr(self.policy, "set_observed_completely") and job.complete is not None:
+            self.policy.set_observed_completely(*job.complete)
         return self.policy.plan(job.now / SECONDS_PER_DAY, job.alive)
 
     def cancel_plan(self, job: PlanJob) -> None:
@@ -659,7 +682,10 @@ class Frontier:
         total = rates.sum()
         if total > self.settings.budget * (1 + 1e-12):
             rates *= self.settings.budget / total
-        period = visit_periods(rates, unit=SECONDS_PER_DAY, longest=_IDLE_S)
+        # completely observed pages: most of their rate follows announcements, the rest is periodic
+        periodic = self.announcer.split(rates, getattr(self.policy, "completely_observed_", None),
+                                        None if job.complete is None else job.complete[1])
+        period = visit_periods(periodic, unit=SECONDS_PER_DAY, longest=_IDLE_S)
         never = np.isnan(self.last_visit)
         due = np.where(never, now + self.rng.random(self.capacity) * period, self.last_visit + period)
         # a page not visited yet keeps the phase an earlier plan gave it (within its first period, or
@@ -677,6 +703,10 @@ class Frontier:
                 next_due[k] = t
             else:
                 expired.append(k)
+        for k in self.announcer.catch_up(self.last_copy, self.host):  # changes announced before the plan
+            if alive[k] and self.lease_until[k] <= now:
+                next_due[k] = now
+                self.held[k] = now
         rate = np.where(alive, rates, 0.0)
         est = self.policy.estimated_delta()
         delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)
@@ -807,7 +837,8 @@ class Frontier:
             h.lease_until[hk] = now + lease_s
             self.lease_until[k] = now + lease_s
             leased.setdefault(hk, []).append(k)
-            out.append(Visit(k + 1, hk + 1, FetchRequest(url, etag, last_modified, signature, float(h.delay_s[hk])),
+            out.append(Visit(k + 1, hk + 1, FetchRequest(url, etag, last_modified, signature, float(h.delay_s[hk]),
+                                                         keep_body=k in self.announcer.sources),
                              float(self.next_due[k])))
         for hk, ks in leased.items():
             if len(ks) > 1:
@@ -877,14 +908,15 @@ class Frontier:
             return
         undo = self._snapshot([v.page_id - 1 for v, _ in results], [v.host_id - 1 for v, _ in results])
         try:
-            self._record(results, source)
+            judged = self._record(results, source)
         except BaseException:
             self._restore(undo)
             raise
+        self._after_record(results, judged)
 
-    def _record(self, results: list[tuple[Visit, FetchOutcome]], source: str) -> None:
+    def _record(self, results: list[tuple[Visit, FetchOutcome]], source: str) -> list[tuple[int, int, float, float, bool]]:
         s = self.settings
-        obs_rows, page_upd, host_upd, learn = [], [], [], []
+        obs_rows, page_upd, host_upd, learn, judged = [], [], [], [], []
         hosts_touched: dict[int, dict[str, Any]] = {}
         for visit, out in results:
             k = visit.page_id - 1
@@ -920,6 +952,7 @@ class Frontier:
                     p = self.rate[k] if self.rate[k] > 0 else 1.0 / tau
                     row.update(tau_days=tau, rate=float(p))
                     learn.append((k, t, float(kind is Outcome.CHANGED), tau, p))
+                    judged.append((k, hk, float(self.last_copy[k]), t, kind is Outcome.CHANGED))
                     self.n_obs[k] += 1
                     self.counts["changes"] += kind is Outcome.CHANGED
                 elif kind is not Outcome.FIRST:
@@ -940,6 +973,27 @@ class Frontier:
             host_upd.append(dict(id=hk + 1, **values))
         self.store.record(obs_rows, page_upd, host_upd)
         self._pending.extend(learn)
+        return judged
+
+    def _after_record(self, results: list[tuple[Visit, FetchOutcome]],
+                      judged: list[tuple[int, int, float, float, bool]]) -> None:
+        """Once the visits are committed: judge the announcements of the pages visited, read the
+        sources visited (:mod:`freshcrawl.frontier.sources`; a read that fails is logged and retried
+        at the source's next visit)."""
+        for item in judged:
+            self.announcer.on_visit(*item)
+        sources = [(v.page_id - 1, out) for v, out in results if v.page_id - 1 in self.announcer.sources]
+        if sources:
+            from freshcrawl.errors import DatabaseUnavailableError
+            from freshcrawl.frontier.sources import read_source
+
+            for k, out in sources:
+                try:
+                    read_source(self, k, out)
+                except DatabaseUnavailableError as err:
+                    _log.warning("source %s not read: %s", self.announcer.sources[k][1], err)
+                except Exception:  # noqa: BLE001 - a parser's defect must not end the crawl; read again later
+                    _log.exception("source %s not read", self.announcer.sources[k][1])
 
     _PAGE_STATE = ("last_visit", "last_copy", "next_due", "n_errors", "n_errors_total", "n_obs", "status",
                    "lease_until")
@@ -1026,6 +1080,11 @@ class Frontier:
         except BaseException:
             self._restore(undo)
             raise
+        rules = self._hosts.rules[hk]
+        if rules is not None and rules.sitemaps:  # with `crawl add --sitemap auto` they are read
+            from freshcrawl.frontier.sources import auto_sitemaps
+
+            auto_sitemaps(self, visit.origin, rules.sitemaps, out.fetched_at)
 
     def _record_robots(self, visit: RobotsVisit, out: RobotsOutcome, host_row: dict[str, Any],
                        revive: NDArray[np.intp], rows: dict[int, dict[str, Any]]) -> None:

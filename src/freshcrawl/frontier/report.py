@@ -20,7 +20,14 @@ from freshcrawl.store import Store
 from freshcrawl.store.schema import hosts, pages
 from freshcrawl.units import SECONDS_PER_DAY
 
-__all__ = ["crawl_status", "explain_page", "expected_freshness", "delta_interval"]
+__all__ = [
+    "announcement_status",
+    "crawl_status",
+    "delta_interval",
+    "expected_freshness",
+    "explain_page",
+    "page_announcements",
+]
 
 
 def expected_freshness(p: NDArray[np.float64], delta: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -106,7 +113,8 @@ def crawl_status(store: Store, *, now: float | None = None) -> dict[str, Any]:
         ``budget`` and ``budget_in_use`` (visits per day), ``planned_at``, ``hosts_in_backoff``,
         ``failed_pages`` (at most 20: url and last error), ``settings``,
         ``reports_without_outcome`` (reports of leased URLs that carried no fetch outcome, counted by
-        the URLFrontier service) and ``warnings`` (texts for the operator).
+        the URLFrontier service), ``warnings`` (texts for the operator) and ``announcements``
+        (:func:`announcement_status`).
     """
     now = time.time() if now is None else float(now)
     counts = store.counts()
@@ -153,6 +161,7 @@ def crawl_status(store: Store, *, now: float | None = None) -> dict[str, Any]:
         "planned_at": settings.get("planned_at"),
         "hosts_in_backoff": int(backoff),
         "failed_pages": [{"url": u, "last_error": e, "errors_in_a_row": n} for u, e, n in failed],
+        "announcements": announcement_status(store),
         "settings": crawl_settings,
         "reports_without_outcome": int(no_outcome.get("count", 0)),
         "warnings": warnings,
@@ -243,5 +252,54 @@ def explain_page(store: Store, url: str, *, now: float | None = None, last: int 
         "observations": recent,
         "n_log_rows": len(log),
         "limits": limits,
+        "announcements": page_announcements(store, page["id"], page["host_id"]),
     }
 
+
+
+def announcement_status(store: Store) -> dict[str, Any]:
+    """The crawl's sources and the trust in each source on each host.
+
+    Returns
+    -------
+    dict
+        ``sources``: each sitemap or feed read by the crawl (url, kind, how it joined, last read,
+        URLs listed, whether a limit cut it, what the read said); ``trust``: per source and host, the
+        state (``learning``, ``trusted``: its pages are completely observed; ``demoted``: they are
+        ordinary pages), the reason and the evidence counts.
+    """
+    sources = [
+        {k: r[k] for k in ("url", "kind", "how", "read_at", "n_entries", "why")} | {"truncated": bool(r["truncated"])}
+        for r in store.source_rows()
+    ]
+    trust = [
+        {k: r[k] for k in ("source", "origin", "state", "reason", "n_confirmed", "n_refuted", "n_missed", "n_future")}
+        for r in store.trust_rows()
+    ]
+    return {"sources": sources, "trust": trust}
+
+
+def page_announcements(store: Store, page_id: int, host_id: int, *, last: int = 10) -> dict[str, Any]:
+    """A page's last announcements and the trust in each source that announced it (its host's)."""
+    from freshcrawl.store.schema import announcements
+
+    a = announcements.c
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(a.source, a.changed_at, a.received_at, a.note)
+            .where(a.page_id == page_id).order_by(a.id.desc()).limit(last)
+        ).all()
+        names = set(conn.execute(select(a.source).where(a.page_id == page_id).distinct()).scalars())
+    trust = [
+        {k: r[k] for k in ("source", "state", "reason", "n_confirmed", "n_refuted", "n_missed", "n_future")}
+        for r in store.trust_rows(host_id) if r["source"] in names
+    ]
+    if not trust and names:
+        trust = [{"source": n, "state": "learning", "reason": "no visit judged yet", "n_confirmed": 0,
+                  "n_refuted": 0, "n_missed": 0, "n_future": 0} for n in sorted(names)]
+    complete = any(t["state"] == "trusted" for t in trust)
+    return {
+        "completely_observed": complete,
+        "sources": trust,
+        "recent": [{"source": s, "changed_at": c, "received_at": r, "note": n} for s, c, r, n in rows],
+    }

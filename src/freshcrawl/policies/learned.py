@@ -230,6 +230,8 @@ class LearnedPolicy:
         Rates of the last plan, visits per day.
     n_unconverged_ : int
         Plans whose allocation stopped at its iteration limit (their rates still spend the budget).
+    completely_observed_ : ndarray of bool, shape (n_pages,)
+        Pages the last plan allocated as completely observed (see :meth:`set_observed_completely`).
 
     Raises
     ------
@@ -307,10 +309,52 @@ class LearnedPolicy:
         )
         self.rates_ = np.zeros(context.n_pages)
         self.n_unconverged_ = 0
+        self.completely_observed_ = np.zeros(context.n_pages, dtype=bool)
+        self._complete: tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]] | None = None
 
     def update_context(self, context: PolicyContext) -> None:
         """Take new weights, hosts, host caps or budget; the estimator's state stays."""
         self.context_ = check_same_pages(self.context_, context)
+
+    def set_observed_completely(
+        self,
+        complete: NDArray[np.bool_],
+        delta: NDArray[np.float64],
+        source_delta: NDArray[np.float64] | None = None,
+    ) -> None:
+        """Pages whose every change is announced, and their Δ from the announcements, for the next plans.
+
+        The allocation then treats them as completely observed (Kolobov et al., NeurIPS 2019, the
+        mixed problem; ``observed_completely`` of :func:`freshcrawl.allocation.allocate`): an observed
+        page of ``complete`` with Δ > 0 gets a rate p_i <= Δ_i, the expected visits per day of
+        following a share p_i/Δ_i of its announced changes. Only with ``rule="allocate"``.
+
+        Parameters
+        ----------
+        complete : ndarray of bool, shape (n_pages,)
+        delta : ndarray of float, shape (n_pages,)
+            Changes per day of the complete pages (ignored elsewhere).
+        source_delta : ndarray of float, shape (n_pages,), optional
+            For the pages that announce others' changes (a sitemap, a feed), the Δ to plan them with
+            (NaN elsewhere): a read at rate r leaves each page it lists stale from its change to the
+            next read, the periodic freshness f(r; Δ_i) of that page, so a source weighing the pages
+            it lists is planned with their mean Δ rather than its own (their sum), from its first
+            plan on (it needs no observation of its own).
+
+        Raises
+        ------
+        ValueError
+            If the shapes are not (n_pages,).
+        """
+        n = self.context_.n_pages
+        complete = np.asarray(complete, dtype=bool)
+        delta = np.asarray(delta, dtype=np.float64)
+        sd = np.full(n, np.nan) if source_delta is None else np.asarray(source_delta, dtype=np.float64)
+        if complete.shape != (n,) or delta.shape != (n,) or sd.shape != (n,):
+            raise ValueError(
+                f"complete, delta and source_delta must have shape ({n},); got {complete.shape}, "
+                f"{delta.shape} and {sd.shape}")
+        self._complete = (complete, delta, sd)
 
     def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
         """Allocate the budget on the current Δ̂; visits per day, shape (n_pages,).
@@ -322,6 +366,9 @@ class LearnedPolicy:
         """
         ctx = self.context_
         observed = self.estimator_.n_visits_ > 0
+        self.completely_observed_ = np.zeros(alive.shape[0], dtype=bool)
+        if self._complete is not None:  # a source planned with the Δ of the pages it lists
+            observed = observed | (np.isfinite(self._complete[2]) & (self._complete[2] > 0))
         rates, rest = _unobserved_rates(alive, observed, ctx.budget, self.default_rate)
         seen = np.flatnonzero(alive & observed)
         rates, rest, seen_hosts, caps_left = _host_limits(ctx, rates, seen, rest)
@@ -333,6 +380,17 @@ class LearnedPolicy:
                 h = seen_hosts[on]
                 floor[on] = np.minimum(floor[on], 0.5 * caps_left[h] / per_host[h])
             delta = self.planning_delta()[seen]
+            complete = None
+            if self._complete is not None and self.rule == "allocate":
+                c_all, d_all, sd_all = self._complete
+                delta = np.where(np.isfinite(sd_all[seen]) & (sd_all[seen] >= 0), sd_all[seen], delta)
+                complete = c_all[seen] & (d_all[seen] > 0) & np.isfinite(d_all[seen])
+                if complete.any():
+                    delta = np.where(complete, d_all[seen], delta)
+                else:
+                    complete = None
+            if complete is not None:
+                self.completely_observed_[seen[complete]] = True
             if self.rule == "allocate":
                 from freshcrawl.allocation import allocate
 
@@ -348,6 +406,7 @@ class LearnedPolicy:
                         p_min=floor if seen_hosts is not None else float(floor[0]),
                         hosts=seen_hosts,
                         host_caps=caps_left,
+                        observed_completely=complete,
                     )
                 self.n_unconverged_ += int(not res.success)
                 rates[seen] = res.p

@@ -14,6 +14,7 @@ signature; no information on errors), learns from it, and schedules the next vis
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -33,6 +34,7 @@ from freshcrawl.frontier.frontier import (
     origin_of,
 )
 from freshcrawl.frontier.limits import check_url
+from freshcrawl.frontier.sources import IngestResult, ingest
 from freshcrawl.store import Store, drop_namespace, list_namespaces, open_store
 
 __all__ = ["DEFAULT_CRAWL", "CrawlInfo", "FrontierService", "Lease", "Report", "queue_key"]
@@ -418,6 +420,37 @@ class FrontierService:
             rows.append((u, origin_of(u), float(weight)))
         with self._frontier(crawl_id, create=True) as f:
             return f.add_urls(rows, now=now, replan=False)
+
+    def announce(self, crawl_id: str | None, items: Iterable[tuple[str, float, str]], *,
+                 now: float | None = None) -> IngestResult:
+        """Announced changes ``(url, changed_at, source)`` (seconds since the epoch) of known pages.
+
+        Each source's announcements are logged and judged like a sitemap's
+        (:mod:`freshcrawl.frontier.announce`); URLs not in the crawl are counted, not added.
+
+        Raises
+        ------
+        ValueError
+            If a URL is refused by :func:`freshcrawl.frontier.limits.check_url` or a time is not
+            finite (nothing is taken).
+        KeyError
+            If the crawl does not exist.
+        """
+        now = time.time() if now is None else float(now)
+        by_source: dict[str, list[tuple[str, float | None, None, None]]] = {}
+        for url, changed_at, source in items:
+            if not math.isfinite(changed_at):
+                raise ValueError(f"changed_at must be finite seconds since the epoch; got {changed_at!r} for {url!r}")
+            u = check_url(url, allow_private=self.settings.allow_private)
+            by_source.setdefault(source, []).append((u, float(changed_at), None, None))
+        total = IngestResult()
+        with self._frontier(crawl_id) as f:
+            for source, entries in by_source.items():
+                got = ingest(f, source, entries, now=now)
+                total = IngestResult(*(a + b for a, b in zip(
+                    (total.n_entries, total.n_new, total.n_future, total.n_unknown, total.n_followed),
+                    (got.n_entries, got.n_new, got.n_future, got.n_unknown, got.n_followed), strict=True)))
+        return total
 
     # leasing -------------------------------------------------------------------------------------
     def lease(

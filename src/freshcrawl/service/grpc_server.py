@@ -211,6 +211,27 @@ def _validator(info: pb.URLInfo, *names: str) -> str | None:
     return None
 
 
+#: Metadata of a discovered URL that announces a change (StormCrawler's sitemap and feed parsers),
+#: with the source name the announcement is judged under.
+ANNOUNCING_KEYS = {"sitemap.lastModified": "grpc:sitemap", "feed.publishedDate": "grpc:feed"}
+
+
+def _announced(info: pb.URLInfo, url: str) -> list[tuple[str, float, str]]:
+    """The changes a discovered URL's metadata announces: ``(url, changed_at, source)``; an unreadable
+    date is left out."""
+    from freshcrawl.crawler.announcements import parse_announced_time
+
+    out = []
+    for key, source in ANNOUNCING_KEYS.items():
+        text = _first(info, key)
+        got = parse_announced_time(text) if text else None
+        if got is not None:
+            out.append((url, got[0], source))
+        elif text:
+            log.info("PutURLs: %s of %s unreadable: %r", key, url, text)
+    return out
+
+
 def _iso_instant(http_date: str | None) -> str | None:
     """An HTTP date as an ISO-8601 instant (StormCrawler's ``last-modified``), None if unreadable."""
     if not http_date:
@@ -486,7 +507,7 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             self.service.set_queue_keys(cid, pairs)
 
     def _discovered(self, cid: str, run: list[tuple[str, Any]]) -> list[int]:
-        acks, rows, kept = [], [], {}
+        acks, rows, kept, announced = [], [], {}, []
         for _, item in run:
             info = item.discovered.info
             try:
@@ -503,10 +524,13 @@ class URLFrontierServicer(pb_grpc.URLFrontierServicer):
             rows.append((url, weight))
             if md := _client_md(info):
                 kept.setdefault(url, md)
+            announced.extend(_announced(info, url))
         if rows:
             self.service.add_urls(cid, rows)
         if kept:  # a URL known before keeps its own
             self.service.set_url_metadata(cid, kept, overwrite=False)
+        if announced:
+            self.service.announce(cid, announced)
         return acks
 
     def _report(self, known: pb.KnownURLItem) -> Report:

@@ -9,6 +9,8 @@ For crawlers without a gRPC client. :func:`create_app` serves one :class:`Fronti
 ``POST /observations``     report what visits gave (a result per report; a malformed batch is
                            refused whole with 422, nothing recorded)
 ``POST /robots``           report a robots.txt a worker fetched (a lease of kind ``robots``)
+``POST /announcements``    changes a pipeline announces (url, changed_at, source): logged, judged
+                           by the visits that follow, followed where the source is trusted
 ``GET /explain?url=``      why a page is visited as it is (:func:`~freshcrawl.frontier.report.explain_page`)
 ``GET /status``            the crawl's status (:func:`~freshcrawl.frontier.report.crawl_status`)
 ``GET /hosts``             budget use by host: planned visits per day against the host's cap

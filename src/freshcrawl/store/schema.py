@@ -20,6 +20,20 @@ Times are seconds since the Unix epoch (``REAL`` / double precision), rates visi
 ``url_metadata``
     What a URLFrontier client keeps with a URL (JSON, key -> list of strings; revision 0002), handed
     back with it; freshcrawl does not read it.
+``sources``
+    The pages that are sitemaps or feeds (revision 0004): their kind, how they joined (``user``,
+    ``robots`` for a robots.txt ``Sitemap:`` line, ``index`` for a sitemap index's child), the last
+    read (time, URLs, whether a limit cut it, and what it said, problems included).
+``announcements``
+    The append-only log of announced changes (revision 0004): page, source (``sitemap:<url>``,
+    ``feed:<url>``, a REST client's name, ``grpc:sitemap`` ...), the announced change time, when it
+    was received, and a note (``future``: dated after it was received; ``naive-tz``: read as UTC).
+``trust``
+    Per source and host (revision 0004): visits that confirmed or refuted its announcements, changes
+    it missed, dates in the future, and the state the plan uses (``learning``, ``trusted``,
+    ``demoted``) with its reason.
+``page_hints``
+    A sitemap's ``changefreq`` and ``priority`` of a page (revision 0004): priors of Δ and weight.
 
 ``pages.next_due`` has no index on purpose: a re-plan rewrites it for every page, and an index would
 make that a random B-tree update per page, an order of magnitude slower on SQLite; the frontier
@@ -41,7 +55,19 @@ from sqlalchemy import (
     Text,
 )
 
-__all__ = ["metadata", "crawl", "hosts", "pages", "observations", "url_metadata", "PAGE_STATUSES"]
+__all__ = [
+    "metadata",
+    "crawl",
+    "hosts",
+    "pages",
+    "observations",
+    "url_metadata",
+    "sources",
+    "announcements",
+    "trust",
+    "page_hints",
+    "PAGE_STATUSES",
+]
 
 #: ``active``: scheduled; ``disallowed``: robots.txt forbids it (re-checked when robots.txt is fetched
 #: again); ``failed``: too many errors in a row, no longer visited (reported by ``crawl status``);
@@ -124,4 +150,55 @@ url_metadata = Table(
     metadata,
     Column("page_id", Integer, ForeignKey("pages.id"), primary_key=True),
     Column("metadata", Text, nullable=False),
+)
+
+#: Pages that are sitemaps or feeds (revision 0004).
+sources = Table(
+    "sources",
+    metadata,
+    Column("page_id", Integer, ForeignKey("pages.id"), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("how", String(16), nullable=False),
+    Column("added_at", Float, nullable=False),
+    Column("read_at", Float),
+    Column("n_entries", Integer, nullable=False, server_default="0"),
+    Column("truncated", Integer, nullable=False, server_default="0"),
+    Column("why", Text),
+)
+
+#: Announced changes (revision 0004).
+announcements = Table(
+    "announcements",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("page_id", Integer, ForeignKey("pages.id"), nullable=False),
+    Column("source", String(600), nullable=False),
+    Column("changed_at", Float, nullable=False),
+    Column("received_at", Float, nullable=False),
+    Column("note", String(16)),
+    Index("ix_announcements_page_id", "page_id", "changed_at"),
+)
+
+#: Trust in each source on each host (revision 0004).
+trust = Table(
+    "trust",
+    metadata,
+    Column("source", String(600), primary_key=True),
+    Column("host_id", Integer, ForeignKey("hosts.id"), primary_key=True),
+    Column("n_confirmed", Integer, nullable=False, server_default="0"),
+    Column("n_refuted", Integer, nullable=False, server_default="0"),
+    Column("n_missed", Integer, nullable=False, server_default="0"),
+    Column("n_future", Integer, nullable=False, server_default="0"),
+    Column("state", String(16), nullable=False, server_default="learning"),
+    Column("reason", Text),
+    Column("updated_at", Float),
+)
+
+#: A sitemap's changefreq and priority of a page (revision 0004).
+page_hints = Table(
+    "page_hints",
+    metadata,
+    Column("page_id", Integer, ForeignKey("pages.id"), primary_key=True),
+    Column("changefreq", String(16)),
+    Column("priority", Float),
 )

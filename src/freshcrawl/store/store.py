@@ -42,7 +42,17 @@ from tenacity import (
 
 from freshcrawl.errors import CorruptDatabaseError
 from freshcrawl.store._retry import is_connection_error, is_refused_login, retried, unavailable
-from freshcrawl.store.schema import crawl, hosts, observations, pages, url_metadata
+from freshcrawl.store.schema import (
+    announcements,
+    crawl,
+    hosts,
+    observations,
+    page_hints,
+    pages,
+    sources,
+    trust,
+    url_metadata,
+)
 
 __all__ = [
     "Store",
@@ -650,7 +660,7 @@ class Store:
         and the ids of the pages and hosts added next start again from 1 (the frontier indexes
         them).
         """
-        tables = (url_metadata, observations, pages, hosts)
+        tables = (url_metadata, announcements, trust, page_hints, sources, observations, pages, hosts)
         with self.engine.begin() as conn:
             if self.dialect == "postgresql":  # DELETE would keep the id sequences where they were
                 names = ", ".join(conn.dialect.identifier_preparer.quote(t.name) for t in tables)
@@ -718,6 +728,85 @@ class Store:
         with self.engine.connect() as conn:
             rows = conn.execute(q).all()
         return {(outcome, error): int(n) for outcome, error, n in rows}
+
+    # announcements -------------------------------------------------------------------------------
+    @retried
+    def add_sources(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Mark pages as sources: dicts with ``page_id``, ``kind`` (``sitemap``/``feed``), ``how``
+        and ``added_at``; pages already sources are skipped. Returns how many were added."""
+        if not rows:
+            return 0
+        with self.engine.begin() as conn:
+            have = set(conn.execute(select(sources.c.page_id).where(
+                sources.c.page_id.in_([r["page_id"] for r in rows]))).scalars())
+            new = [dict(r) for r in rows if r["page_id"] not in have]
+            if new:
+                conn.execute(insert(sources), new)
+        return len(new)
+
+    @retried
+    def source_rows(self) -> list[dict[str, Any]]:
+        """Every source with its page's URL and host id, by page id."""
+        q = (select(sources, pages.c.url, pages.c.host_id)
+             .join(pages, pages.c.id == sources.c.page_id).order_by(sources.c.page_id))
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    @retried
+    def record_announcements(
+        self,
+        rows: Sequence[dict[str, Any]],
+        *,
+        source_read: dict[str, Any] | None = None,
+        hints: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Append announcements (dicts: ``page_id``, ``source``, ``changed_at``, ``received_at``,
+        ``note``), update a source's last read (``page_id`` and the columns) and set page hints
+        (``page_id``, ``changefreq``, ``priority``), in one transaction."""
+        with self.engine.begin() as conn:
+            if rows:
+                conn.execute(insert(announcements), [dict(r) for r in rows])
+            if source_read is not None:
+                values = {k: v for k, v in source_read.items() if k != "page_id"}
+                conn.execute(update(sources).where(sources.c.page_id == source_read["page_id"]).values(**values))
+            if hints:
+                ids = [h["page_id"] for h in hints]
+                for i in range(0, len(ids), 5000):
+                    conn.execute(page_hints.delete().where(page_hints.c.page_id.in_(ids[i : i + 5000])))
+                conn.execute(insert(page_hints), [dict(h) for h in hints])
+
+    @retried
+    def announcement_log(self) -> list[tuple[int, str, float, float, str | None]]:
+        """Every announcement as ``(page_id, source, changed_at, received_at, note)``, in id order."""
+        a = announcements.c
+        with self.engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(
+                select(a.page_id, a.source, a.changed_at, a.received_at, a.note).order_by(a.id))]
+
+    @retried
+    def page_hints(self) -> dict[int, tuple[str | None, float | None]]:
+        """page id -> (changefreq, priority) as the sitemaps last gave them."""
+        with self.engine.connect() as conn:
+            return {int(i): (f, p) for i, f, p in conn.execute(select(page_hints))}
+
+    @retried
+    def save_trust(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Replace the trust rows (dicts with every column of ``trust``) of their (source, host) pairs."""
+        if not rows:
+            return
+        with self.engine.begin() as conn:
+            for r in rows:
+                conn.execute(trust.delete().where((trust.c.source == r["source"]) & (trust.c.host_id == r["host_id"])))
+            conn.execute(insert(trust), [dict(r) for r in rows])
+
+    @retried
+    def trust_rows(self, host_id: int | None = None) -> list[dict[str, Any]]:
+        """Trust per source and host (of ``host_id`` only, if given), with the host's origin."""
+        q = select(trust, hosts.c.origin).join(hosts, hosts.c.id == trust.c.host_id)
+        if host_id is not None:
+            q = q.where(trust.c.host_id == host_id)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q.order_by(trust.c.host_id, trust.c.source)).mappings()]
 
     def export_csv(self, out: io.TextIOBase) -> int:
         """Write the visit log as ``page,time,changed`` (the format ``freshcrawl estimate`` reads).

@@ -613,6 +613,10 @@ class TestWeb:
                 return await self._send(request, ctx, 405, _ERROR_BODY[405], {"Allow": "GET, HEAD"})
             if ctx.path in ("/robots.txt", "/robots-redirected.txt"):
                 return await self._robots(request, ctx)
+            if ctx.path in ("/sitemap.xml", "/feed.xml") and (host, ctx.path) not in self._by_key:
+                mode = self.host_specs[self._host_index[host]].announce
+                if mode is not None:
+                    return await self._announce(request, ctx, mode)
             i = self._by_key.get((host, ctx.path))
             if i is None:
                 return await self._send(request, ctx, 404, _ERROR_BODY[404])
@@ -842,9 +846,9 @@ class TestWeb:
         if ctx.path == "/robots-redirected.txt":
             if rf != "redirect":
                 return await self._send(request, ctx, 404, _ERROR_BODY[404])
-            return await self._send(request, ctx, 200, spec.robots_txt().encode(), None, plain)
+            return await self._send(request, ctx, 200, self._robots_txt(spec, ctx), None, plain)
         if rf is None:
-            return await self._send(request, ctx, 200, spec.robots_txt().encode(), None, plain)
+            return await self._send(request, ctx, 200, self._robots_txt(spec, ctx), None, plain)
         if rf == "redirect":
             location = f"http://{ctx.host}:{ctx.port}/robots-redirected.txt"
             return await self._send(request, ctx, 301, b"", {"Location": location})
@@ -857,6 +861,63 @@ class TestWeb:
         await self._hang(self.max_hang_s)  # timeout
         self._abort(request, ctx, reset=True)
         return web.Response(status=500)
+
+    @staticmethod
+    def _robots_txt(spec: HostSpec, ctx: _Ctx) -> bytes:
+        text = spec.robots_txt()
+        if spec.announce is not None:
+            text += f"Sitemap: http://{ctx.host}:{ctx.port}/sitemap.xml\n"
+        return text.encode()
+
+    def announced_time(self, url: str | Page, mode: str, now: float) -> float:
+        """The date a host in announce ``mode`` gives a page at ``now`` (see :data:`ANNOUNCE_MODES`)."""
+        schedule = self._require_started()
+        assert self.started_at is not None
+        if mode == "honest":
+            times = schedule.times(self.page_index(url), now)
+            return float(times[-1]) if times.size else self.started_at
+        if mode == "bumped":
+            return now
+        if mode == "frozen":
+            return self.started_at
+        return now + 86_400.0
+
+    async def _announce(self, request: web.BaseRequest, ctx: _Ctx, mode: str) -> web.StreamResponse:
+        """The host's sitemap or RSS feed over its pages, dated as ``mode`` says; ETag on the body."""
+        import hashlib
+        from datetime import UTC, datetime
+
+        ctx.fault = f"announce-{mode}"
+        pages = [p for p in self._pages if p.host == ctx.host]
+        stamps = [self.announced_time(p, mode, ctx.arrived) for p in pages]
+        if ctx.path == "/sitemap.xml":
+            items = "".join(
+                f"<url><loc>{p.url}</loc><lastmod>{datetime.fromtimestamp(t, UTC).isoformat()}</lastmod></url>"
+                for p, t in zip(pages, stamps, strict=True)
+            )
+            body = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/'
+                f'sitemap/0.9">{items}</urlset>\n'
+            ).encode()
+            kind = "application/xml"
+        else:
+            items = "".join(
+                f"<item><title>{p.path}</title><link>{p.url}</link>"
+                f"<pubDate>{formatdate(t, usegmt=True)}</pubDate></item>"
+                for p, t in zip(pages, stamps, strict=True)
+            )
+            body = (
+                f'<?xml version="1.0"?>\n<rss version="2.0"><channel><title>{ctx.host}</title>'
+                f"<link>http://{ctx.host}:{ctx.port}/</link><description>test web</description>"
+                f"{items}</channel></rss>\n"
+            ).encode()
+            kind = "application/rss+xml"
+        etag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
+        if ctx.inm is not None and any(
+            t.strip().removeprefix("W/") == etag for t in ctx.inm.split(",")
+        ):
+            return await self._send(request, ctx, 304, b"", {"ETag": etag})
+        return await self._send(request, ctx, 200, body, {"ETag": etag}, kind)
 
 
 class _Ctx:

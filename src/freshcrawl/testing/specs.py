@@ -20,6 +20,7 @@ import numpy as np
 from freshcrawl._validation import check_int
 
 __all__ = [
+    "ANNOUNCE_MODES",
     "FAULT_KINDS",
     "MAX_HOSTS",
     "ROBOTS_FAULTS",
@@ -55,6 +56,15 @@ FAULT_KINDS: dict[str, str] = {
 }
 
 #: every robots.txt fault of a host
+#: what a host's sitemap (``/sitemap.xml``, listed in its robots.txt) and feed (``/feed.xml``) say
+#: of its pages' changes
+ANNOUNCE_MODES: dict[str, str] = {
+    "honest": "each page's <lastmod> / entry date is the time of its last change",
+    "bumped": "every date is the time of the request (bumped on every render)",
+    "frozen": "every date is the server's start (never updated)",
+    "future": "every date is a day after the request (in the future)",
+}
+
 ROBOTS_FAULTS: dict[str, str] = {
     "5xx": "robots.txt answers 503 (RFC 9309: the whole host is disallowed)",
     "404": "robots.txt answers 404 (RFC 9309: no restrictions)",
@@ -186,6 +196,9 @@ class HostSpec:
         One of :data:`ROBOTS_FAULTS`.
     port : int, default=0
         TCP port; 0 lets the OS choose.
+    announce : str or None, default=None
+        One of :data:`ANNOUNCE_MODES`: the host serves ``/sitemap.xml`` (listed in its robots.txt)
+        and ``/feed.xml`` (RSS 2.0) over its pages, with dates as the mode says; None serves neither.
 
     Raises
     ------
@@ -204,6 +217,7 @@ class HostSpec:
     crawl_delay: float | None = None
     robots_fault: str | None = None
     port: int = 0
+    announce: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("disallow", "allow"):
@@ -230,6 +244,10 @@ class HostSpec:
                 f"got {self.robots_fault!r}"
             )
         check_int("host.port", self.port, high=65535)
+        if self.announce is not None and self.announce not in ANNOUNCE_MODES:
+            raise ValueError(
+                f"host.announce must be None or one of {', '.join(ANNOUNCE_MODES)}; got {self.announce!r}"
+            )
 
     def robots_txt(self) -> str:
         """The robots.txt this host serves when it has no robots fault."""

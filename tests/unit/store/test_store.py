@@ -38,9 +38,10 @@ def test_missing_sqlite_file_is_an_error_unless_created(tmp_path):
 
 def test_schema_is_at_the_newest_revision_and_reopening_is_idempotent(store, db_url):
     names = set(inspect(store.engine).get_table_names())
-    assert {"crawl", "hosts", "pages", "observations", "alembic_version"} <= names
+    assert {"crawl", "hosts", "pages", "observations", "alembic_version", "sources", "announcements", "trust",
+            "page_hints"} <= names
     with store.engine.connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0003"
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0004"
     again = open_store(db_url)
     try:
         assert again.counts() == {"pages": {}, "hosts": 0, "observations": {}}

@@ -7,9 +7,15 @@ the service, the auth and the error shape it shares) and one more entry here.
 
 from fastapi import APIRouter
 
-from freshcrawl.service.routes import dashboard, metrics, reads, writes
+from freshcrawl.service.routes import announcements, dashboard, metrics, reads, writes
 
 __all__ = ["ROUTERS"]
 
-#: The routers of the REST API (writes, reads, metrics, the dashboard).
-ROUTERS: tuple[APIRouter, ...] = (writes.router, reads.router, metrics.router, dashboard.router)
+#: The routers of the REST API (writes, announcements, reads, metrics, the dashboard).
+ROUTERS: tuple[APIRouter, ...] = (
+    writes.router,
+    announcements.router,
+    reads.router,
+    metrics.router,
+    dashboard.router,
+)

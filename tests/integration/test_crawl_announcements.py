@@ -1,0 +1,160 @@
+"""Change announcements, end to end: two crawls of the same test web at the same budget, one reading
+the sitemaps its hosts' robots.txt list (``crawl add --sitemap auto``), one not.
+
+Hosts 0-3 announce honestly, hosts 4-6 lie (lastmod bumped on every render, never updated, in the
+future), hosts 7-9 announce nothing. Freshness is the test web's truth (:meth:`TestWeb.freshness`),
+compared page by page between the two crawls (each web has the same change times from its start).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from freshcrawl.cli import main
+from freshcrawl.testing import HostSpec, PageSpec, TestWeb
+
+pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
+
+MODES = ["honest"] * 4 + ["bumped", "frozen", "future"] + [None] * 3
+PER_HOST = 12
+#: changes per second, log-uniform: a page changes every 7 to 30 s
+RATES = (0.033, 0.15)
+#: visits per second over 120 pages (and the sitemaps of the crawl that reads them): each page every
+#: 10 s on average without announcements, Δτ of 0.33 to 1.5, freshness about 0.65
+BUDGET = 12.0
+RUN_S = 40.0
+#: from 12 s on: robots.txt, the first copies, the first sitemap reads and the four judged visits a
+#: host's source needs before it is trusted or demoted (a host takes about one visit a second) are
+#: behind; the window is what is compared
+WINDOW = (12.0, 38.0)
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "freshcrawl", "crawl", *args]
+
+
+def _web() -> TestWeb:
+    rng = np.random.default_rng(11)
+    hosts = [HostSpec(announce=m) for m in MODES]
+    rates = np.exp(rng.uniform(*np.log(RATES), size=len(MODES) * PER_HOST))
+    pages = [
+        PageSpec(f"127.0.0.{2 + h}", f"/p{i}", rate=float(rates[h * PER_HOST + i]))
+        for h in range(len(MODES))
+        for i in range(PER_HOST)
+    ]
+    return TestWeb(pages, hosts=hosts, seed=11)
+
+
+def test_honest_sitemaps_keep_pages_fresher_and_lying_ones_are_demoted(tmp_path):
+    webs = {name: _web() for name in ("sitemaps", "plain")}
+    procs = {}
+    try:
+        for name, web in webs.items():
+            web.start()
+            urls = tmp_path / "urls.txt"
+            urls.write_text("\n".join(web.urls()) + "\n")
+            extra = ["--sitemap", "auto"] if name == "sitemaps" else []
+            added = CliRunner().invoke(
+                main, ["crawl", "add", "--db", str(tmp_path / f"{name}.db"), str(urls), *extra]
+            )
+            assert added.exit_code == 0, added.output
+        for name in webs:  # both crawls at once, each in its own process
+            procs[name] = subprocess.Popen(
+                _cli(
+                    "run",
+                    "--db",
+                    str(tmp_path / f"{name}.db"),
+                    "--budget",
+                    f"{BUDGET}/s",
+                    "--for",
+                    f"{RUN_S}s",
+                    "--replan-every",
+                    "2s",
+                    "--min-delay",
+                    "0.05s",
+                    "--timeout",
+                    "5s",
+                    "--seed",
+                    "1",
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        for name, proc in procs.items():
+            _, err = proc.communicate(timeout=RUN_S + 60)
+            assert proc.returncode == 0, f"{name}: {err}"
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for web in webs.values():
+            web.stop()
+
+    fresh = {}
+    for name, web in webs.items():
+        first = min(r.arrived for r in web.requests() if r.page is not None)
+        fresh[name] = web.freshness(first + WINDOW[0], first + WINDOW[1]).freshness
+    diff = fresh["sitemaps"] - fresh["plain"]
+    host_of = np.repeat(np.arange(len(MODES)), PER_HOST)
+    honest = np.isin(host_of, [h for h, m in enumerate(MODES) if m == "honest"])
+    lying = np.isin(host_of, [h for h, m in enumerate(MODES) if m not in ("honest", None)])
+    se = {
+        k: diff[sel].std(ddof=1) / np.sqrt(sel.sum())
+        for k, sel in (("honest", honest), ("lying", lying))
+    }
+    print(
+        f"\nfreshness over [{WINDOW[0]:g}, {WINDOW[1]:g}] s, with sitemaps - without (paired per page): "
+        f"honest hosts {diff[honest].mean():+.4f} (SE {se['honest']:.4f}; "
+        f"{fresh['sitemaps'][honest].mean():.4f} vs {fresh['plain'][honest].mean():.4f}), "
+        f"lying hosts {diff[lying].mean():+.4f} (SE {se['lying']:.4f}), "
+        f"silent hosts {diff[~honest & ~lying].mean():+.4f}; all pages "
+        f"{fresh['sitemaps'].mean():.4f} vs {fresh['plain'].mean():.4f}"
+    )
+
+    # the sitemaps were fetched by the crawl itself, politely (the same delay as pages)
+    web = webs["sitemaps"]
+    violations = web.politeness_violations(delays=0.05, tolerance_s=0.02)
+    assert not violations, [str(v) for v in violations]
+    n_sitemap = sum(r.path == "/sitemap.xml" for r in web.requests())
+    n_pages = sum(r.page is not None for r in web.requests())
+    n_plain = sum(r.page is not None for r in webs["plain"].requests())
+    # the same budget: sitemap reads and page visits of one crawl together are no more than the other's
+    # page visits, up to the visits of one plan period (2 s at 25/s) and those in flight at the end
+    assert n_sitemap > 0
+    assert n_sitemap + n_pages <= n_plain * 1.05 + 50, (n_sitemap, n_pages, n_plain)
+
+    # trust, as the crawl reports it
+    status = CliRunner().invoke(
+        main, ["crawl", "status", "--db", str(tmp_path / "sitemaps.db"), "--json"]
+    )
+    assert status.exit_code == 0, status.output
+    trust = {
+        t["origin"].rpartition("/")[2].partition(":")[0]: t
+        for t in json.loads(status.output)["announcements"]["trust"]
+    }
+    for h, mode in enumerate(MODES):
+        name = f"127.0.0.{2 + h}"
+        if mode is None:
+            assert name not in trust
+            continue
+        t = trust[name]
+        assert t["state"] == ("trusted" if mode == "honest" else "demoted"), (mode, t)
+        if mode == "bumped":
+            assert "announces changes that visits do not find" in t["reason"]
+        elif mode == "frozen":
+            assert "misses changes that visits find" in t["reason"]
+        elif mode == "future":
+            assert "in the future" in t["reason"]
+
+    # honest announcements keep their hosts' pages fresher, beyond two standard errors of the paired
+    # per-page difference; the lying hosts lose nothing beyond that noise
+    assert diff[honest].mean() > 2 * se["honest"], (diff[honest].mean(), se["honest"])
+    assert diff[lying].mean() > -2 * se["lying"], (diff[lying].mean(), se["lying"])

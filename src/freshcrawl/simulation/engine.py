@@ -52,7 +52,10 @@ class SimulationResult:
     changes_detected : float
         Fraction of visits that found the page changed since its previous visit.
     dropped : int
-        Visits the token bucket refused (0 for periodic rate plans).
+        Visits the budget rule left out: no token came for them before the end of their planning
+        period or their page's death (see :func:`simulate`).
+    deferred : int
+        Visits made later than planned, when the next token came.
     t_start, t_end : ndarray of float, shape (n_periods,)
         Planning periods, days.
     freshness_t, age_t, harmonic_t : ndarray of float, shape (n_periods,)
@@ -76,6 +79,7 @@ class SimulationResult:
     visits: int
     changes_detected: float
     dropped: int
+    deferred: int
     t_start: NDArray[np.float64]
     t_end: NDArray[np.float64]
     freshness_t: NDArray[np.float64]
@@ -182,8 +186,10 @@ def simulate(
 
     Notes
     -----
-    Budget guarantee: no window of W days holds more than ``B*W + n_pages`` visits (see
-    :mod:`freshcrawl.simulation.dispatch`). A page's first visit after its birth is not an observation;
+    Budget rule, the same for every policy: at most ``B*t`` visits in the first t days of the window,
+    and at most ``B*W + max(B, 1)`` in any window of W days. A visit that finds the budget's token
+    bucket empty waits for the next token; one that would wait past the end of its planning period
+    or its page's death is not made (see :mod:`freshcrawl.simulation.dispatch`). A page's first visit after its birth is not an observation;
     pages alive at the window start count as synchronised at the start.
 
     Examples
@@ -192,8 +198,8 @@ def simulate(
     >>> from freshcrawl.policies.baselines import make_uniform
     >>> env = PoissonEnvironment([0.5, 1.0], start=0.0, end=100.0)
     >>> res = simulate(make_uniform(None, None), env, budget=2.0, rng=0)
-    >>> res.visits
-    200
+    >>> res.visits, res.visits <= 2.0 * 100  # at most B times the window
+    (199, True)
     """
     budget = check_positive("budget", budget, unit="visits per day")
     if visits not in VISIT_PROCESSES:
@@ -223,10 +229,14 @@ def simulate(
     phase = dispatch_rng.random(n)
     last_visit = np.full(n, env.start)
     has_copy = env.born <= env.start
-    bucket = TokenBucket(capacity=max(n, 1), rate=budget, start=env.start)
+    bucket = TokenBucket(capacity=max(budget, 1.0), rate=budget, start=env.start)
 
     rows: list[tuple[float, float, Integrals]] = []
     dropped = 0
+    deferred = 0
+    wait_p = np.empty(0, dtype=np.intp)  # visits waiting for a token past their period
+    wait_t = np.empty(0)
+    wait_r = np.empty(0)
     while clock.now() < env.end:
         t0 = clock.now()
         t1 = min(t0 + period, env.end)
@@ -234,33 +244,42 @@ def simulate(
             t1 = env.end
         alive = env.alive_between(t0, t1)
         plan = policy.plan(t0, alive.copy())
-        # visits grouped by page (gp, gt), in time order within a page; gt[tpos] is in time order
+        # the visits asked for, in time order (pages vp, times vt; vr the planned rate, NaN for a visit plan)
         if isinstance(plan, RatePlan):
             rates = _rates_from_plan(plan, policy.name, alive, budget)
             lo = np.maximum(env.born, t0)
             hi = np.minimum(env.died, t1)
             if visits == "periodic":
-                gp, gt = periodic_visits(rates, phase, lo, hi)
+                vp, vt = periodic_visits(rates, phase, lo, hi)
             else:
-                gp, gt = poisson_visits(rates, lo, hi, dispatch_rng)
-            tpos = np.argsort(gt)  # ties (different pages at the same time) in any fixed order
+                vp, vt = poisson_visits(rates, lo, hi, dispatch_rng)
+            order = np.argsort(vt, kind="stable")  # ties: different pages at the same time
+            vp, vt = vp[order], vt[order]
+            vr = rates[vp]
         elif isinstance(plan, VisitPlan):
-            rates = None
-            pages, times = _visits_from_plan(plan, policy.name, t0, t1, t0 + period, env)
-            gorder = np.argsort(pages, kind="stable")
-            gp, gt = pages[gorder], times[gorder]
-            tpos = _inverse(gorder)
+            vp, vt = _visits_from_plan(plan, policy.name, t0, t1, t0 + period, env)
+            vr = np.full(vp.shape[0], np.nan)
         else:
             raise TypeError(
                 f"policy {policy.name!r} must return a RatePlan or a VisitPlan; got {type(plan).__name__}"
             )
-
-        admit_t = bucket.admit(gt[tpos])
-        if not admit_t.all():
-            dropped += int((~admit_t).sum())
-            keep = np.empty(gp.shape[0], dtype=bool)
-            keep[tpos] = admit_t
-            gp, gt, tpos = _filter(gp, gt, tpos, keep)
+        # the budget rule: a visit finding no token waits for the next one (first come, first served,
+        # after the visits still waiting from earlier periods); one that cannot be made in the window
+        # and its page's life is dropped
+        made = bucket.schedule(vt, np.minimum(env.died[vp], env.end))
+        ok = ~np.isnan(made)
+        dropped += int(vp.shape[0] - np.count_nonzero(ok))
+        deferred += int(np.count_nonzero(made[ok] > vt[ok]))
+        vp = np.concatenate([wait_p, vp[ok]])
+        vt = np.concatenate([wait_t, made[ok]])
+        vr = np.concatenate([wait_r, vr[ok]])
+        now = vt < t1  # in time order: the waiting ones come first
+        wait_p, wait_t, wait_r = vp[~now], vt[~now], vr[~now]
+        vp, vt, vr = vp[now], vt[now], vr[now]
+        # grouped by page (gp, gt), in time order within a page; gt[tpos] is in time order
+        gorder = np.argsort(vp, kind="stable")
+        gp, gt, gr = vp[gorder], vt[gorder], vr[gorder]
+        tpos = _inverse(gorder)
 
         # previous visit of the same page: earlier in this period, or before it
         first = np.ones(gp.shape[0], dtype=bool)
@@ -271,7 +290,7 @@ def simulate(
         is_obs = ~first | has_copy[gp]
         dup = is_obs & (gt <= prev)  # the same page twice at the same time: once is enough
         if dup.any():
-            gp, gt, tpos, prev, is_obs = _filter(gp, gt, tpos, ~dup, prev, is_obs)
+            gp, gt, tpos, prev, is_obs, gr = _filter(gp, gt, tpos, ~dup, prev, is_obs, gr)
         last = np.ones(gp.shape[0], dtype=bool)
         last[:-1] = gp[1:] != gp[:-1]
         last_visit[gp[last]] = gt[last]
@@ -280,7 +299,8 @@ def simulate(
         changed = env.visit(gp, gt, grouped=True)
         sel = tpos[is_obs[tpos]]  # observations, in time order
         tau = gt[sel] - prev[sel]
-        p_obs = rates[gp[sel]] if rates is not None else 1.0 / tau
+        p_obs = gr[sel]
+        p_obs = np.where(np.isnan(p_obs), 1.0 / tau, p_obs)
         policy.observe(
             Observations(pages=gp[sel], time=gt[sel], changed=changed[sel], tau=tau, p=p_obs)
         )
@@ -307,6 +327,7 @@ def simulate(
         visits=int(n_visits),
         changes_detected=n_changed / n_visits if n_visits else float("nan"),
         dropped=dropped,
+        deferred=deferred,
         t_start=np.array([r[0] for r in rows]),
         t_end=np.array([r[1] for r in rows]),
         freshness_t=np.array([r[2].freshness for r in rows]),

@@ -177,6 +177,9 @@ def tables(rows: list[dict], candidates: list[str]) -> str:
                 verdicts[cand].append((c, marks))
     out.append("")
     for cand, vs in verdicts.items():
+        if not vs:
+            out.append(f"- {cand}: no case here counts for the default rule")
+            continue
         rule = ["uniform", *CRAWLERS]
         behind = [(c, x) for c, m in vs for x in rule if m.get(x) == "<"]
         ahead_all = [c for c, m in vs if all(m.get(x) == ">" for x in rule)]

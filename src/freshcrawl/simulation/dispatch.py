@@ -4,16 +4,18 @@ Budget rule (equal visits): over any prefix ``[start, t]`` of the window a polic
 ``B*(t - start)`` visits, and any closed window of W days holds at most ``B*W + max(B, 1)`` visits
 (one day of budget). The rule is the same for every policy: every visit sequence, whatever made it,
 goes through one token bucket (:class:`TokenBucket`) that starts empty, is refilled at ``B`` tokens
-per day and holds at most one day of budget (``max(B, 1)`` tokens); a visit that finds less than one
-token is dropped (it is not made, and the policy does not observe it).
+per day and holds at most one day of budget (``max(B, 1)`` tokens). A visit that finds less than one
+token waits for the next one, first come first served (:meth:`TokenBucket.schedule`); the engine drops
+a visit that cannot be made before the window's end or its page's death (it is not made, and the
+policy does not observe it).
 
 * Periodic dispatch (:func:`~freshcrawl.scheduling.periodic.periodic_visits`) keeps, for each page,
   the rate integral accumulated since its last visit, ``u_i in [0, 1)`` (its phase, drawn uniformly
   at the start: a random phase per page), and visits the page whenever ``u_i`` reaches 1. Between
   two consecutive visits of a page its rate integrates to exactly 1, and the engine scales down plans
   whose rates sum to more than ``B``, so periodic visits keep to the budget on average; the random
-  phases make their count over a stretch of time differ from ``B`` times its length by a few visits,
-  and the bucket drops the visits that would go beyond the rule. A rate change at a re-plan continues
+  phases make their count over a stretch of time run ahead of ``B`` times its length by a few visits
+  at times, and those visits wait for their tokens. A rate change at a re-plan continues
   from the current phase (the next visit comes when the new rate has made up the missing part of the
   integral).
 * Poisson dispatch and explicit visit plans (:class:`~freshcrawl.policies.base.VisitPlan`) go
@@ -116,7 +118,8 @@ def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):
 
 
 class TokenBucket:
-    """Global rate limiter: at most ``tokens + rate*W`` visits in a prefix of W days, ``capacity + rate*W`` in any closed window.
+    """Global rate limiter: the visits it lets through in any closed window of W days are at most
+    ``capacity + rate*W``, and in the first W days at most ``tokens + rate*W``.
 
     Parameters
     ----------

@@ -52,8 +52,8 @@ class SimulationResult:
     changes_detected : float
         Fraction of visits that found the page changed since its previous visit.
     dropped : int
-        Visits the budget rule left out: no token came for them before the end of their planning
-        period or their page's death (see :func:`simulate`).
+        Visits the budget rule left out: no token came for them before the window's end or their
+        page's death (see :func:`simulate`).
     deferred : int
         Visits made later than planned, when the next token came.
     t_start, t_end : ndarray of float, shape (n_periods,)
@@ -147,6 +147,24 @@ def _filter(gp, gt, tpos, keep, *extra):
     return (gp[keep], gt[keep], tpos, *(e[keep] for e in extra))
 
 
+def _insert_first(gp, gt, tpos, gr, wp, wt, wr):
+    """Put visits ``wp, wt, wr`` (time order, each before every visit of its page in ``gp``) into the
+    grouped visits, pages kept sorted; they come first in the time order ``tpos``."""
+    k, m = wp.shape[0], gp.shape[0]
+    at = np.searchsorted(gp, wp, side="left")
+    order = np.lexsort((np.arange(k), wp, at))
+    new_pos = np.empty(k, dtype=np.intp)
+    new_pos[order] = at[order] + np.arange(k)
+    old_pos = np.arange(m) + np.searchsorted(at[order], np.arange(m), side="right")
+    out = []
+    for old, new in ((gp, wp), (gt, wt), (gr, wr)):
+        a = np.empty(m + k, dtype=old.dtype)
+        a[old_pos] = old
+        a[new_pos] = new
+        out.append(a)
+    return out[0], out[1], np.concatenate([new_pos, old_pos[tpos]]), out[2]
+
+
 def simulate(
     policy: Policy,
     env: SimulatedEnvironment,
@@ -188,9 +206,10 @@ def simulate(
     -----
     Budget rule, the same for every policy: at most ``B*t`` visits in the first t days of the window,
     and at most ``B*W + max(B, 1)`` in any window of W days. A visit that finds the budget's token
-    bucket empty waits for the next token; one that would wait past the end of its planning period
-    or its page's death is not made (see :mod:`freshcrawl.simulation.dispatch`). A page's first visit after its birth is not an observation;
-    pages alive at the window start count as synchronised at the start.
+    bucket empty waits for the next token (into the next planning period if need be); one that would
+    wait past the window's end or its page's death is not made (see
+    :mod:`freshcrawl.simulation.dispatch`). A page's first visit after its birth is not an
+    observation; pages alive at the window start count as synchronised at the start.
 
     Examples
     --------
@@ -244,21 +263,24 @@ def simulate(
             t1 = env.end
         alive = env.alive_between(t0, t1)
         plan = policy.plan(t0, alive.copy())
-        # the visits asked for, in time order (pages vp, times vt; vr the planned rate, NaN for a visit plan)
+        # visits grouped by page (gp, gt; gr the planned rate, NaN for a visit plan), in time order
+        # within a page; gt[tpos] is in time order (ties: by page)
         if isinstance(plan, RatePlan):
             rates = _rates_from_plan(plan, policy.name, alive, budget)
             lo = np.maximum(env.born, t0)
             hi = np.minimum(env.died, t1)
             if visits == "periodic":
-                vp, vt = periodic_visits(rates, phase, lo, hi)
+                gp, gt = periodic_visits(rates, phase, lo, hi)
             else:
-                vp, vt = poisson_visits(rates, lo, hi, dispatch_rng)
-            order = np.argsort(vt, kind="stable")  # ties: different pages at the same time
-            vp, vt = vp[order], vt[order]
-            vr = rates[vp]
+                gp, gt = poisson_visits(rates, lo, hi, dispatch_rng)
+            gr = rates[gp]
+            tpos = np.argsort(gt, kind="stable")
         elif isinstance(plan, VisitPlan):
-            vp, vt = _visits_from_plan(plan, policy.name, t0, t1, t0 + period, env)
-            vr = np.full(vp.shape[0], np.nan)
+            pages, times = _visits_from_plan(plan, policy.name, t0, t1, t0 + period, env)
+            gorder = np.argsort(pages, kind="stable")
+            gp, gt = pages[gorder], times[gorder]
+            gr = np.full(gp.shape[0], np.nan)
+            tpos = _inverse(gorder)
         else:
             raise TypeError(
                 f"policy {policy.name!r} must return a RatePlan or a VisitPlan; got {type(plan).__name__}"
@@ -266,20 +288,25 @@ def simulate(
         # the budget rule: a visit finding no token waits for the next one (first come, first served,
         # after the visits still waiting from earlier periods); one that cannot be made in the window
         # and its page's life is dropped
-        made = bucket.schedule(vt, np.minimum(env.died[vp], env.end))
+        asked = gt[tpos]
+        made = bucket.schedule(asked, np.minimum(env.died[gp[tpos]], env.end))
         ok = ~np.isnan(made)
-        dropped += int(vp.shape[0] - np.count_nonzero(ok))
-        deferred += int(np.count_nonzero(made[ok] > vt[ok]))
-        vp = np.concatenate([wait_p, vp[ok]])
-        vt = np.concatenate([wait_t, made[ok]])
-        vr = np.concatenate([wait_r, vr[ok]])
-        now = vt < t1  # in time order: the waiting ones come first
-        wait_p, wait_t, wait_r = vp[~now], vt[~now], vr[~now]
-        vp, vt, vr = vp[now], vt[now], vr[now]
-        # grouped by page (gp, gt), in time order within a page; gt[tpos] is in time order
-        gorder = np.argsort(vp, kind="stable")
-        gp, gt, gr = vp[gorder], vt[gorder], vr[gorder]
-        tpos = _inverse(gorder)
+        dropped += int(made.shape[0] - np.count_nonzero(ok))
+        deferred += int(np.count_nonzero(made[ok] > asked[ok]))
+        later = tpos[made >= t1]  # waiting past this period, in time order
+        prev_now = wait_t < t1
+        wait = (gp[later], made[made >= t1], gr[later])
+        now_p, now_t, now_r = wait_p[prev_now], wait_t[prev_now], wait_r[prev_now]
+        wait_p, wait_t, wait_r = (
+            np.concatenate([w[~prev_now], x]) for w, x in zip((wait_p, wait_t, wait_r), wait)
+        )
+        gt = np.empty_like(made)
+        gt[tpos] = made
+        keep = gt < t1  # made in this period (NaN: dropped)
+        if not keep.all():
+            gp, gt, tpos, gr = _filter(gp, gt, tpos, keep, gr)
+        if now_p.size:  # waiting visits made in this period come before its own
+            gp, gt, tpos, gr = _insert_first(gp, gt, tpos, gr, now_p, now_t, now_r)
 
         # previous visit of the same page: earlier in this period, or before it
         first = np.ones(gp.shape[0], dtype=bool)

@@ -11,8 +11,7 @@ Prints, in markdown:
 * freshness, mean ± standard error over the seeds, per case and policy, with B W and the visits made;
 * the paired differences (same seed) of each candidate default (``--candidates``) against uniform,
   each crawler rule and the oracle, mean ± standard error, marked ``>`` (ahead by more than two
-  standard errors),
-  ``=`` (within two) or ``<`` (behind by more than two);
+  standard errors), ``=`` (within two) or ``<`` (behind by more than two);
 * the default rule: a candidate passes if it is never behind (``<``) in a case that counts, and ahead
   of all of uniform and the crawler rules (``>``) in most of those cases. ``pge-outages`` (one page: no
   allocation to make) does not count, nor do ``tldr`` and ``pge-outages-records`` (not shipped: the

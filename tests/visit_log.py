@@ -1,5 +1,6 @@
 """Helpers of the engine's budget tests: record the visits an environment receives, and measure them
-against the budget guarantee (every window of W days holds at most B W + n_pages visits)."""
+against the budget rule (at most B t visits over the first t days of the window, at most B W + one day
+of budget in any window of W days)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,11 @@ def max_window_excess(times: np.ndarray, budget: float) -> float:
     a = (j + 1) - budget * t  # visits up to j
     b = j - budget * t  # visits before i
     return float(np.max(a - np.minimum.accumulate(b)))
+
+
+def max_prefix_excess(times: np.ndarray, budget: float, start: float) -> float:
+    """max over visits j of (visits up to and including j) - B (t_j - start)."""
+    if times.size == 0:
+        return 0.0
+    t = np.sort(times)
+    return float(np.max(np.arange(1, t.size + 1) - budget * (t - start)))

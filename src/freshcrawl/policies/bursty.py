@@ -43,8 +43,8 @@ Dispatch that spends the budget
     page whose next periodic visit is nearest). Periodic visits alone spend the rates' total only on
     average: after a sweep visited most pages at once their integrals restart together, and at a low
     budget little falls due for weeks. With ``reserve_days = inf`` the plan is the
-    :class:`~freshcrawl.policies.base.RatePlan` itself. The engine's token bucket still bounds every
-    window (B W + n_pages visits; the tests check that no visit is dropped).
+    :class:`~freshcrawl.policies.base.RatePlan` itself. The engine's budget rule applies as to any plan
+    (:mod:`freshcrawl.simulation.dispatch`).
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, clip_to_caps, split_r
 from freshcrawl.scheduling.periodic import periodic_visits
 
 __all__ = ["BurstyConfig", "BurstyPolicy", "make_bursty", "prefix_groups"]
+
 
 @dataclass(frozen=True)
 class BurstyConfig:
@@ -473,7 +474,9 @@ class BurstyPolicy:
             t_prev, r_prev, pages_prev, times_prev = last
             elapsed = min(max(now - t_prev, 0.0), period)
             done = pages_prev[times_prev < now]
-            self._phase += r_prev * np.clip(t_prev + elapsed - np.maximum(self._born, t_prev), 0.0, None)
+            self._phase += r_prev * np.clip(
+                t_prev + elapsed - np.maximum(self._born, t_prev), 0.0, None
+            )
             np.subtract.at(self._phase, done, 1.0)
             self._level = min(
                 self._level + budget * elapsed - done.shape[0], self.config.reserve_days * budget
@@ -481,7 +484,8 @@ class BurstyPolicy:
         phase = self._phase.copy()
         lo = np.clip(self._born, now, now + period)  # a page born within the period: from its birth
         gp, gt = periodic_visits(rates, phase, lo, np.full(n, now + period))
-        gt = np.maximum(gt, now)  # (an integral carried to 1 + an ulp would place a visit an ulp early)
+        # (an integral carried to 1 + an ulp would place a visit an ulp early)
+        gt = np.maximum(gt, now)
         level = self._level + budget * period - gp.shape[0]
         on = (rates > 0) & (self._born <= now)
         extra = int(min(max(np.floor(level - self.config.reserve_days * budget), 0.0), on.sum()))

@@ -56,8 +56,23 @@ _KIND_SYNC = 1
 
 
 @njit(cache=True)
-def _learn(obs_pages, obs_time, obs_tau, obs_changed, rec_idx, rec_kind, rec_sample, rec_has_probe,
-           rec_prev, rec_rate, epsilon, probe_ok, probe_cost, g_sum, n_samples):  # pragma: no cover
+def _learn(
+    obs_pages,
+    obs_time,
+    obs_tau,
+    obs_changed,
+    rec_idx,
+    rec_kind,
+    rec_sample,
+    rec_has_probe,
+    rec_prev,
+    rec_rate,
+    epsilon,
+    probe_ok,
+    probe_cost,
+    g_sum,
+    n_samples,
+):  # pragma: no cover
     """Turn observations (time order) into Lemma 2 samples, per page; returns the number of samples."""
     made = 0
     for j in range(obs_pages.shape[0]):
@@ -89,7 +104,9 @@ def _learn(obs_pages, obs_time, obs_tau, obs_changed, rec_idx, rec_kind, rec_sam
     return made
 
 
-def _keys(pages: NDArray[np.intp], times: NDArray[np.float64], t0: float, span: float) -> NDArray[np.float64]:
+def _keys(
+    pages: NDArray[np.intp], times: NDArray[np.float64], t0: float, span: float
+) -> NDArray[np.float64]:
     """One sortable float per (page, time) of a planning period."""
     return pages.astype(np.float64) + (times - t0) / (span * (1.0 + 1e-9))
 
@@ -140,9 +157,9 @@ class AsyncMirrorSyncPolicy:
     count within the budget, ``visits planned up to t <= B (t - start)``, and lets one period use at most
     one period's worth of budget left unused before (so at most ``2 ceil(B P)``). Over that, the latest
     probes (then syncs) are dropped; a dropped visit only costs the sample of its interval. Visits the
-    runner drops (the engine's token bucket holds n_pages visits, so this happens with very few pages)
-    also lose their interval's sample; an interval with a probe has two visits to lose, so heavy dropping
-    biases the gradient towards 0 (with 3 pages about 25%; with 30 pages it was within the noise).
+    runner drops or makes later than planned (the engine's budget rule defers a visit that finds no
+    token) also lose their interval's sample; an interval with a probe has two visits to lose, so heavy
+    losses bias the gradient towards 0.
 
     Examples
     --------
@@ -160,14 +177,27 @@ class AsyncMirrorSyncPolicy:
     name = "asyncmirrorsync"
     needs_truth = False
 
-    def __init__(self, *, eta: float | None = None, epsilon: float = 0.05, r_min: float | None = None,
-                 r_max: float | None = None, replan_every: float = 1.0) -> None:
+    def __init__(
+        self,
+        *,
+        eta: float | None = None,
+        epsilon: float = 0.05,
+        r_min: float | None = None,
+        r_max: float | None = None,
+        replan_every: float = 1.0,
+    ) -> None:
         self.eta = None if eta is None else check_positive("eta", eta)
         self.epsilon = check_interval("epsilon", epsilon, low=0.0, high=1.0, closed="neither")
-        self.r_min = None if r_min is None else check_positive("r_min", r_min, unit="visits per day")
-        self.r_max = None if r_max is None else check_positive("r_max", r_max, unit="visits per day")
+        self.r_min = (
+            None if r_min is None else check_positive("r_min", r_min, unit="visits per day")
+        )
+        self.r_max = (
+            None if r_max is None else check_positive("r_max", r_max, unit="visits per day")
+        )
         if self.r_min is not None and self.r_max is not None and self.r_min >= self.r_max:
-            raise ValueError(f"r_min must be < r_max = {self.r_max!r} visits per day; got r_min={self.r_min!r}")
+            raise ValueError(
+                f"r_min must be < r_max = {self.r_max!r} visits per day; got r_min={self.r_min!r}"
+            )
         self.replan_every = check_positive("replan_every", replan_every, unit="days")
 
     # -- life cycle ---------------------------------------------------------------------------------
@@ -192,7 +222,9 @@ class AsyncMirrorSyncPolicy:
         # App. C: eta = 1.3 with about 40 * 8 / 1.05 = 305 Lemma 2 samples per update; keep the step a
         # single sample causes (eta / |A_i| / samples per page) the same at this budget and period.
         samples_per_update = self.budget_ * self.replan_every / (1.0 + self.epsilon)
-        self.eta_ = self.eta if self.eta is not None else 1.3 * samples_per_update / (40.0 * 8.0 / 1.05)
+        self.eta_ = (
+            self.eta if self.eta is not None else 1.3 * samples_per_update / (40.0 * 8.0 / 1.05)
+        )
         self.rates_ = np.zeros(n)
         self.alive_ = np.zeros(n, dtype=bool)
         # running interval of each page
@@ -215,7 +247,6 @@ class AsyncMirrorSyncPolicy:
 
     def estimated_delta(self) -> None:
         """AsyncMirrorSync learns rates directly; it has no Δ̂."""
-        return None
 
     # -- helpers ------------------------------------------------------------------------------------
     def _bounds_for(self, n_alive: int) -> tuple[float, float]:
@@ -232,7 +263,9 @@ class AsyncMirrorSyncPolicy:
             )
         return lo, hi
 
-    def _project(self, idx: NDArray[np.intp], g: NDArray[np.float64], total: float) -> NDArray[np.float64]:
+    def _project(
+        self, idx: NDArray[np.intp], g: NDArray[np.float64], total: float
+    ) -> NDArray[np.float64]:
         lo, hi = self._bounds
         r = np.clip(self.rates_[idx], lo, hi)
         d = 1.0 / r + self.eta_ * g
@@ -251,12 +284,17 @@ class AsyncMirrorSyncPolicy:
         if n_alive == 0:
             return
         self._bounds = self._bounds_for(n_alive)
-        lo, hi = self._bounds
         known = alive & ~born
-        self.rates_[born] = self.rates_[known].mean() if known.any() else self.budget_ / (1 + self.epsilon) / n_alive
+        self.rates_[born] = (
+            self.rates_[known].mean()
+            if known.any()
+            else self.budget_ / (1 + self.epsilon) / n_alive
+        )
         idx = np.flatnonzero(alive)
         # Bregman projection (a step with g = 0) of the rates onto the new constraint set
-        self.rates_[idx] = self._project(idx, np.zeros(idx.size), self.budget_ / (1.0 + self.epsilon))
+        self.rates_[idx] = self._project(
+            idx, np.zeros(idx.size), self.budget_ / (1.0 + self.epsilon)
+        )
         # new pages: a first visit at a random phase, not a sample
         b = np.flatnonzero(born)
         self.next_sync_[b] = now + self.rng_.random(b.size) / self.rates_[b]
@@ -279,8 +317,11 @@ class AsyncMirrorSyncPolicy:
             # Alg. 2 lines 36-38: the running interval of an updated page is replaced by a sync now
             # (probability ε) or at max(last sync + 1/r_new, now); that sync closes no Lemma 2 sample.
             now_sync = self.rng_.random(idx.size) < self.epsilon
-            self.next_sync_[idx] = np.where(now_sync, self._now,
-                                            np.maximum(self.int_start_[idx] + 1.0 / self.rates_[idx], self._now))
+            self.next_sync_[idx] = np.where(
+                now_sync,
+                self._now,
+                np.maximum(self.int_start_[idx] + 1.0 / self.rates_[idx], self._now),
+            )
             self.int_sample_[idx] = False
             self.int_probe_[idx] = np.nan
             self.probe_pending_[idx] = False
@@ -312,7 +353,15 @@ class AsyncMirrorSyncPolicy:
         pend = np.flatnonzero(self.probe_pending_ & (self.int_probe_ < t1))
         if pend.size:
             z = np.zeros(pend.size, dtype=bool)
-            emit(pend, self.int_probe_[pend], _KIND_PROBE, z, z, self.int_start_[pend], self.int_rate_[pend])
+            emit(
+                pend,
+                self.int_probe_[pend],
+                _KIND_PROBE,
+                z,
+                z,
+                self.int_start_[pend],
+                self.int_rate_[pend],
+            )
             self.probe_pending_[pend] = False
         # 2. running intervals that close in this period
         close = np.flatnonzero(self.alive_ & (self.next_sync_ < t1))
@@ -320,7 +369,15 @@ class AsyncMirrorSyncPolicy:
             s0 = self.next_sync_[close]
             has_p = ~np.isnan(self.int_probe_[close])
             expect_prev = np.where(has_p, self.int_probe_[close], self.int_start_[close])
-            emit(close, s0, _KIND_SYNC, self.int_sample_[close].copy(), has_p, expect_prev, self.int_rate_[close])
+            emit(
+                close,
+                s0,
+                _KIND_SYNC,
+                self.int_sample_[close].copy(),
+                has_p,
+                expect_prev,
+                self.int_rate_[close],
+            )
             # 3. new intervals from s0 at the current rate: m complete ones, then a new running one
             r = self.rates_[close]
             m = np.maximum(np.ceil((t1 - s0) * r).astype(np.int64) - 1, 0)
@@ -341,8 +398,15 @@ class AsyncMirrorSyncPolicy:
             emit(page[pin], probe_t[pin], _KIND_PROBE, z, z, start[pin], rate[pin])
             # syncs closing the complete intervals
             c = complete
-            emit(page[c], end[c], _KIND_SYNC, np.ones(int(c.sum()), dtype=bool), probe[c],
-                 np.where(probe[c], probe_t[c], start[c]), rate[c])
+            emit(
+                page[c],
+                end[c],
+                _KIND_SYNC,
+                np.ones(int(c.sum()), dtype=bool),
+                probe[c],
+                np.where(probe[c], probe_t[c], start[c]),
+                rate[c],
+            )
             # running intervals
             lp = page[is_last]
             self.next_sync_[lp] = end[is_last]
@@ -378,11 +442,14 @@ class AsyncMirrorSyncPolicy:
             drop = order[ok[order]][:excess]
             ok[drop] = False
         pages, times, kind, sample, has_probe, prev, rate = (
-            a[ok] for a in (pages, times, kind, sample, has_probe, prev, rate))
+            a[ok] for a in (pages, times, kind, sample, has_probe, prev, rate)
+        )
         self.n_planned_ += int(pages.size)
         order = np.lexsort((pages, times))
         pages, times = pages[order], times[order]
-        kind, sample, has_probe, prev, rate = (a[order] for a in (kind, sample, has_probe, prev, rate))
+        kind, sample, has_probe, prev, rate = (
+            a[order] for a in (kind, sample, has_probe, prev, rate)
+        )
         keys = _keys(pages, times, now, self.replan_every)
         korder = np.argsort(keys, kind="stable")
         self._records = (now, keys[korder], korder, kind, sample, has_probe, prev, rate)
@@ -399,11 +466,27 @@ class AsyncMirrorSyncPolicy:
         okeys = _keys(pages, time, now, self.replan_every)
         pos = np.searchsorted(keys_sorted, okeys)
         pos_c = np.minimum(pos, max(keys_sorted.size - 1, 0))
-        found = (pos < keys_sorted.size) & (keys_sorted[pos_c] == okeys) if keys_sorted.size else np.zeros(m, bool)
+        found = (
+            (pos < keys_sorted.size) & (keys_sorted[pos_c] == okeys)
+            if keys_sorted.size
+            else np.zeros(m, bool)
+        )
         rec_idx = np.where(found, korder[pos_c] if keys_sorted.size else 0, -1).astype(np.int64)
         self.n_samples_total_ += _learn(
-            pages, time, np.asarray(obs.tau, dtype=np.float64), np.asarray(obs.changed, dtype=np.bool_), rec_idx,
-            kind, sample, has_probe, prev, rate, self.epsilon, self.probe_ok_, self.probe_cost_, self.g_sum_,
+            pages,
+            time,
+            np.asarray(obs.tau, dtype=np.float64),
+            np.asarray(obs.changed, dtype=np.bool_),
+            rec_idx,
+            kind,
+            sample,
+            has_probe,
+            prev,
+            rate,
+            self.epsilon,
+            self.probe_ok_,
+            self.probe_cost_,
+            self.g_sum_,
             self.n_samples_,
         )
 

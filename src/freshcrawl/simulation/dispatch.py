@@ -1,20 +1,28 @@
 """Turning visit rates into visit times, within the global budget.
 
-Budget guarantee: no window of length W (days) holds more than ``B*W + n_pages`` visits.
+Budget rule (equal visits): over any prefix ``[start, t]`` of the window a policy makes at most
+``B*(t - start)`` visits, and any closed window of W days holds at most ``B*W + max(B, 1)`` visits
+(one day of budget). The rule is the same for every policy: every visit sequence, whatever made it,
+goes through one token bucket (:class:`TokenBucket`) that starts empty, is refilled at ``B`` tokens
+per day and holds at most one day of budget (``max(B, 1)`` tokens). A visit that finds less than one
+token waits for the next one, first come first served (:meth:`TokenBucket.schedule`); the engine drops
+a visit that cannot be made before the window's end or its page's death (it is not made, and the
+policy does not observe it).
 
 * Periodic dispatch (:func:`~freshcrawl.scheduling.periodic.periodic_visits`) keeps, for each page,
   the rate integral accumulated since its last visit, ``u_i in [0, 1)`` (its phase, drawn uniformly
   at the start: a random phase per page), and visits the page whenever ``u_i`` reaches 1. Between
-  two consecutive visits of a page its rate integrates to
-  exactly 1, so a window ``[a, b]`` holds at most ``int_a^b p_i(t) dt + 1`` visits of page i; as
-  ``sum_i p_i(t) <= B`` at every time (the engine scales down plans that ask for more), the window
-  holds at most ``B*W + n_pages`` visits. A rate change at a re-plan continues from the current phase
-  (the next visit comes when the new rate has made up the missing part of the integral).
-* Poisson dispatch (and explicit visit plans) cannot promise this by construction, so every visit
-  sequence also goes through a token bucket of capacity ``n_pages`` refilled at ``B`` per day
-  (:class:`TokenBucket`): a visit that finds less than one token is dropped. A bucket that starts full
-  admits at most ``n_pages + B*W`` visits in any closed window of length W, and it never drops a visit
-  of a periodic sequence, which already satisfies that bound.
+  two consecutive visits of a page its rate integrates to exactly 1, and the engine scales down plans
+  whose rates sum to more than ``B``, so periodic visits keep to the budget on average; the random
+  phases make their count over a stretch of time run ahead of ``B`` times its length by a few visits
+  at times, and those visits wait for their tokens. A rate change at a re-plan continues
+  from the current phase (the next visit comes when the new rate has made up the missing part of the
+  integral).
+* Poisson dispatch and explicit visit plans (:class:`~freshcrawl.policies.base.VisitPlan`) go
+  through the same bucket.
+
+A policy that cannot spend its budget (host caps, no page due) makes fewer visits; the bound is an
+upper one.
 """
 
 from __future__ import annotations
@@ -90,62 +98,89 @@ def poisson_visits(
 
 
 @njit(cache=True)
-def _bucket_admit(times, tokens, last, capacity, rate, admit):
+def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):
+    """Visits in time order; ``out[k]`` the time visit k is made, NaN if it cannot be before its deadline."""
+    eps = _EPS * (1.0 + capacity)
     for k in range(times.shape[0]):
-        t = times[k]
-        tokens = tokens + rate * (t - last)
-        if tokens > capacity:
-            tokens = capacity
+        t = max(times[k], last)  # waits behind a deferred visit
+        level = tokens + rate * (t - last)
+        level = min(level, capacity)
+        if level < 1.0 - eps:  # wait for the next token
+            t = t + (1.0 - level) / rate
+            level = 1.0
+        if t >= deadline[k]:
+            out[k] = np.nan
+            continue
+        tokens = max(level - 1.0, 0.0)
         last = t
-        if tokens >= 1.0 - _EPS * (1.0 + capacity):
-            tokens -= 1.0
-            admit[k] = True
-        else:
-            admit[k] = False
+        out[k] = t
     return tokens, last
 
 
 class TokenBucket:
-    """Global rate limiter: at most ``capacity + rate*W`` visits in any closed window of W days.
+    """Global rate limiter: the visits it lets through in any closed window of W days are at most
+    ``capacity + rate*W``, and in the first W days at most ``tokens + rate*W``.
 
     Parameters
     ----------
     capacity : float
-        Bucket size (burst), visits; the engine uses ``n_pages``. Must be >= 1.
+        Bucket size (burst), visits; the engine uses one day of budget, ``max(B, 1)``. Must be >= 1.
     rate : float
         Refill rate, visits per day (the budget B); must be > 0.
     start : float
-        Time the bucket starts, full, days.
+        Time the bucket starts, days.
+    tokens : float, default=0.0
+        Tokens in the bucket at ``start``, visits, in ``[0, capacity]``; the engine starts empty.
 
     Raises
     ------
     ValueError
-        If ``capacity < 1`` or ``rate <= 0``.
+        If ``capacity < 1``, ``rate <= 0`` or ``tokens`` is outside ``[0, capacity]``.
 
     Examples
     --------
+    A visit that finds no token waits for the next one (first-come, first-served); one that would
+    wait past its deadline is not made:
+
     >>> bucket = TokenBucket(capacity=2, rate=1.0, start=0.0)
-    >>> bucket.admit(np.array([0.0, 0.0, 0.0, 0.5, 1.0])).tolist()
-    [True, True, False, False, True]
+    >>> bucket.schedule(np.array([0.0, 0.5, 4.0, 4.0, 4.0, 4.5]), deadline=6.0).tolist()
+    [1.0, 2.0, 4.0, 4.0, 5.0, nan]
     """
 
-    def __init__(self, capacity: float, rate: float, start: float) -> None:
+    def __init__(self, capacity: float, rate: float, start: float, tokens: float = 0.0) -> None:
         self.capacity = check_nonnegative("capacity", capacity, unit="visits")
         if self.capacity < 1:
             raise ValueError(f"capacity must be >= 1 visit; got {capacity!r}")
         self.rate = check_positive("rate", rate, unit="visits per day")
-        self.tokens_ = self.capacity
+        tokens = check_nonnegative("tokens", tokens, unit="visits")
+        if tokens > self.capacity:
+            raise ValueError(f"tokens must be <= capacity ({self.capacity!r}); got {tokens!r}")
+        self.tokens_ = tokens
         self.last_ = float(start)
 
-    def admit(self, times: NDArray[np.float64]) -> NDArray[np.bool_]:
-        """Which of the visits at ``times`` (days, sorted, not before the last call's) may go ahead."""
-        admit = np.empty(times.shape[0], dtype=np.bool_)
-        self.tokens_, self.last_ = _bucket_admit(
-            np.ascontiguousarray(times, dtype=np.float64),
-            self.tokens_,
-            self.last_,
-            self.capacity,
-            self.rate,
-            admit,
+    def schedule(
+        self, times: NDArray[np.float64], deadline: NDArray[np.float64] | float = np.inf
+    ) -> NDArray[np.float64]:
+        """When each of the visits asked for at ``times`` is made.
+
+        Parameters
+        ----------
+        times : ndarray of float, shape (m,)
+            Visit times asked for, days, sorted, not before the previous call's visits.
+        deadline : ndarray of float, shape (m,), or float
+            Time by which each visit must be made, days (exclusive).
+
+        Returns
+        -------
+        ndarray of float, shape (m,)
+            Time each visit is made, days, non-decreasing over the made ones: its own time if a token
+            is there, else when the next token comes; NaN for a visit that cannot be made before its
+            deadline (it takes no token).
+        """
+        times = np.ascontiguousarray(times, dtype=np.float64)
+        deadline = np.ascontiguousarray(np.broadcast_to(deadline, times.shape), dtype=np.float64)
+        out = np.empty(times.shape[0], dtype=np.float64)
+        self.tokens_, self.last_ = _bucket_schedule(
+            times, deadline, self.tokens_, self.last_, self.capacity, self.rate, out
         )
-        return admit
+        return out

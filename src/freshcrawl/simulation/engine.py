@@ -52,7 +52,10 @@ class SimulationResult:
     changes_detected : float
         Fraction of visits that found the page changed since its previous visit.
     dropped : int
-        Visits the token bucket refused (0 for periodic rate plans).
+        Visits the budget rule left out: no token came for them before the window's end or their
+        page's death (see :func:`simulate`).
+    deferred : int
+        Visits made later than planned, when the next token came.
     t_start, t_end : ndarray of float, shape (n_periods,)
         Planning periods, days.
     freshness_t, age_t, harmonic_t : ndarray of float, shape (n_periods,)
@@ -76,6 +79,7 @@ class SimulationResult:
     visits: int
     changes_detected: float
     dropped: int
+    deferred: int
     t_start: NDArray[np.float64]
     t_end: NDArray[np.float64]
     freshness_t: NDArray[np.float64]
@@ -143,6 +147,24 @@ def _filter(gp, gt, tpos, keep, *extra):
     return (gp[keep], gt[keep], tpos, *(e[keep] for e in extra))
 
 
+def _insert_first(gp, gt, tpos, gr, wp, wt, wr):
+    """Put visits ``wp, wt, wr`` (time order, each before every visit of its page in ``gp``) into the
+    grouped visits, pages kept sorted; they come first in the time order ``tpos``."""
+    k, m = wp.shape[0], gp.shape[0]
+    at = np.searchsorted(gp, wp, side="left")
+    order = np.lexsort((np.arange(k), wp, at))
+    new_pos = np.empty(k, dtype=np.intp)
+    new_pos[order] = at[order] + np.arange(k)
+    old_pos = np.arange(m) + np.searchsorted(at[order], np.arange(m), side="right")
+    out = []
+    for old, new in ((gp, wp), (gt, wt), (gr, wr)):
+        a = np.empty(m + k, dtype=old.dtype)
+        a[old_pos] = old
+        a[new_pos] = new
+        out.append(a)
+    return out[0], out[1], np.concatenate([new_pos, old_pos[tpos]]), out[2]
+
+
 def simulate(
     policy: Policy,
     env: SimulatedEnvironment,
@@ -182,9 +204,12 @@ def simulate(
 
     Notes
     -----
-    Budget guarantee: no window of W days holds more than ``B*W + n_pages`` visits (see
-    :mod:`freshcrawl.simulation.dispatch`). A page's first visit after its birth is not an observation;
-    pages alive at the window start count as synchronised at the start.
+    Budget rule, the same for every policy: at most ``B*t`` visits in the first t days of the window,
+    and at most ``B*W + max(B, 1)`` in any window of W days. A visit that finds the budget's token
+    bucket empty waits for the next token (into the next planning period if need be); one that would
+    wait past the window's end or its page's death is not made (see
+    :mod:`freshcrawl.simulation.dispatch`). A page's first visit after its birth is not an
+    observation; pages alive at the window start count as synchronised at the start.
 
     Examples
     --------
@@ -192,8 +217,8 @@ def simulate(
     >>> from freshcrawl.policies.baselines import make_uniform
     >>> env = PoissonEnvironment([0.5, 1.0], start=0.0, end=100.0)
     >>> res = simulate(make_uniform(None, None), env, budget=2.0, rng=0)
-    >>> res.visits
-    200
+    >>> res.visits, res.visits <= 2.0 * 100  # at most B times the window
+    (199, True)
     """
     budget = check_positive("budget", budget, unit="visits per day")
     if visits not in VISIT_PROCESSES:
@@ -223,10 +248,14 @@ def simulate(
     phase = dispatch_rng.random(n)
     last_visit = np.full(n, env.start)
     has_copy = env.born <= env.start
-    bucket = TokenBucket(capacity=max(n, 1), rate=budget, start=env.start)
+    bucket = TokenBucket(capacity=max(budget, 1.0), rate=budget, start=env.start)
 
     rows: list[tuple[float, float, Integrals]] = []
     dropped = 0
+    deferred = 0
+    wait_p = np.empty(0, dtype=np.intp)  # visits waiting for a token past their period
+    wait_t = np.empty(0)
+    wait_r = np.empty(0)
     while clock.now() < env.end:
         t0 = clock.now()
         t1 = min(t0 + period, env.end)
@@ -234,7 +263,8 @@ def simulate(
             t1 = env.end
         alive = env.alive_between(t0, t1)
         plan = policy.plan(t0, alive.copy())
-        # visits grouped by page (gp, gt), in time order within a page; gt[tpos] is in time order
+        # visits grouped by page (gp, gt; gr the planned rate, NaN for a visit plan), in time order
+        # within a page; gt[tpos] is in time order (ties: by page)
         if isinstance(plan, RatePlan):
             rates = _rates_from_plan(plan, policy.name, alive, budget)
             lo = np.maximum(env.born, t0)
@@ -243,24 +273,40 @@ def simulate(
                 gp, gt = periodic_visits(rates, phase, lo, hi)
             else:
                 gp, gt = poisson_visits(rates, lo, hi, dispatch_rng)
-            tpos = np.argsort(gt)  # ties (different pages at the same time) in any fixed order
+            gr = rates[gp]
+            tpos = np.argsort(gt, kind="stable")
         elif isinstance(plan, VisitPlan):
-            rates = None
             pages, times = _visits_from_plan(plan, policy.name, t0, t1, t0 + period, env)
             gorder = np.argsort(pages, kind="stable")
             gp, gt = pages[gorder], times[gorder]
+            gr = np.full(gp.shape[0], np.nan)
             tpos = _inverse(gorder)
         else:
             raise TypeError(
                 f"policy {policy.name!r} must return a RatePlan or a VisitPlan; got {type(plan).__name__}"
             )
-
-        admit_t = bucket.admit(gt[tpos])
-        if not admit_t.all():
-            dropped += int((~admit_t).sum())
-            keep = np.empty(gp.shape[0], dtype=bool)
-            keep[tpos] = admit_t
-            gp, gt, tpos = _filter(gp, gt, tpos, keep)
+        # the budget rule: a visit finding no token waits for the next one (first come, first served,
+        # after the visits still waiting from earlier periods); one that cannot be made in the window
+        # and its page's life is dropped
+        asked = gt[tpos]
+        made = bucket.schedule(asked, np.minimum(env.died[gp[tpos]], env.end))
+        ok = ~np.isnan(made)
+        dropped += int(made.shape[0] - np.count_nonzero(ok))
+        deferred += int(np.count_nonzero(made[ok] > asked[ok]))
+        later = tpos[made >= t1]  # waiting past this period, in time order
+        prev_now = wait_t < t1
+        wait = (gp[later], made[made >= t1], gr[later])
+        now_p, now_t, now_r = wait_p[prev_now], wait_t[prev_now], wait_r[prev_now]
+        wait_p, wait_t, wait_r = (
+            np.concatenate([w[~prev_now], x]) for w, x in zip((wait_p, wait_t, wait_r), wait)
+        )
+        gt = np.empty_like(made)
+        gt[tpos] = made
+        keep = gt < t1  # made in this period (NaN: dropped)
+        if not keep.all():
+            gp, gt, tpos, gr = _filter(gp, gt, tpos, keep, gr)
+        if now_p.size:  # waiting visits made in this period come before its own
+            gp, gt, tpos, gr = _insert_first(gp, gt, tpos, gr, now_p, now_t, now_r)
 
         # previous visit of the same page: earlier in this period, or before it
         first = np.ones(gp.shape[0], dtype=bool)
@@ -271,7 +317,7 @@ def simulate(
         is_obs = ~first | has_copy[gp]
         dup = is_obs & (gt <= prev)  # the same page twice at the same time: once is enough
         if dup.any():
-            gp, gt, tpos, prev, is_obs = _filter(gp, gt, tpos, ~dup, prev, is_obs)
+            gp, gt, tpos, prev, is_obs, gr = _filter(gp, gt, tpos, ~dup, prev, is_obs, gr)
         last = np.ones(gp.shape[0], dtype=bool)
         last[:-1] = gp[1:] != gp[:-1]
         last_visit[gp[last]] = gt[last]
@@ -280,7 +326,8 @@ def simulate(
         changed = env.visit(gp, gt, grouped=True)
         sel = tpos[is_obs[tpos]]  # observations, in time order
         tau = gt[sel] - prev[sel]
-        p_obs = rates[gp[sel]] if rates is not None else 1.0 / tau
+        p_obs = gr[sel]
+        p_obs = np.where(np.isnan(p_obs), 1.0 / tau, p_obs)
         policy.observe(
             Observations(pages=gp[sel], time=gt[sel], changed=changed[sel], tau=tau, p=p_obs)
         )
@@ -307,6 +354,7 @@ def simulate(
         visits=int(n_visits),
         changes_detected=n_changed / n_visits if n_visits else float("nan"),
         dropped=dropped,
+        deferred=deferred,
         t_start=np.array([r[0] for r in rows]),
         t_end=np.array([r[1] for r in rows]),
         freshness_t=np.array([r[2].freshness for r in rows]),

@@ -76,7 +76,7 @@ def timeseries_table(results: Sequence[SimulationResult]) -> pd.DataFrame:
     >>> from freshcrawl.simulation import simulate
     >>> res = simulate(make_uniform(None, None), PoissonEnvironment([1.0], end=3.0), 2.0, rng=0)
     >>> timeseries_table([res])[["t_start", "t_end", "visits"]].values.tolist()
-    [[0.0, 1.0, 2.0], [1.0, 2.0, 2.0], [2.0, 3.0, 2.0]]
+    [[0.0, 1.0, 1.0], [1.0, 2.0, 2.0], [2.0, 3.0, 2.0]]
     """
     parts = [
         pd.DataFrame(

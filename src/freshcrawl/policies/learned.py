@@ -38,13 +38,16 @@ from numpy.typing import NDArray
 
 from freshcrawl._validation import check_half_life, check_interval, check_positive
 from freshcrawl.errors import ConvergenceWarning, UnknownNameError
+from freshcrawl.estimators.posterior import RatePosterior
 from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan, check_same_pages
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "DEFAULT_EXPLORE",
     "DEFAULT_HALF_LIFE",
+    "DEFAULT_PRIOR",
     "DEFAULT_PRIOR_VISITS",
+    "PRIORS",
     "LearnedPolicy",
     "OraclePolicy",
     "clip_to_caps",
@@ -62,6 +65,12 @@ DEFAULT_ESTIMATOR = "mle-binned"
 DEFAULT_EXPLORE = 0.05
 #: Pseudo-visits of the shrinkage of Δ̂ towards the mean over observed pages.
 DEFAULT_PRIOR_VISITS = 2.0
+#: How the plan's rates borrow from other pages: ``gamma`` (empirical-Bayes posterior mean under a
+#: gamma prior pooled over the crawl and each host), ``mean`` (``prior_visits`` pseudo-visits of the
+#: mean Δ̂), ``none`` (Δ̂ alone).
+PRIORS = ("gamma", "mean", "none")
+#: Prior of ``learned`` when none is named.
+DEFAULT_PRIOR = "gamma"
 #: Half-life (days) of the estimator's exponential forgetting when none is named; None: no forgetting.
 DEFAULT_HALF_LIFE: float | None = None
 
@@ -260,8 +269,20 @@ class LearnedPolicy:
         rule: str = "allocate",
         half_life: float | None = None,
         estimator_params: dict | None = None,
+        prior: str = DEFAULT_PRIOR,
+        plan_quantile: float | None = None,
     ) -> None:
         from freshcrawl.estimators import ESTIMATOR_NAMES, FORGETTING_NAMES
+
+        if prior not in PRIORS:
+            raise UnknownNameError(f"prior must be one of {', '.join(PRIORS)}; got {prior!r}")
+        if plan_quantile is not None and not (0.0 < plan_quantile < 1.0 and prior == "gamma"):
+            raise ValueError(
+                f"plan_quantile must lie in (0, 1) and needs prior='gamma'; got {plan_quantile!r} "
+                f"with prior={prior!r}"
+            )
+        self.prior = prior
+        self.plan_quantile = None if plan_quantile is None else float(plan_quantile)
 
         if estimator not in ESTIMATOR_NAMES:
             raise UnknownNameError(
@@ -307,10 +328,19 @@ class LearnedPolicy:
         )
         self.rates_ = np.zeros(context.n_pages)
         self.n_unconverged_ = 0
+        self.posterior_ = (
+            RatePosterior(context.n_pages, half_life=self.half_life) if self.prior == "gamma" else None
+        )
+        self._stale = True
 
     def update_context(self, context: PolicyContext) -> None:
         """Take new weights, hosts, host caps or budget; the estimator's state stays."""
+        old = self.context_.hosts
         self.context_ = check_same_pages(self.context_, context)
+        if not (old is None and context.hosts is None) and (
+            old is None or context.hosts is None or not np.array_equal(old, context.hosts)
+        ):
+            self._stale = True  # the host groups of the prior changed
 
     def plan(self, now: float, alive: NDArray[np.bool_]) -> RatePlan:
         """Allocate the budget on the current Δ̂; visits per day, shape (n_pages,).
@@ -361,27 +391,55 @@ class LearnedPolicy:
         return RatePlan(rates)
 
     def planning_delta(self) -> NDArray[np.float64]:
-        """Δ̂ shrunk towards the mean over observed pages: ``(k Δ̂ + k0 mean) / (k + k0)``, shape (n_pages,).
+        """The rates the plan allocates on, changes per day, shape (n_pages,).
 
-        k is the page's number of observations (the effective, decayed number with forgetting) and
-        k0 = ``prior_visits``: an estimate from one or two visits (often exactly 0 after a single
-        unchanged visit) is not trusted alone.
+        ``prior="gamma"``: the posterior mean of Δ under the empirical-Bayes gamma prior fitted over
+        the crawl and each host (:class:`freshcrawl.estimators.posterior.RatePosterior`), or its
+        ``plan_quantile`` when set. ``prior="mean"``: Δ̂ shrunk towards the mean over observed pages,
+        ``(k Δ̂ + k0 mean) / (k + k0)``, k the page's number of observations (the effective, decayed
+        number with forgetting) and k0 = ``prior_visits``. ``prior="none"``: Δ̂. Either way an
+        estimate from one or two visits (often exactly 0 after a single unchanged visit) is not
+        trusted alone.
         """
+        if self.posterior_ is not None:
+            post = self.posterior_
+            if self._stale:  # refitted once per batch of news: the same state plans the same rates
+                hosts = self.context_.hosts
+                groups = None if hosts is None else np.asarray(hosts, dtype=np.intp)
+                post.fit(groups, q=self.plan_quantile)
+                self._stale = False
+            if post.n_visits_.any():
+                out = post.mean_ if self.plan_quantile is None else post.quantile_
+                return np.asarray(out, dtype=np.float64).copy()
+            return np.zeros(self.context_.n_pages)
         delta = np.asarray(self.estimator_.delta_, dtype=np.float64)
         k = np.asarray(
             getattr(self.estimator_, "n_eff_", self.estimator_.n_visits_), dtype=np.float64
         )
-        if self.prior_visits == 0:
+        if self.prior == "none" or self.prior_visits == 0:
             return delta.copy()
         observed = k > 0
         mean = float(delta[observed].mean()) if observed.any() else 0.0
         return (k * delta + self.prior_visits * mean) / (k + self.prior_visits)
+
+    def rate_uncertainty(self) -> dict[str, NDArray[np.float64]] | None:
+        """The last plan's view of each page's Δ: ``mean`` and ``sd`` of its posterior and the
+        ``prior_mean`` and ``prior_var`` of its group (changes per day, shape (n_pages,)); None
+        unless ``prior="gamma"``."""
+        if self.posterior_ is None:
+            return None
+        post = self.posterior_
+        return {"mean": post.mean_.copy(), "sd": post.sd_.copy(),
+                "prior_mean": post.prior_mean_.copy(), "prior_var": post.prior_var_.copy()}
 
     def observe(self, obs: Observations) -> None:
         """Feed the observations to the estimator, at most one per page per update call."""
         pages = np.asarray(obs.pages, dtype=np.intp)
         for sel in split_rounds(pages):
             self.estimator_.update(pages[sel], obs.changed[sel], obs.tau[sel], obs.p[sel])
+        if self.posterior_ is not None:
+            self.posterior_.update(pages, obs.changed, obs.tau)
+            self._stale = True
 
     def estimated_delta(self) -> NDArray[np.float64]:
         """Current Δ̂, changes per day, shape (n_pages,); NaN for a page without observation yet."""
@@ -530,6 +588,8 @@ def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolic
         explore=opts.extra.get("explore", DEFAULT_EXPLORE),
         prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
         estimator_params=opts.extra.get("estimator_params"),
+        prior=opts.extra.get("prior", DEFAULT_PRIOR),
+        plan_quantile=opts.extra.get("plan_quantile"),
     )
 
 
@@ -545,6 +605,7 @@ def make_learned_proportional(arg: str | None, options: PolicyOptions | None) ->
         explore=opts.extra.get("explore", DEFAULT_EXPLORE),
         prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
         rule="proportional",
+        prior=opts.extra.get("prior", DEFAULT_PRIOR),
     )
 
 

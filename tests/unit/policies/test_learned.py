@@ -80,7 +80,7 @@ def test_default_rate_is_budget_over_alive_pages():
 
 
 def test_shrinkage_towards_the_mean_of_observed_pages():
-    pol = LearnedPolicy("naive-interval", prior_visits=2.0)
+    pol = LearnedPolicy("naive-interval", prior="mean", prior_visits=2.0)
     pol.reset(context(3))
     pol.observe(
         Observations(
@@ -218,7 +218,7 @@ def test_bad_half_life_specs(spec, exc, match):
 
 
 def test_shrinkage_counts_effective_visits_with_forgetting():
-    pol = LearnedPolicy("mle-binned", prior_visits=2.0, half_life=1.0)
+    pol = LearnedPolicy("mle-binned", prior="mean", prior_visits=2.0, half_life=1.0)
     pol.reset(context(2))
     for t, changed in ((1.0, [True, False]), (2.0, [False, False])):
         pol.observe(

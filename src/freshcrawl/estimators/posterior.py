@@ -1,0 +1,280 @@
+"""Empirical-Bayes posterior of change rates from changed / unchanged visits, pooled over pages.
+
+A page's own visits say little about its Δ until it has been visited a few times; the other pages of
+the crawl (and of its group, e.g. its host) say what rates are common. Each page's Δ gets a gamma prior
+Gamma(a, β) whose mean m = a/β and variance V = a/β² are fitted across pages, and the exact likelihood
+of its visits (seed 001, eq. (15): a visit τ days after the previous one finds a change with probability
+1 − e^{−Δτ}) gives the posterior, evaluated on a logarithmic grid of rates. Pages with few visits sit
+near their group's mean; pages with many follow their own data. Units: τ in days, Δ in changes per day.
+
+Sufficient statistics per page: c changes seen, S_c the days spanned by the visits that found a change
+and U the days spanned by the visits that did not, so the log-likelihood is
+``c log(1 − e^{−Δ S_c / c}) − Δ U``: exact when the intervals of a page's changed visits are equal
+(periodic visits at a rate the plan keeps), and the likelihood of their mean interval otherwise.
+
+The prior's two moments are fitted by expectation-maximisation on the moments (the law of total
+variance: m = mean posterior mean, V = mean posterior variance + variance of the posterior means,
+over pages with observations), warm-started from the previous fit; a group's moments are shrunk
+towards the crawl's with ``prior_pages`` pseudo-pages (:func:`freshcrawl.estimators.bursty.priors.gamma_prior`
+fits the same prior by the method of moments from Poisson counts).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from freshcrawl._validation import check_half_life
+
+__all__ = ["RatePosterior"]
+
+#: Pages per block of the grid computations (bounds their memory to a few MB).
+_BLOCK = 8192
+
+
+class RatePosterior:
+    """Posterior of each page's change rate Δ under an empirical-Bayes gamma prior.
+
+    Parameters
+    ----------
+    n_pages : int
+        Number of pages, >= 1.
+    n_grid : int, default=96
+        Rates of the logarithmic grid the posterior is evaluated on (>= 16).
+    decades : float, default=7.0
+        Width of the grid in decades, centred (in log) on the inverse of the median interval
+        between visits (> 0).
+    prior_pages : float, default=3.0
+        Pseudo-pages of the crawl-wide prior in a group's prior (>= 0).
+    half_life : float or None, default=None
+        Days of exponential forgetting: a page's statistics decay by 2^{-τ/half_life} before a visit
+        τ days after its previous one is added. None: no forgetting.
+    em_steps : int, default=3
+        Moment-EM steps per :meth:`fit` (>= 1).
+
+    Attributes
+    ----------
+    changes_, changed_days_, unchanged_days_ : ndarray of float, shape (n_pages,)
+        c, S_c and U of each page (decayed with forgetting).
+    n_visits_ : ndarray of float, shape (n_pages,)
+        Observations of each page (decayed with forgetting).
+    prior_mean_, prior_var_ : ndarray of float, shape (n_pages,)
+        Prior mean m (changes per day) and variance V ((changes per day)²) of each page's group after
+        :meth:`fit`; NaN before any observation.
+    mean_, sd_ : ndarray of float, shape (n_pages,)
+        Posterior mean and standard deviation of Δ after :meth:`fit`, changes per day.
+    quantile_ : ndarray of float, shape (n_pages,) or None
+        Posterior q-quantile of Δ after ``fit(q=q)``, changes per day (a grid rate).
+
+    Raises
+    ------
+    ValueError
+        If a parameter is out of range.
+
+    Examples
+    --------
+    >>> post = RatePosterior(3)
+    >>> post.update([0, 1, 0, 1], [True, False, True, False], [1.0, 1.0, 1.0, 1.0])
+    >>> post.fit()
+    >>> bool(post.mean_[0] > post.mean_[2] > post.mean_[1])    # page 2: never visited, the prior mean
+    True
+    """
+
+    def __init__(
+        self,
+        n_pages: int,
+        *,
+        n_grid: int = 96,
+        decades: float = 7.0,
+        prior_pages: float = 3.0,
+        half_life: float | None = None,
+        em_steps: int = 3,
+    ) -> None:
+        if not (isinstance(n_pages, int | np.integer) and n_pages >= 1):
+            raise ValueError(f"n_pages must be an int >= 1; got {n_pages!r}")
+        if not (isinstance(n_grid, int | np.integer) and n_grid >= 16):
+            raise ValueError(f"n_grid must be an int >= 16 rates; got {n_grid!r}")
+        if not (np.isfinite(decades) and decades > 0):
+            raise ValueError(f"decades must be finite and > 0; got {decades!r}")
+        if not (np.isfinite(prior_pages) and prior_pages >= 0):
+            raise ValueError(f"prior_pages must be finite and >= 0 pages; got {prior_pages!r}")
+        if not (isinstance(em_steps, int | np.integer) and em_steps >= 1):
+            raise ValueError(f"em_steps must be an int >= 1; got {em_steps!r}")
+        n = int(n_pages)
+        self.n_pages = n
+        self.n_grid = int(n_grid)
+        self.decades = float(decades)
+        self.prior_pages = float(prior_pages)
+        self.half_life = check_half_life(half_life)
+        self.em_steps = int(em_steps)
+        self.changes_ = np.zeros(n)
+        self.changed_days_ = np.zeros(n)
+        self.unchanged_days_ = np.zeros(n)
+        self.n_visits_ = np.zeros(n)
+        self.prior_mean_ = np.full(n, np.nan)
+        self.prior_var_ = np.full(n, np.nan)
+        self.mean_ = np.full(n, np.nan)
+        self.sd_ = np.full(n, np.nan)
+        self.quantile_: NDArray[np.float64] | None = None
+        self._moments: tuple[float, float] | None = None  # crawl-wide (m, V), warm start of the EM
+        self._group_sums: tuple | None = None  # per group: pages, Σ posterior means, Σ second moments
+
+    # statistics ----------------------------------------------------------------------------------
+    def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike) -> None:
+        """Add observations: page index, I_k and τ_k (days, > 0), arrays of shape (m,).
+
+        Raises
+        ------
+        ValueError
+            If the shapes differ, a page is out of range or a τ is not finite and > 0.
+        """
+        pages = np.asarray(pages, dtype=np.intp).ravel()
+        changed = np.asarray(changed, dtype=bool).ravel()
+        tau = np.asarray(tau, dtype=np.float64).ravel()
+        if not (pages.shape == changed.shape == tau.shape):
+            raise ValueError(
+                f"pages, changed and tau must have one shape; got {pages.shape}, {changed.shape}, {tau.shape}"
+            )
+        if pages.size == 0:
+            return
+        if pages.min() < 0 or pages.max() >= self.n_pages:
+            raise ValueError(f"pages must lie in 0..{self.n_pages - 1}")
+        if not (np.isfinite(tau).all() and (tau > 0).all()):
+            raise ValueError("tau must be finite and > 0 days")
+        if self.half_life is None:
+            np.add.at(self.changes_, pages, changed.astype(np.float64))
+            np.add.at(self.changed_days_, pages, np.where(changed, tau, 0.0))
+            np.add.at(self.unchanged_days_, pages, np.where(changed, 0.0, tau))
+            np.add.at(self.n_visits_, pages, 1.0)
+            return
+        for k in range(pages.size):  # decay is sequential per page; observations come in time order
+            i = pages[k]
+            keep = 2.0 ** (-tau[k] / self.half_life)
+            self.changes_[i] = keep * self.changes_[i] + changed[k]
+            self.changed_days_[i] = keep * self.changed_days_[i] + (tau[k] if changed[k] else 0.0)
+            self.unchanged_days_[i] = keep * self.unchanged_days_[i] + (0.0 if changed[k] else tau[k])
+            self.n_visits_[i] = keep * self.n_visits_[i] + 1.0
+
+    # the posterior -------------------------------------------------------------------------------
+    def _make_grid(self, seen: NDArray[np.intp]) -> NDArray[np.float64]:
+        days = (self.changed_days_[seen] + self.unchanged_days_[seen]) / self.n_visits_[seen]
+        centre = 1.0 / float(np.median(days))
+        half = self.decades / 2.0
+        return centre * np.logspace(-half, half, self.n_grid)
+
+    def _loglik(self, idx: NDArray[np.intp], grid: NDArray[np.float64]) -> NDArray[np.float64]:
+        c = self.changes_[idx][:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.where(c > 0, self.changed_days_[idx][:, None] / c, 0.0)
+            x = grid[None, :] * s
+            hit = np.where(c > 0, c * np.log(-np.expm1(-np.maximum(x, 1e-300))), 0.0)
+        return hit - grid[None, :] * self.unchanged_days_[idx][:, None]
+
+    @staticmethod
+    def _log_prior(grid: NDArray[np.float64], m: NDArray[np.float64], v: NDArray[np.float64]):
+        """Log weights of Gamma(m²/V, m/V) on a log grid (density times Δ), shape (len(m), n_grid)."""
+        a = (m * m / v)[:, None]
+        b = (m / v)[:, None]
+        lp = a * np.log(grid)[None, :] - b * grid[None, :]
+        return lp - lp.max(axis=1, keepdims=True)
+
+    def _moments_of(self, idx, grid, m, v):
+        """Posterior weights of pages ``idx`` under priors (m, V); their first two moments."""
+        lw = self._loglik(idx, grid) + self._log_prior(grid, m, v)
+        lw -= lw.max(axis=1, keepdims=True)
+        w = np.exp(lw)
+        w /= w.sum(axis=1, keepdims=True)
+        m1 = w @ grid
+        m2 = w @ (grid * grid)
+        return w, m1, m2
+
+    def fit(self, groups: ArrayLike | None = None, *, q: float | None = None) -> None:
+        """Fit the prior (crawl-wide, and per group when ``groups`` is given) and the posteriors.
+
+        Parameters
+        ----------
+        groups : array of int, shape (n_pages,), optional
+            Group of each page (its host, say; ``-1`` for none): a group's prior is fitted on its own
+            pages and shrunk towards the crawl's by ``prior_pages`` pseudo-pages.
+        q : float, optional
+            Also compute the posterior q-quantile of every page (``quantile_``), q in (0, 1).
+
+        Pages never observed get their group's prior (all NaN while no page is observed).
+
+        Raises
+        ------
+        ValueError
+            If ``groups`` has the wrong shape or q is not in (0, 1).
+        """
+        n = self.n_pages
+        if q is not None and not 0.0 < q < 1.0:
+            raise ValueError(f"q must lie in (0, 1); got {q!r}")
+        g = None if groups is None else np.asarray(groups, dtype=np.intp)
+        if g is not None and g.shape != (n,):
+            raise ValueError(f"groups must have shape ({n},); got {g.shape}")
+        seen = np.flatnonzero(self.n_visits_ > 0)
+        if seen.size == 0:
+            return
+        grid = self._make_grid(seen)
+        lo, hi = float(grid[0]), float(grid[-1])
+        if self._moments is None:  # start: the naive pooled rate, exponential spread (a = 1)
+            days = float(self.changed_days_[seen].sum() + self.unchanged_days_[seen].sum())
+            m0 = min(max(float(self.changes_[seen].sum()) / days, 10 * lo), hi / 10)
+            self._moments = (m0, m0 * m0)
+        m_all, v_all = self._clip(*self._moments, lo, hi)
+        sums = self._group_sums if g is not None else None
+        for _ in range(self.em_steps):
+            pm, pv = self._priors(g, m_all, v_all, sums)
+            m1 = np.empty(seen.size)
+            m2 = np.empty(seen.size)
+            for start in range(0, seen.size, _BLOCK):
+                sl = slice(start, start + _BLOCK)
+                _, m1[sl], m2[sl] = self._moments_of(seen[sl], grid, pm[seen[sl]], pv[seen[sl]])
+            m_all, v_all = self._clip(float(m1.mean()), float(m2.mean() - m1.mean() ** 2), lo, hi)
+            if g is not None:
+                ok = g[seen] >= 0
+                n_groups = int(g.max()) + 1
+                gs = g[seen][ok]
+                sums = (np.bincount(gs, minlength=n_groups).astype(np.float64),
+                        np.bincount(gs, weights=m1[ok], minlength=n_groups),
+                        np.bincount(gs, weights=m2[ok], minlength=n_groups))
+        self._moments = (m_all, v_all)
+        self._group_sums = sums
+        pm, pv = self._priors(g, m_all, v_all, sums)
+        self.prior_mean_, self.prior_var_ = pm, pv
+        mean = np.empty(n)
+        sd = np.empty(n)
+        quant = None if q is None else np.empty(n)
+        for start in range(0, n, _BLOCK):
+            idx = np.arange(start, min(start + _BLOCK, n))
+            w, m1, m2 = self._moments_of(idx, grid, pm[idx], pv[idx])
+            mean[idx] = m1
+            sd[idx] = np.sqrt(np.maximum(m2 - m1 * m1, 0.0))
+            if quant is not None:
+                k = (np.cumsum(w, axis=1) < q).sum(axis=1)
+                quant[idx] = grid[np.minimum(k, self.n_grid - 1)]
+        self.mean_, self.sd_, self.quantile_ = mean, sd, quant
+
+    @staticmethod
+    def _clip(m: float, v: float, lo: float, hi: float) -> tuple[float, float]:
+        m = min(max(m, lo), hi)
+        return m, max(v, 1e-6 * m * m)
+
+    def _priors(self, g, m_all: float, v_all: float, sums):
+        """Each page's prior (m, V): its group's moments shrunk towards the crawl's (m_all, v_all)."""
+        n = self.n_pages
+        pm = np.full(n, m_all)
+        pv = np.full(n, v_all)
+        if g is None or sums is None:
+            return pm, pv
+        cnt, s1, s2 = sums
+        k0 = self.prior_pages
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mg = (s1 + k0 * m_all) / (cnt + k0)
+            vg = (s2 + k0 * (v_all + m_all * m_all)) / (cnt + k0) - mg * mg
+        ok = (cnt > 0) & np.isfinite(mg) & np.isfinite(vg)
+        sel = np.flatnonzero((g >= 0) & (g < cnt.shape[0]))
+        sel = sel[ok[g[sel]]]
+        pm[sel] = mg[g[sel]]
+        pv[sel] = np.maximum(vg[g[sel]], 1e-6 * pm[sel] ** 2)
+        return pm, pv

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from freshcrawl._validation import check_half_life
 
-__all__ = ["RatePosterior"]
+__all__ = ["RatePosterior", "page_posterior"]
 
 #: Pages per block of the grid computations (bounds their memory to a few MB).
 _BLOCK = 8192
@@ -117,7 +117,9 @@ class RatePosterior:
         self.sd_ = np.full(n, np.nan)
         self.quantile_: NDArray[np.float64] | None = None
         self._moments: tuple[float, float] | None = None  # crawl-wide (m, V), warm start of the EM
-        self._group_sums: tuple | None = None  # per group: pages, Σ posterior means, Σ second moments
+        self._group_sums: tuple | None = (
+            None  # per group: pages, Σ posterior means, Σ second moments
+        )
 
     # statistics ----------------------------------------------------------------------------------
     def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike) -> None:
@@ -152,7 +154,9 @@ class RatePosterior:
             keep = 2.0 ** (-tau[k] / self.half_life)
             self.changes_[i] = keep * self.changes_[i] + changed[k]
             self.changed_days_[i] = keep * self.changed_days_[i] + (tau[k] if changed[k] else 0.0)
-            self.unchanged_days_[i] = keep * self.unchanged_days_[i] + (0.0 if changed[k] else tau[k])
+            self.unchanged_days_[i] = keep * self.unchanged_days_[i] + (
+                0.0 if changed[k] else tau[k]
+            )
             self.n_visits_[i] = keep * self.n_visits_[i] + 1.0
 
     # the posterior -------------------------------------------------------------------------------
@@ -235,9 +239,11 @@ class RatePosterior:
                 ok = g[seen] >= 0
                 n_groups = int(g.max()) + 1
                 gs = g[seen][ok]
-                sums = (np.bincount(gs, minlength=n_groups).astype(np.float64),
-                        np.bincount(gs, weights=m1[ok], minlength=n_groups),
-                        np.bincount(gs, weights=m2[ok], minlength=n_groups))
+                sums = (
+                    np.bincount(gs, minlength=n_groups).astype(np.float64),
+                    np.bincount(gs, weights=m1[ok], minlength=n_groups),
+                    np.bincount(gs, weights=m2[ok], minlength=n_groups),
+                )
         self._moments = (m_all, v_all)
         self._group_sums = sums
         pm, pv = self._priors(g, m_all, v_all, sums)
@@ -278,3 +284,83 @@ class RatePosterior:
         pm[sel] = mg[g[sel]]
         pv[sel] = np.maximum(vg[g[sel]], 1e-6 * pm[sel] ** 2)
         return pm, pv
+
+
+def page_posterior(
+    changed: ArrayLike,
+    tau: ArrayLike,
+    prior_mean: float,
+    prior_var: float,
+    *,
+    level: float = 0.9,
+    n_grid: int = 400,
+) -> dict[str, float]:
+    """Posterior of one page's Δ under a Gamma prior of mean ``prior_mean`` and variance ``prior_var``.
+
+    The exact likelihood of each visit (P(change) = 1 − e^{−Δτ}, seed 001 eq. (15)) times the
+    prior, on a logarithmic grid of ``n_grid`` rates over 8 decades around the prior mean.
+
+    Parameters
+    ----------
+    changed : array of bool, shape (k,)
+    tau : array of float, shape (k,)
+        Days since the previous visit, > 0.
+    prior_mean, prior_var : float
+        m (changes per day) and V ((changes per day)²), both > 0.
+    level : float, default=0.9
+        Probability of the central credible interval.
+
+    Returns
+    -------
+    dict
+        ``mean``, ``sd``, ``low``, ``high`` (changes per day) and ``learned``: 1 − posterior variance
+        / prior variance, the share of the prior's uncertainty the page's own visits removed (0 with
+        no visit, towards 1 as they accumulate).
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ, a τ is not > 0, or the prior's moments are not finite and > 0.
+
+    Examples
+    --------
+    >>> p = page_posterior([], [], 1.0, 1.0)
+    >>> round(p["mean"], 2), round(p["learned"], 2)
+    (1.0, 0.0)
+    >>> page_posterior([True] * 10, [1.0] * 10, 1.0, 1.0)["mean"] > 2.0
+    True
+    """
+    changed = np.asarray(changed, dtype=bool).ravel()
+    tau = np.asarray(tau, dtype=np.float64).ravel()
+    if changed.shape != tau.shape:
+        raise ValueError(f"changed and tau must have one shape; got {changed.shape}, {tau.shape}")
+    if tau.size and not (np.isfinite(tau).all() and (tau > 0).all()):
+        raise ValueError("tau must be finite and > 0 days")
+    if not (
+        np.isfinite(prior_mean) and prior_mean > 0 and np.isfinite(prior_var) and prior_var > 0
+    ):
+        raise ValueError(
+            f"prior mean and variance must be finite and > 0; got {prior_mean!r}, {prior_var!r}"
+        )
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1); got {level!r}")
+    grid = prior_mean * np.logspace(-4.0, 4.0, n_grid)
+    a, b = prior_mean**2 / prior_var, prior_mean / prior_var
+    lw = a * np.log(grid) - b * grid
+    if tau.size:
+        tc = tau[changed]
+        lw = lw + np.log(-np.expm1(-np.outer(grid, tc))).sum(axis=1) - grid * tau[~changed].sum()
+    w = np.exp(lw - lw.max())
+    w /= w.sum()
+    mean = float(w @ grid)
+    var = max(float(w @ (grid * grid)) - mean * mean, 0.0)
+    cdf = np.cumsum(w)
+    low = float(grid[min(int((cdf < (1 - level) / 2).sum()), n_grid - 1)])
+    high = float(grid[min(int((cdf < (1 + level) / 2).sum()), n_grid - 1)])
+    return {
+        "mean": mean,
+        "sd": var**0.5,
+        "low": low,
+        "high": high,
+        "learned": float(min(max(1.0 - var / prior_var, 0.0), 1.0)),
+    }

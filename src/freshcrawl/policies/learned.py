@@ -39,7 +39,13 @@ from numpy.typing import NDArray
 from freshcrawl._validation import check_half_life, check_interval, check_positive
 from freshcrawl.errors import ConvergenceWarning, UnknownNameError
 from freshcrawl.estimators.posterior import RatePosterior
-from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan, check_same_pages
+from freshcrawl.policies.base import (
+    Observations,
+    PolicyContext,
+    PolicyOptions,
+    RatePlan,
+    check_same_pages,
+)
 
 __all__ = [
     "DEFAULT_ESTIMATOR",

@@ -12,11 +12,12 @@ and U the days spanned by the visits that did not, so the log-likelihood is
 ``c log(1 − e^{−Δ S_c / c}) − Δ U``: exact when the intervals of a page's changed visits are equal
 (periodic visits at a rate the plan keeps), and the likelihood of their mean interval otherwise.
 
-The prior's two moments are fitted by expectation-maximisation on the moments (the law of total
-variance: m = mean posterior mean, V = mean posterior variance + variance of the posterior means,
-over pages with observations), warm-started from the previous fit; a group's moments are shrunk
-towards the crawl's with ``prior_pages`` pseudo-pages (:func:`freshcrawl.estimators.bursty.priors.gamma_prior`
-fits the same prior by the method of moments from Poisson counts).
+The prior is fitted by expectation-maximisation of the pages' marginal likelihood (type-II maximum
+likelihood): the E-step takes each observed page's posterior E[Δ] and E[log Δ], the M-step the gamma
+that best explains their means, warm-started from the previous fit; a group's prior adds
+``prior_pages`` pseudo-pages of the crawl's means to its own pages'.
+(:func:`freshcrawl.estimators.bursty.priors.gamma_prior` fits a gamma prior by the method of moments
+from Poisson counts, which a visit that only says changed / not changed does not give.)
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class RatePosterior:
         Days of exponential forgetting: a page's statistics decay by 2^{-τ/half_life} before a visit
         τ days after its previous one is added. None: no forgetting.
     em_steps : int, default=3
-        Moment-EM steps per :meth:`fit` (>= 1).
+        EM steps of the prior per :meth:`fit` (>= 1).
 
     Attributes
     ----------
@@ -227,14 +228,17 @@ class RatePosterior:
             self._moments = (m0, m0 * m0)
         m_all, v_all = self._clip(*self._moments, lo, hi)
         sums = self._group_sums if g is not None else None
+        logs = np.log(grid)
         for _ in range(self.em_steps):
             pm, pv = self._priors(g, m_all, v_all, sums)
             m1 = np.empty(seen.size)
-            m2 = np.empty(seen.size)
+            l1 = np.empty(seen.size)
             for start in range(0, seen.size, _BLOCK):
                 sl = slice(start, start + _BLOCK)
-                _, m1[sl], m2[sl] = self._moments_of(seen[sl], grid, pm[seen[sl]], pv[seen[sl]])
-            m_all, v_all = self._clip(float(m1.mean()), float(m2.mean() - m1.mean() ** 2), lo, hi)
+                w, m1[sl], _ = self._moments_of(seen[sl], grid, pm[seen[sl]], pv[seen[sl]])
+                l1[sl] = w @ logs
+            # M-step: the gamma prior of greatest expected log-density given E[Δ] and E[log Δ]
+            m_all, v_all = self._clip(*_gamma_fit(float(m1.mean()), float(l1.mean())), lo, hi)
             if g is not None:
                 ok = g[seen] >= 0
                 n_groups = int(g.max()) + 1
@@ -242,7 +246,8 @@ class RatePosterior:
                 sums = (
                     np.bincount(gs, minlength=n_groups).astype(np.float64),
                     np.bincount(gs, weights=m1[ok], minlength=n_groups),
-                    np.bincount(gs, weights=m2[ok], minlength=n_groups),
+                    np.bincount(gs, weights=l1[ok], minlength=n_groups),
+                    float(l1.mean()),
                 )
         self._moments = (m_all, v_all)
         self._group_sums = sums
@@ -267,23 +272,38 @@ class RatePosterior:
         return m, max(v, 1e-6 * m * m)
 
     def _priors(self, g, m_all: float, v_all: float, sums):
-        """Each page's prior (m, V): its group's moments shrunk towards the crawl's (m_all, v_all)."""
+        """Each page's prior (m, V): its group's gamma fit, with ``prior_pages`` pseudo-pages of the
+        crawl's E[Δ] and E[log Δ] added to the group's."""
         n = self.n_pages
         pm = np.full(n, m_all)
         pv = np.full(n, v_all)
         if g is None or sums is None:
             return pm, pv
-        cnt, s1, s2 = sums
+        cnt, s1, sl, l_all = sums
         k0 = self.prior_pages
         with np.errstate(divide="ignore", invalid="ignore"):
-            mg = (s1 + k0 * m_all) / (cnt + k0)
-            vg = (s2 + k0 * (v_all + m_all * m_all)) / (cnt + k0) - mg * mg
-        ok = (cnt > 0) & np.isfinite(mg) & np.isfinite(vg)
+            mean_g = (s1 + k0 * m_all) / (cnt + k0)
+            log_g = (sl + k0 * l_all) / (cnt + k0)
+        mg, vg = _gamma_fit(mean_g, log_g)
+        ok = (cnt > 0) & np.isfinite(mg) & np.isfinite(vg) & (mg > 0)
         sel = np.flatnonzero((g >= 0) & (g < cnt.shape[0]))
         sel = sel[ok[g[sel]]]
         pm[sel] = mg[g[sel]]
         pv[sel] = np.maximum(vg[g[sel]], 1e-6 * pm[sel] ** 2)
         return pm, pv
+
+
+def _gamma_fit(mean, mean_log):
+    """Gamma (m, V) of greatest expected log-density given E[Δ] and E[log Δ] (Minka 2002's closed
+    approximation of the shape a from s = log E[Δ] − E[log Δ], within 1.5%); V = m²/a."""
+    mean = np.asarray(mean, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.maximum(np.log(mean) - mean_log, 1e-9)
+        a = (3.0 - s + np.sqrt((s - 3.0) ** 2 + 24.0 * s)) / (12.0 * s)
+        v = mean * mean / a
+    if v.ndim == 0:
+        return float(mean), float(v)
+    return mean, v
 
 
 def page_posterior(

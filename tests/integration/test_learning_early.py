@@ -25,16 +25,17 @@ from freshcrawl.units import SECONDS_PER_DAY
 
 pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
 
-N_PAGES, N_HOSTS = 1000, 20
-#: changes per second, log-uniform over two orders of magnitude; with a visit every 3 s the products
-#: Δτ span 0.06 to 6, the regime of a crawl visiting pages of 0.002 to 0.2 changes per second every
-#: 30 s, compressed tenfold in time
-RATES = (0.02, 2.0)
-BUDGET = N_PAGES / 3.0  # visits per second: uniform visits each page every 3 s
-RUN_S = 40.0  # about thirteen visits per page
-#: the second half of the run, from about seven to thirteen visits per page
-WINDOW = (20.0, 39.0)
-MIN_DELAY_S = 0.01  # host caps of 100 visits/s: not binding at 17 visits/s per host on average
+N_PAGES, N_HOSTS = 800, 100
+#: changes per second, log-uniform over two orders of magnitude; with a visit every 4 s the products
+#: Δτ span 0.03 to 3, where the oracle's gain over uniform is 0.029 (0.020 over 0.06 to 6, too little
+#: for the paired difference of a 40 s run of this many pages to clear two standard errors)
+RATES = (0.0075, 0.75)
+BUDGET = N_PAGES / 4.0  # visits per second: uniform visits each page every 4 s
+RUN_S = 42.0  # about ten visits per page
+#: the second half of the run, from about five to ten visits per page, in seconds after the first page
+#: request (which follows the hosts' robots.txt: the crawl's last seconds stay out of the window)
+WINDOW = (19.0, 38.0)
+MIN_DELAY_S = 0.01  # host caps of 100 visits/s: not binding at 2 visits/s per host on average
 
 
 def _cli(*args: str) -> list[str]:
@@ -78,7 +79,8 @@ def test_learned_gains_on_uniform_within_ten_visits_per_page(tmp_path):
     for policy, web in webs.items():
         got = [r for r in web.requests() if r.page is not None]
         first = min(r.arrived for r in got)
-        assert first - spawned < 10.0
+        assert first - spawned < 60.0  # the start-up (imports, first plan) on a loaded machine
+        assert max(r.arrived for r in got) > first + WINDOW[1]  # the window lies inside the crawl
         reports[policy] = web.freshness(first + WINDOW[0], first + WINDOW[1])
         visits[policy] = sum(first + WINDOW[0] <= r.arrived < first + WINDOW[1] for r in got)
     f_l, f_u = reports["learned"].freshness, reports["uniform"].freshness

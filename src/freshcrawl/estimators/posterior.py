@@ -50,8 +50,9 @@ class RatePosterior:
     half_life : float or None, default=None
         Days of exponential forgetting: a page's statistics decay by 2^{-τ/half_life} before a visit
         τ days after its previous one is added. None: no forgetting.
-    em_steps : int, default=3
-        EM steps of the prior per :meth:`fit` (>= 1).
+    em_steps : int, default=5
+        EM steps of the prior at the first :meth:`fit` (>= 1); each later fit takes one more step
+        from where the last one ended.
 
     Attributes
     ----------
@@ -89,7 +90,7 @@ class RatePosterior:
         decades: float = 7.0,
         prior_pages: float = 3.0,
         half_life: float | None = None,
-        em_steps: int = 3,
+        em_steps: int = 5,
     ) -> None:
         if not (isinstance(n_pages, int | np.integer) and n_pages >= 1):
             raise ValueError(f"n_pages must be an int >= 1; got {n_pages!r}")
@@ -222,14 +223,17 @@ class RatePosterior:
             return
         grid = self._make_grid(seen)
         lo, hi = float(grid[0]), float(grid[-1])
+        steps = self.em_steps
         if self._moments is None:  # start: the naive pooled rate, exponential spread (a = 1)
             days = float(self.changed_days_[seen].sum() + self.unchanged_days_[seen].sum())
             m0 = min(max(float(self.changes_[seen].sum()) / days, 10 * lo), hi / 10)
             self._moments = (m0, m0 * m0)
+        else:
+            steps = 1  # warm: one more step from the last fit
         m_all, v_all = self._clip(*self._moments, lo, hi)
         sums = self._group_sums if g is not None else None
         logs = np.log(grid)
-        for _ in range(self.em_steps):
+        for _ in range(steps):
             pm, pv = self._priors(g, m_all, v_all, sums)
             m1 = np.empty(seen.size)
             l1 = np.empty(seen.size)

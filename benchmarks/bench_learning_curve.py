@@ -84,8 +84,10 @@ def main() -> None:
     sh = shares(out)
     gain = (out["oracle"] - out["uniform"]).mean(axis=0)
     show = [v for v in (1, 2, 3, 5, 7, 10, 15, 20) if v <= a.visits]
-    print(f"uniform freshness {out['uniform'].mean():.4f}; oracle gain over uniform "
-          f"{gain.mean():.4f} (per bin {gain.min():.4f}-{gain.max():.4f})\n")
+    print(
+        f"uniform freshness {out['uniform'].mean():.4f}; oracle gain over uniform "
+        f"{gain.mean():.4f} (per bin {gain.min():.4f}-{gain.max():.4f})\n"
+    )
     print("| policy | " + " | ".join(f"visit {v}" for v in show) + " | visits 10-20 |")
     print("|---|" + "---:|" * (len(show) + 1))
     for key, (mean, se) in sh.items():
@@ -112,8 +114,11 @@ def main() -> None:
         ax.axhline(0.5, color="grey", lw=0.5, ls=":")
         ax.set_xlabel("visits per page so far")
         ax.set_ylabel("share of the oracle's gain over uniform")
-        ax.set_title(f"{a.pages} Poisson pages, Δ log-uniform {a.low:g}-{a.high:g}/s, "
-                     f"a visit per {a.interval:g} s, {a.seeds} seeds", fontsize=9)
+        ax.set_title(
+            f"{a.pages} Poisson pages, Δ log-uniform {a.low:g}-{a.high:g}/s, "
+            f"a visit per {a.interval:g} s, {a.seeds} seeds",
+            fontsize=9,
+        )
         ax.legend(fontsize=8, loc="lower right")
         fig.tight_layout()
         fig.savefig(a.png, dpi=110)

@@ -54,16 +54,37 @@ def test_learned_gains_on_uniform_within_ten_visits_per_page(tmp_path):
             urls.write_text("\n".join(web.urls()) + "\n")
             db = str(tmp_path / f"{policy}.db")
             added = subprocess.run(
-                _cli("add", "--db", db, str(urls)), capture_output=True, text=True, timeout=60, check=False
+                _cli("add", "--db", db, str(urls)),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
             )
             assert added.returncode == 0, added.stderr
         spawned = time.time()
         for policy in webs:  # both crawls at once, each in its own process, plans at their defaults
             procs[policy] = subprocess.Popen(
-                _cli("run", "--db", str(tmp_path / f"{policy}.db"), "--policy", policy,
-                     "--budget", f"{BUDGET}/s", "--for", f"{RUN_S}s", "--min-delay", f"{MIN_DELAY_S}s",
-                     "--timeout", "5s", "--seed", "1"),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                _cli(
+                    "run",
+                    "--db",
+                    str(tmp_path / f"{policy}.db"),
+                    "--policy",
+                    policy,
+                    "--budget",
+                    f"{BUDGET}/s",
+                    "--for",
+                    f"{RUN_S}s",
+                    "--min-delay",
+                    f"{MIN_DELAY_S}s",
+                    "--timeout",
+                    "5s",
+                    "--seed",
+                    "1",
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         for policy, proc in procs.items():
             _, err = proc.communicate(timeout=RUN_S + 60)
             assert proc.returncode == 0, f"{policy}: {err}"
@@ -94,16 +115,18 @@ def test_learned_gains_on_uniform_within_ten_visits_per_page(tmp_path):
     f_uniform_pred = float(expected_freshness(np.full(N_PAGES, b_day / N_PAGES), d_day).mean())
     store = open_store(tmp_path / "learned.db")
     try:
-        replans = store.settings().get("planned_at")
+        planned_at = store.settings().get("planned_at")
         rates = store.page_arrays().rate
     finally:
         store.close()
     f_plan = float(expected_freshness(rates, d_day).mean())
-    print(f"\nfreshness over [{WINDOW[0]:g}, {WINDOW[1]:g}] s: learned {f_l.mean():.4f}, uniform "
-          f"{f_u.mean():.4f}, paired difference {diff.mean():.4f} (SE {se_diff:.4f}, "
-          f"{diff.mean() / se_diff:.1f} SE); visits in the window: {visits}; predicted: oracle "
-          f"{f_oracle:.4f}, uniform {f_uniform_pred:.4f}, learned's last plan {f_plan:.4f} "
-          f"(planned at {replans})")
+    print(
+        f"\nfreshness over [{WINDOW[0]:g}, {WINDOW[1]:g}] s: learned {f_l.mean():.4f}, uniform "
+        f"{f_u.mean():.4f}, paired difference {diff.mean():.4f} (SE {se_diff:.4f}, "
+        f"{diff.mean() / se_diff:.1f} SE); visits in the window: {visits}; predicted: oracle "
+        f"{f_oracle:.4f}, uniform {f_uniform_pred:.4f}, learned's last plan {f_plan:.4f} "
+        f"(planned at {planned_at})"
+    )
 
     # equal cost: the learned crawl made no more visits than the uniform one, up to 5%
     assert visits["learned"] <= 1.05 * visits["uniform"]

@@ -431,10 +431,10 @@ class LearnedPolicy:
     def rate_uncertainty(self) -> dict[str, NDArray[np.float64]] | None:
         """The last plan's view of each page's Δ: ``mean`` and ``sd`` of its posterior and the
         ``prior_mean`` and ``prior_var`` of its group (changes per day, shape (n_pages,)); None
-        unless ``prior="gamma"``."""
-        if self.posterior_ is None:
+        unless ``prior="gamma"`` (or before :meth:`reset`)."""
+        post = getattr(self, "posterior_", None)
+        if post is None:
             return None
-        post = self.posterior_
         return {"mean": post.mean_.copy(), "sd": post.sd_.copy(),
                 "prior_mean": post.prior_mean_.copy(), "prior_var": post.prior_var_.copy()}
 

@@ -42,7 +42,8 @@ def test_few_visits_lean_on_the_prior_many_on_the_page():
     post.update(pages, changed, tau)
     post.fit()
     m = post.prior_mean_[0]
-    assert abs(m - delta.mean()) < 0.25 * delta.mean()  # the pooled mean, fitted from 2 visits a page
+    # the pooled mean, fitted from 2 visits a page
+    assert abs(m - delta.mean()) < 0.25 * delta.mean()
     raw = post.changes_ / (post.changed_days_ + post.unchanged_days_)  # the page's own c/T
     assert np.median(np.abs(post.mean_ - m) / np.maximum(np.abs(raw - m), 1e-12)) < 0.5
     more = RatePosterior(n)
@@ -99,10 +100,10 @@ def test_unobserved_pages_get_the_prior_and_quantiles_are_ordered():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        (dict(n_pages=0), "n_pages"),
-        (dict(n_pages=2, n_grid=4), "n_grid"),
-        (dict(n_pages=2, prior_pages=-1.0), "prior_pages"),
-        (dict(n_pages=2, half_life=0.0), "half_life"),
+        ({"n_pages": 0}, "n_pages"),
+        ({"n_pages": 2, "n_grid": 4}, "n_grid"),
+        ({"n_pages": 2, "prior_pages": -1.0}, "prior_pages"),
+        ({"n_pages": 2, "half_life": 0.0}, "half_life"),
     ],
 )
 def test_bad_parameters(kwargs, match):

@@ -197,6 +197,8 @@ class RatePosterior:
     def fit(self, groups: ArrayLike | None = None, *, q: float | None = None) -> None:
         """Fit the prior (crawl-wide, and per group when ``groups`` is given) and the posteriors.
 
+        Pages never observed get their group's prior (all NaN while no page is observed).
+
         Parameters
         ----------
         groups : array of int, shape (n_pages,), optional
@@ -204,8 +206,6 @@ class RatePosterior:
             pages and shrunk towards the crawl's by ``prior_pages`` pseudo-pages.
         q : float, optional
             Also compute the posterior q-quantile of every page (``quantile_``), q in (0, 1).
-
-        Pages never observed get their group's prior (all NaN while no page is observed).
 
         Raises
         ------

@@ -17,9 +17,13 @@ share the rest of the budget. A learning policy must keep looking at pages it be
 after a few unchanged visits, or hopeless pages the allocation leaves at 0): each observed page gets at
 least ``explore * B_rest / n_observed`` visits per day (``explore`` = 0.05 by default, set with
 ``PolicyOptions.extra["explore"]``), so at most 5% of the budget goes to exploration. And an estimate
-from one or two visits is not trusted alone: the allocation gets ``(k Δ̂ + k0 m) / (k + k0)``, k the
-page's observations, m the mean Δ̂ over observed pages, k0 = 2 pseudo-visits
-(``PolicyOptions.extra["prior_visits"]``). Without these two guards a page seen unchanged once has
+from a few visits is not trusted alone: the allocation gets each page's posterior mean of Δ under an
+empirical-Bayes gamma prior pooled over all pages and over each host's
+(:class:`freshcrawl.estimators.posterior.RatePosterior`; ``PolicyOptions.extra["prior"]``, default
+``"gamma"``), so a page with few visits plans near its host's typical rate and one with many on its
+own data. ``prior="mean"`` gives the allocation ``(k Δ̂ + k0 m) / (k + k0)`` instead, k the page's
+observations, m the mean Δ̂ over observed pages, k0 = 2 pseudo-visits
+(``PolicyOptions.extra["prior_visits"]``). Without these guards a page seen unchanged once has
 Δ̂ = 0 and is never visited again.
 
 Non-stationary pages: ``learned:<estimator>@<H>d`` (or ``PolicyOptions.extra["half_life"] = H``, or
@@ -236,11 +240,17 @@ class LearnedPolicy:
     estimator_params : dict, optional
         Further keyword parameters of the estimator (e.g. ``{"n_bins": 4}`` for ``mle-binned``: fewer
         interval slots, less memory per page); checked by the estimator at :meth:`reset`.
+    prior : {"gamma", "mean", "none"}, default=DEFAULT_PRIOR
+        What the plan's rates borrow from other pages (:data:`PRIORS`; see :meth:`planning_delta`).
+    plan_quantile : float or None, default=None
+        With ``prior="gamma"``: plan on this posterior quantile of Δ, in (0, 1), instead of its mean.
 
     Attributes
     ----------
     estimator_ : BatchEstimator
         The estimator, built by :meth:`reset`.
+    posterior_ : RatePosterior or None
+        The posterior of every page's Δ (``prior="gamma"``), built by :meth:`reset`.
     rates_ : ndarray of float, shape (n_pages,)
         Rates of the last plan, visits per day.
     n_unconverged_ : int
@@ -249,11 +259,12 @@ class LearnedPolicy:
     Raises
     ------
     UnknownNameError
-        If the estimator, the objective or the rule is unknown.
+        If the estimator, the objective, the rule or the prior is unknown.
     ValueError
         If ``replan_every`` or ``default_rate`` is not > 0, ``explore`` is outside [0, 1),
-        ``prior_visits`` is negative, or ``half_life`` is not finite and > 0 days (or is given for an
-        estimator that cannot forget).
+        ``prior_visits`` is negative, ``plan_quantile`` is outside (0, 1) or given without
+        ``prior="gamma"``, or ``half_life`` is not finite and > 0 days (or is given for an estimator
+        that cannot forget).
 
     References
     ----------

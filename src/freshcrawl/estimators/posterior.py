@@ -52,7 +52,8 @@ class RatePosterior:
         τ days after its previous one is added. None: no forgetting.
     em_steps : int, default=5
         EM steps of the prior at the first :meth:`fit` (>= 1); each later fit takes one more step
-        from where the last one ended.
+        from where the last one ended. The posteriors of a fit are those of its last E-step: under
+        the prior ``prior_mean_``, ``prior_var_`` in force before its M-step.
 
     Attributes
     ----------
@@ -168,27 +169,28 @@ class RatePosterior:
         half = self.decades / 2.0
         return centre * np.logspace(-half, half, self.n_grid)
 
-    def _loglik(self, idx: NDArray[np.intp], grid: NDArray[np.float64]) -> NDArray[np.float64]:
-        c = self.changes_[idx][:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where(c > 0, self.changed_days_[idx][:, None] / c, 0.0)
-            x = grid[None, :] * s
-            hit = np.where(c > 0, c * np.log(-np.expm1(-np.maximum(x, 1e-300))), 0.0)
-        return hit - grid[None, :] * self.unchanged_days_[idx][:, None]
-
-    @staticmethod
-    def _log_prior(grid: NDArray[np.float64], m: NDArray[np.float64], v: NDArray[np.float64]):
-        """Log weights of Gamma(m²/V, m/V) on a log grid (density times Δ), shape (len(m), n_grid)."""
+    def _log_weights(self, idx, grid, logs, m, v) -> NDArray[np.float64]:
+        """Log posterior weights (up to a constant per page) of pages ``idx`` on the grid under priors
+        Gamma(m²/V, m/V) (density times Δ, the grid being logarithmic), shape (len(idx), n_grid)."""
+        # prior: a log Δ − b Δ; unchanged visits: −Δ U
         a = (m * m / v)[:, None]
-        b = (m / v)[:, None]
-        lp = a * np.log(grid)[None, :] - b * grid[None, :]
-        return lp - lp.max(axis=1, keepdims=True)
+        b = (m / v + self.unchanged_days_[idx])[:, None]
+        lw = a * logs[None, :]
+        lw -= b * grid[None, :]
+        c = self.changes_[idx]
+        hit = np.flatnonzero(c > 0)
+        if hit.size:  # changed visits: c log(1 − e^{−Δ S_c / c})
+            s = self.changed_days_[idx[hit]] / c[hit]
+            x = np.maximum(grid[None, :] * s[:, None], 1e-300)
+            lw[hit] += c[hit, None] * np.log(-np.expm1(-x))
+        return lw
 
     def _moments_of(self, idx, grid, m, v):
         """Posterior weights of pages ``idx`` under priors (m, V); their first two moments."""
-        lw = self._loglik(idx, grid) + self._log_prior(grid, m, v)
+        logs = np.log(grid)
+        lw = self._log_weights(idx, grid, logs, m, v)
         lw -= lw.max(axis=1, keepdims=True)
-        w = np.exp(lw)
+        w = np.exp(lw, out=lw)
         w /= w.sum(axis=1, keepdims=True)
         m1 = w @ grid
         m2 = w @ (grid * grid)
@@ -233,15 +235,32 @@ class RatePosterior:
         m_all, v_all = self._clip(*self._moments, lo, hi)
         sums = self._group_sums if g is not None else None
         logs = np.log(grid)
-        for _ in range(steps):
+        for step in range(steps):
+            # E-step: every page's posterior under the prior in force; the last step keeps them
+            last = step == steps - 1
             pm, pv = self._priors(g, m_all, v_all, sums)
-            m1 = np.empty(seen.size)
-            l1 = np.empty(seen.size)
-            for start in range(0, seen.size, _BLOCK):
+            idx_all = np.arange(n) if last else seen
+            m1 = np.empty(idx_all.size)
+            l1 = np.empty(idx_all.size)
+            if last:
+                sd = np.empty(n)
+                quant = None if q is None else np.empty(n)
+            for start in range(0, idx_all.size, _BLOCK):
                 sl = slice(start, start + _BLOCK)
-                w, m1[sl], _ = self._moments_of(seen[sl], grid, pm[seen[sl]], pv[seen[sl]])
+                idx = idx_all[sl]
+                w, m1[sl], m2 = self._moments_of(idx, grid, pm[idx], pv[idx])
                 l1[sl] = w @ logs
-            # M-step: the gamma prior of greatest expected log-density given E[Δ] and E[log Δ]
+                if last:
+                    sd[idx] = np.sqrt(np.maximum(m2 - m1[sl] * m1[sl], 0.0))
+                    if quant is not None:
+                        k = (np.cumsum(w, axis=1) < q).sum(axis=1)
+                        quant[idx] = grid[np.minimum(k, self.n_grid - 1)]
+            if last:
+                mean = m1
+                self.prior_mean_, self.prior_var_ = pm, pv
+                m1, l1 = m1[seen], l1[seen]
+            # M-step: the gamma prior of greatest expected log-density given E[Δ] and E[log Δ],
+            # for the next step (or the next fit)
             m_all, v_all = self._clip(*_gamma_fit(float(m1.mean()), float(l1.mean())), lo, hi)
             if g is not None:
                 ok = g[seen] >= 0
@@ -255,19 +274,6 @@ class RatePosterior:
                 )
         self._moments = (m_all, v_all)
         self._group_sums = sums
-        pm, pv = self._priors(g, m_all, v_all, sums)
-        self.prior_mean_, self.prior_var_ = pm, pv
-        mean = np.empty(n)
-        sd = np.empty(n)
-        quant = None if q is None else np.empty(n)
-        for start in range(0, n, _BLOCK):
-            idx = np.arange(start, min(start + _BLOCK, n))
-            w, m1, m2 = self._moments_of(idx, grid, pm[idx], pv[idx])
-            mean[idx] = m1
-            sd[idx] = np.sqrt(np.maximum(m2 - m1 * m1, 0.0))
-            if quant is not None:
-                k = (np.cumsum(w, axis=1) < q).sum(axis=1)
-                quant[idx] = grid[np.minimum(k, self.n_grid - 1)]
         self.mean_, self.sd_, self.quantile_ = mean, sd, quant
 
     @staticmethod

@@ -42,7 +42,6 @@ from numpy.typing import NDArray
 
 from freshcrawl._validation import check_half_life, check_interval, check_positive
 from freshcrawl.errors import ConvergenceWarning, UnknownNameError
-from freshcrawl.estimators.posterior import RatePosterior
 from freshcrawl.policies.base import (
     Observations,
     PolicyContext,
@@ -338,6 +337,7 @@ class LearnedPolicy:
     def reset(self, context: PolicyContext) -> None:
         """Build a fresh estimator for ``context.n_pages`` pages."""
         from freshcrawl.estimators import make_batch_estimator
+        from freshcrawl.estimators.posterior import RatePosterior
 
         self.context_ = context
         self.estimator_ = make_batch_estimator(

@@ -109,10 +109,10 @@ def _rate_posterior(prior: dict | None, page: dict, changed: NDArray[np.bool_], 
     post = page_posterior(changed, tau, m, v)
     learning = post["learned"] < 0.5
     own = "no visit compared yet" if changed.size == 0 else (
-        f"its own {changed.size} visit(s) ({int(changed.sum())} changed) alone give "
-        f"[{low:.3g}, {high:.3g}] at 95%")
+        f"its own {changed.size} visit(s) ({int(changed.sum())} changed; alone they give "
+        f"[{low:.3g}, {high:.3g}] at 95%)")
     summary = (
-        f"planned on Δ = {post['mean']:.3g}/day, the posterior mean between its host's prior "
+        f"planned on Δ = {post['mean']:.3g}/day, the posterior mean given its host's prior "
         f"{m:.3g} ± {v ** 0.5:.3g}/day and {own}; its visits removed {100 * post['learned']:.0f}% "
         f"of the prior's variance"
         + ("; still being learned: the plan leans on the prior" if learning else "")
@@ -209,7 +209,8 @@ def explain_page(store: Store, url: str, *, now: float | None = None, last: int 
         ``rate_posterior`` holds ``prior_mean`` and ``prior_sd`` (the empirical-Bayes gamma prior of
         the page's host at the last plan, changes per day), ``mean``, ``sd`` and the 90%
         ``interval`` of the posterior given the page's own visits
-        (:func:`freshcrawl.estimators.posterior.page_posterior`; the plan allocates on its mean),
+        (:func:`freshcrawl.estimators.posterior.page_posterior`, recomputed from the page's log: the
+        rate the plan allocates on is its mean),
         ``learned`` (the share of the prior's variance the page's visits removed), ``learning``
         (True while that share is below one half: the plan leans on the prior more than on the
         page) and ``summary``, one sentence.

@@ -414,9 +414,9 @@ class LearnedPolicy:
         the crawl and each host (:class:`freshcrawl.estimators.posterior.RatePosterior`), or its
         ``plan_quantile`` when set. ``prior="mean"``: Δ̂ shrunk towards the mean over observed pages,
         ``(k Δ̂ + k0 mean) / (k + k0)``, k the page's number of observations (the effective, decayed
-        number with forgetting) and k0 = ``prior_visits``. ``prior="none"``: Δ̂. Either way an
-        estimate from one or two visits (often exactly 0 after a single unchanged visit) is not
-        trusted alone.
+        number with forgetting) and k0 = ``prior_visits``. ``prior="none"``: Δ̂. The first two do not
+        trust an estimate from one or two visits (often exactly 0 after a single unchanged visit)
+        alone; the last does.
         """
         if self.posterior_ is not None:
             post = self.posterior_

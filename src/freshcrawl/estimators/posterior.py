@@ -120,9 +120,8 @@ class RatePosterior:
         self.sd_ = np.full(n, np.nan)
         self.quantile_: NDArray[np.float64] | None = None
         self._moments: tuple[float, float] | None = None  # crawl-wide (m, V), warm start of the EM
-        self._group_sums: tuple | None = (
-            None  # per group: pages, Σ posterior means, Σ second moments
-        )
+        #: per group: observed pages, Σ E[Δ], Σ E[log Δ]; and the crawl's mean E[log Δ]
+        self._group_sums: tuple | None = None
 
     # statistics ----------------------------------------------------------------------------------
     def update(self, pages: ArrayLike, changed: ArrayLike, tau: ArrayLike) -> None:

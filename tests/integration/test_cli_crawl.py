@@ -116,9 +116,16 @@ def test_run_status_explain_export_estimate(db_url, tmp_path):
     assert delay == pytest.approx(0.2 if busiest["url"].startswith(web.hosts[1].origin + "/") else 0.1)
     assert lim["host_cap"]["cap_per_day"] == pytest.approx(86400 / delay)
     assert lim["robots"]["disallowed"] is False and lim["errors"]["failed"] is False
+    # how uncertain its rate is and what the plan made of it: the posterior under its host's prior
+    post = ex["rate_posterior"]
+    assert post["prior_mean"] > 0 and post["prior_sd"] > 0
+    assert post["interval"][0] <= post["mean"] <= post["interval"][1] and post["sd"] > 0
+    assert 0 <= post["learned"] <= 1 and post["learning"] == (post["learned"] < 0.5)
     # the text form says the same
     res = invoke("crawl", "explain", busiest["url"], "--db", db_url)
     assert res.exit_code == 0 and f"observations: {len(learn)}" in res.output
+    assert f"posterior: Δ = {post['mean']:.4g} ± {post['sd']:.4g} changes/day" in res.output
+    assert "plan: planned on Δ" in res.output
 
     blocked = next(u for u in urls if u.endswith("/page/11"))
     ex_b = json.loads(invoke("crawl", "explain", blocked, "--db", db_url, "--json").output)

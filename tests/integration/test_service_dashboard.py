@@ -84,6 +84,10 @@ def test_dashboard_shows_the_api_numbers_and_explains_a_page(browser, tmp_path):
             assert page.locator("#explain-observations tbody tr").count() == len(ex["observations"]) == 3
             assert page.locator("#observations-svg circle").count() == 3
             assert "host cap" in page.text_content("#explain-limits")
+            post = ex["rate_posterior"]  # how uncertain the page's rate is, and what the plan made of it
+            assert page.text_content("#explain-posterior").startswith(f"{post['mean']:.4g}"[:4])
+            assert "host prior" in page.text_content("#explain-posterior")
+            assert page.text_content("#explain-plan") == post["summary"]
             shot = Path(os.environ.get("FRESHCRAWL_SCREENSHOT_DIR", tmp_path)) / "dashboard.png"
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000

@@ -169,7 +169,10 @@ _SIZE = _Size()
 @click.option("--signature", type=click.Choice(["raw", "text"]), default=None,
               help="raw: any byte of the body; text: the page's main text only.")
 @duration_option("--for", "duration", help="Stop after this long (90s, 30m, 1h); default: until SIGINT/SIGTERM.")
-@duration_option("--replan-every", help="Time between two plans (default 1h).")
+@duration_option("--replan-every", help="Most time between two plans (default 1h).")
+@click.option("--replan-after", type=click.FloatRange(0.0, 1.0), default=None, metavar="FRACTION",
+              help="Plan as soon as this fraction of the active pages has a new observation "
+              "(default 0.1; 0: on the clock only).")
 @duration_option("--min-delay", zero=True,
                  help="Least time between two requests to one host (default 1s; Crawl-delay raises it).")
 @click.option("--max-per-host-day", type=float, default=None, help="Most requests per host per day.")
@@ -207,7 +210,8 @@ _SIZE = _Size()
 @duration_option("--db-give-up", "db_give_up",
                  help="Stop after the database has been unreachable this long (default 10m); fetching "
                  "pauses meanwhile.")
-def run(db, budget, policy, objective, signature, duration, replan_every, min_delay, max_per_host_day,
+def run(db, budget, policy, objective, signature, duration, replan_every, replan_after, min_delay,
+        max_per_host_day,
         user_agent, contact_url, max_in_flight, timeout_s, seed, frontier_url, crawl_id, tls_ca,
         tls_cert, tls_key, allow_private, warc_dir, warc_max_bytes, latest_dir, notify,
         db_give_up) -> None:
@@ -223,7 +227,7 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
 
     if frontier_url is not None:
         plan_options = dict(db=db, budget=budget, policy=policy, objective=objective, replan_every=replan_every,
-                            min_delay=min_delay, max_per_host_day=max_per_host_day, seed=seed,
+                            replan_after=replan_after, min_delay=min_delay, max_per_host_day=max_per_host_day, seed=seed,
                             db_give_up=db_give_up)
         given = [f"--{k.replace('_', '-')}" for k, v in plan_options.items() if v is not None]
         if given:
@@ -259,7 +263,7 @@ def run(db, budget, policy, objective, signature, duration, replan_every, min_de
     store.guard = lock.ensure  # a new connection (after an outage) first checks the writer lock
     settings = _settings(store, dict(
         budget=budget, policy=policy, objective=objective, signature=signature, replan_every_s=replan_every,
-        min_delay_s=min_delay, max_per_host_day=max_per_host_day, user_agent=user_agent,
+        replan_after=replan_after, min_delay_s=min_delay, max_per_host_day=max_per_host_day, user_agent=user_agent,
         contact_url=contact_url, seed=seed, allow_private=allow_private, warc_max_bytes=warc_max_bytes,
         warc=None if warc_dir is None else str(Path(warc_dir).resolve()),
         keep_latest=None if latest_dir is None else str(Path(latest_dir).resolve()),
@@ -600,6 +604,13 @@ def explain(url: str, db: str, as_json: bool) -> None:
         click.echo(f"Δ̂ = {dh} changes/day, 95% interval [{lo:.4g}, {hi:.4g}]")
     else:
         click.echo("Δ̂: no observation yet (the page is visited at the default rate)")
+    post = ex.get("rate_posterior")
+    if post is not None:
+        plo, phi = post["interval"]
+        click.echo(f"posterior: Δ = {post['mean']:.4g} ± {post['sd']:.4g} changes/day, 90% [{plo:.4g}, {phi:.4g}]; "
+                   f"host prior {post['prior_mean']:.4g} ± {post['prior_sd']:.4g}; learned {100 * post['learned']:.0f}%"
+                   + (" (still being learned)" if post["learning"] else ""))
+        click.echo(f"plan: {post['summary']}")
     click.echo(f"rate: {ex['rate']:.4g} visits/day; next visit {_fmt_time(ex['next_due'])}")
     lim = ex["limits"]
     hc = lim["host_cap"]

@@ -82,7 +82,11 @@ class CrawlSettings:
     signature : {"raw", "text"}
         What counts as a change (:func:`freshcrawl.crawler.signature.signature`).
     replan_every_s : float
-        Seconds between two plans (> 0).
+        Most seconds between two plans (> 0).
+    replan_after : float
+        Fraction of the active pages that must have a new observation for a plan to come before
+        ``replan_every_s`` is up (in [0, 1]; 0: plans on the clock only). Early in a crawl, when every
+        observation changes what is known, plans follow what was learned rather than the clock.
     min_delay_s : float
         Least time between two request starts on one host, seconds (>= 0; robots.txt's Crawl-delay
         raises it).
@@ -129,6 +133,7 @@ class CrawlSettings:
     objective: str = "freshness-periodic"
     signature: str = "raw"
     replan_every_s: float = 3600.0
+    replan_after: float = 0.1
     min_delay_s: float = 1.0
     max_per_host_day: float | None = None
     max_page_errors: int = 5
@@ -153,6 +158,9 @@ class CrawlSettings:
 
         positive("budget (visits per day)", self.budget)
         positive("replan_every_s (seconds)", self.replan_every_s)
+        if not (isinstance(self.replan_after, int | float) and 0.0 <= self.replan_after <= 1.0):
+            raise ValueError(
+                f"replan_after must be a fraction of the active pages in [0, 1]; got {self.replan_after!r}")
         positive("min_delay_s (seconds)", self.min_delay_s, zero=True)
         positive("backoff_base_s (seconds)", self.backoff_base_s)
         positive("backoff_max_s (seconds)", self.backoff_max_s)
@@ -485,6 +493,10 @@ class Frontier:
         self.n_errors_total[idx] = pa.n_errors_total
         self.n_obs = np.zeros(cap, dtype=np.int64)
         self.lease_until = np.zeros(cap)
+        #: pages with an observation recorded since the last plan was prepared, and their number
+        self._news = np.zeros(cap, dtype=bool)
+        self._n_news = 0
+        self._n_active = int((self.status == ACTIVE).sum())
         self.max_page_id = n_max
 
     def _context(self, now: float) -> PolicyContext:
@@ -566,7 +578,8 @@ class Frontier:
 
     @property
     def next_replan(self) -> float:
-        """Seconds since the epoch of the next plan: every ``replan_every_s``, and soon after pages join.
+        """Seconds since the epoch of the next plan: every ``replan_every_s``, soon after pages join,
+        and as soon as a fraction ``replan_after`` of the active pages has a new observation.
 
         A policy plans for its own ``replan_every`` (the Policy protocol); where that is shorter
         (``learned-bursty`` plans a quarter of the period), the next plan comes when it runs out.
@@ -578,7 +591,15 @@ class Frontier:
         due = self.planned_at + period
         if self._new_pages_at is not None:
             due = min(due, self._new_pages_at + self.NEW_PAGES_PLAN_S)
+        after = self.settings.replan_after
+        if after > 0 and self._n_news >= max(1.0, after * self._n_active):
+            due = min(due, self.planned_at)  # enough was learned: due now
         return due
+
+    @property
+    def n_news(self) -> int:
+        """Active pages with an observation recorded since the last plan was prepared."""
+        return self._n_news
 
     def replan(self, now: float | None = None) -> None:
         """Teach the policy the observations since the last plan, plan, and commit rates and due times.
@@ -630,6 +651,9 @@ class Frontier:
         complete = self.announcer.completely_observed(self.capacity, self.host, prior, now)
         complete += (self.announcer.source_delta(self.capacity, self.host, prior, complete[1]),)
         job = PlanJob(now, self.status == ACTIVE, self._context(now), pending, complete)
+        self._news[:] = False
+        self._n_news = 0
+        self._n_active = int(job.alive.sum())
         self._planning_job = job
         return job
 
@@ -712,13 +736,28 @@ class Frontier:
         delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)
         ids = np.flatnonzero(self.status > 0)
         self.store.save_plan(ids + 1, rate[ids], next_due[ids], delta_hat[ids], self.n_obs[ids],
-                             settings={"planned_at": job.now})
+                             settings={"planned_at": job.now, "rate_prior": self._rate_prior(ids)})
         # the plan is committed: only now does it replace the one in force
         self.next_due, self.rate = next_due, rate
         for k in expired:
             del self.held[k]
         self.planned_at = job.now
         self._new_pages_at = None
+
+    def _rate_prior(self, ids: NDArray[np.intp]) -> dict[str, Any] | None:
+        """The plan's prior of Δ (changes per day) by host id: ``{"hosts": {id: [m, V]}}`` for the
+        hosts of pages ``ids`` (what ``crawl explain`` shows a page's estimate against); None when
+        the policy plans on no prior."""
+        unc = getattr(self.policy, "rate_uncertainty", lambda: None)()
+        if unc is None:
+            return None
+        m, v = unc["prior_mean"], unc["prior_var"]
+        host_ids, first = np.unique(self.host[ids], return_index=True)
+        out = {}
+        for h, k in zip(host_ids.tolist(), ids[first].tolist()):
+            if h >= 0 and math.isfinite(m[k]) and math.isfinite(v[k]):
+                out[str(h + 1)] = [float(f"{m[k]:.6g}"), float(f"{v[k]:.6g}")]
+        return {"hosts": out}
 
     def _feed_policy(self, pending: list[tuple[int, float, bool, float, float]]) -> None:
         if not pending:
@@ -973,6 +1012,10 @@ class Frontier:
             host_upd.append(dict(id=hk + 1, **values))
         self.store.record(obs_rows, page_upd, host_upd)
         self._pending.extend(learn)
+        for k, *_ in learn:
+            if not self._news[k]:
+                self._news[k] = True
+                self._n_news += 1
         return judged
 
     def _after_record(self, results: list[tuple[Visit, FetchOutcome]],

@@ -102,6 +102,33 @@ def delta_interval(changed: NDArray[np.bool_], tau: NDArray[np.float64], level: 
     return (low, high)
 
 
+def _rate_posterior(prior: dict | None, page: dict, changed: NDArray[np.bool_], tau: NDArray[np.float64],
+                    low: float, high: float) -> dict[str, Any] | None:
+    """The page's posterior of Δ under its host's prior saved with the last plan (None without one)."""
+    if not prior:
+        return None
+    mv = (prior.get("hosts") or {}).get(str(page["host_id"]))
+    if mv is None or not (mv[0] > 0 and mv[1] > 0):
+        return None
+    from freshcrawl.estimators.posterior import page_posterior
+
+    m, v = float(mv[0]), float(mv[1])
+    post = page_posterior(changed, tau, m, v)
+    learning = post["learned"] < 0.5
+    own = "no visit compared yet" if changed.size == 0 else (
+        f"its own {changed.size} visit(s) ({int(changed.sum())} changed; alone they give "
+        f"[{low:.3g}, {high:.3g}] at 95%)")
+    summary = (
+        f"planned on Δ = {post['mean']:.3g}/day, the posterior mean given its host's prior "
+        f"{m:.3g} ± {v ** 0.5:.3g}/day and {own}; its visits removed {100 * post['learned']:.0f}% "
+        f"of the prior's variance"
+        + ("; still being learned: the plan leans on the prior" if learning else "")
+    )
+    return {"prior_mean": m, "prior_sd": v**0.5, "mean": post["mean"], "sd": post["sd"],
+            "interval": [post["low"], post["high"]], "learned": post["learned"], "learning": learning,
+            "summary": summary}
+
+
 def crawl_status(store: Store, *, now: float | None = None) -> dict[str, Any]:
     """Pages, hosts, estimated freshness, what is due and the errors of a crawl.
 
@@ -183,8 +210,19 @@ def explain_page(store: Store, url: str, *, now: float | None = None, last: int 
     dict
         ``url``, ``status``, ``weight``, ``delta_hat`` (changes per day) and ``delta_interval`` (95%),
         ``n_observations``, ``n_changes``, ``rate`` (visits per day), ``next_due`` (seconds since the
-        epoch), ``observations`` (the last ones, newest first), ``limits``: what bounds this page's
-        visits (``budget``, ``host_cap``, ``backoff``, ``robots``, ``errors``), each with its numbers.
+        epoch), ``rate_posterior`` (how uncertain Δ is and what the plan made of it, see below; None
+        when the crawl's policy plans on no prior), ``observations`` (the last ones, newest first),
+        ``limits``: what bounds this page's visits (``budget``, ``host_cap``, ``backoff``,
+        ``robots``, ``errors``), each with its numbers.
+
+        ``rate_posterior`` holds ``prior_mean`` and ``prior_sd`` (the empirical-Bayes gamma prior of
+        the page's host at the last plan, changes per day), ``mean``, ``sd`` and the 90%
+        ``interval`` of the posterior given the page's own visits
+        (:func:`freshcrawl.estimators.posterior.page_posterior`, recomputed from the page's log: the
+        rate the plan allocates on is its mean),
+        ``learned`` (the share of the prior's variance the page's visits removed), ``learning``
+        (True while that share is below one half: the plan leans on the prior more than on the
+        page) and ``summary``, one sentence.
 
     Raises
     ------
@@ -229,6 +267,7 @@ def explain_page(store: Store, url: str, *, now: float | None = None, last: int 
         "errors": {"in_a_row": page["n_errors"], "total": page["n_errors_total"],
                    "last": page["last_error"], "failed": page["status"] == "failed"},
     }
+    posterior = _rate_posterior(store.settings().get("rate_prior"), page, changed, tau, low, high)
     recent = [
         {k: r[k] for k in ("time", "outcome", "status", "tau_days", "n_bytes", "elapsed_s", "why", "source")}
         for r in reversed(log[-last:])
@@ -249,6 +288,7 @@ def explain_page(store: Store, url: str, *, now: float | None = None, last: int 
             else float(expected_freshness(np.array(page["rate"]), np.array(page["delta_hat"])))
         ),
         "next_due": page["next_due"],
+        "rate_posterior": posterior,
         "observations": recent,
         "n_log_rows": len(log),
         "limits": limits,

@@ -17,9 +17,13 @@ share the rest of the budget. A learning policy must keep looking at pages it be
 after a few unchanged visits, or hopeless pages the allocation leaves at 0): each observed page gets at
 least ``explore * B_rest / n_observed`` visits per day (``explore`` = 0.05 by default, set with
 ``PolicyOptions.extra["explore"]``), so at most 5% of the budget goes to exploration. And an estimate
-from one or two visits is not trusted alone: the allocation gets ``(k Δ̂ + k0 m) / (k + k0)``, k the
-page's observations, m the mean Δ̂ over observed pages, k0 = 2 pseudo-visits
-(``PolicyOptions.extra["prior_visits"]``). Without these two guards a page seen unchanged once has
+from a few visits is not trusted alone: the allocation gets each page's posterior mean of Δ under an
+empirical-Bayes gamma prior pooled over all pages and over each host's
+(:class:`freshcrawl.estimators.posterior.RatePosterior`; ``PolicyOptions.extra["prior"]``, default
+``"gamma"``), so a page with few visits plans near its host's typical rate and one with many on its
+own data. ``prior="mean"`` gives the allocation ``(k Δ̂ + k0 m) / (k + k0)`` instead, k the page's
+observations, m the mean Δ̂ over observed pages, k0 = 2 pseudo-visits
+(``PolicyOptions.extra["prior_visits"]``). Without these guards a page seen unchanged once has
 Δ̂ = 0 and is never visited again.
 
 Non-stationary pages: ``learned:<estimator>@<H>d`` (or ``PolicyOptions.extra["half_life"] = H``, or
@@ -38,13 +42,21 @@ from numpy.typing import NDArray
 
 from freshcrawl._validation import check_half_life, check_interval, check_positive
 from freshcrawl.errors import ConvergenceWarning, UnknownNameError
-from freshcrawl.policies.base import Observations, PolicyContext, PolicyOptions, RatePlan, check_same_pages
+from freshcrawl.policies.base import (
+    Observations,
+    PolicyContext,
+    PolicyOptions,
+    RatePlan,
+    check_same_pages,
+)
 
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "DEFAULT_EXPLORE",
     "DEFAULT_HALF_LIFE",
+    "DEFAULT_PRIOR",
     "DEFAULT_PRIOR_VISITS",
+    "PRIORS",
     "LearnedPolicy",
     "OraclePolicy",
     "clip_to_caps",
@@ -62,6 +74,12 @@ DEFAULT_ESTIMATOR = "mle-binned"
 DEFAULT_EXPLORE = 0.05
 #: Pseudo-visits of the shrinkage of Δ̂ towards the mean over observed pages.
 DEFAULT_PRIOR_VISITS = 2.0
+#: How the plan's rates borrow from other pages: ``gamma`` (empirical-Bayes posterior mean under a
+#: gamma prior pooled over the crawl and each host), ``mean`` (``prior_visits`` pseudo-visits of the
+#: mean Δ̂), ``none`` (Δ̂ alone).
+PRIORS = ("gamma", "mean", "none")
+#: Prior of ``learned`` when none is named.
+DEFAULT_PRIOR = "gamma"
 #: Half-life (days) of the estimator's exponential forgetting when none is named; None: no forgetting.
 DEFAULT_HALF_LIFE: float | None = None
 
@@ -221,11 +239,17 @@ class LearnedPolicy:
     estimator_params : dict, optional
         Further keyword parameters of the estimator (e.g. ``{"n_bins": 4}`` for ``mle-binned``: fewer
         interval slots, less memory per page); checked by the estimator at :meth:`reset`.
+    prior : {"gamma", "mean", "none"}, default=DEFAULT_PRIOR
+        What the plan's rates borrow from other pages (:data:`PRIORS`; see :meth:`planning_delta`).
+    plan_quantile : float or None, default=None
+        With ``prior="gamma"``: plan on this posterior quantile of Δ, in (0, 1), instead of its mean.
 
     Attributes
     ----------
     estimator_ : BatchEstimator
         The estimator, built by :meth:`reset`.
+    posterior_ : RatePosterior or None
+        The posterior of every page's Δ (``prior="gamma"``), built by :meth:`reset`.
     rates_ : ndarray of float, shape (n_pages,)
         Rates of the last plan, visits per day.
     n_unconverged_ : int
@@ -236,11 +260,12 @@ class LearnedPolicy:
     Raises
     ------
     UnknownNameError
-        If the estimator, the objective or the rule is unknown.
+        If the estimator, the objective, the rule or the prior is unknown.
     ValueError
         If ``replan_every`` or ``default_rate`` is not > 0, ``explore`` is outside [0, 1),
-        ``prior_visits`` is negative, or ``half_life`` is not finite and > 0 days (or is given for an
-        estimator that cannot forget).
+        ``prior_visits`` is negative, ``plan_quantile`` is outside (0, 1) or given without
+        ``prior="gamma"``, or ``half_life`` is not finite and > 0 days (or is given for an estimator
+        that cannot forget).
 
     References
     ----------
@@ -262,8 +287,20 @@ class LearnedPolicy:
         rule: str = "allocate",
         half_life: float | None = None,
         estimator_params: dict | None = None,
+        prior: str = DEFAULT_PRIOR,
+        plan_quantile: float | None = None,
     ) -> None:
         from freshcrawl.estimators import ESTIMATOR_NAMES, FORGETTING_NAMES
+
+        if prior not in PRIORS:
+            raise UnknownNameError(f"prior must be one of {', '.join(PRIORS)}; got {prior!r}")
+        if plan_quantile is not None and not (0.0 < plan_quantile < 1.0 and prior == "gamma"):
+            raise ValueError(
+                f"plan_quantile must lie in (0, 1) and needs prior='gamma'; got {plan_quantile!r} "
+                f"with prior={prior!r}"
+            )
+        self.prior = prior
+        self.plan_quantile = None if plan_quantile is None else float(plan_quantile)
 
         if estimator not in ESTIMATOR_NAMES:
             raise UnknownNameError(
@@ -302,6 +339,7 @@ class LearnedPolicy:
     def reset(self, context: PolicyContext) -> None:
         """Build a fresh estimator for ``context.n_pages`` pages."""
         from freshcrawl.estimators import make_batch_estimator
+        from freshcrawl.estimators.posterior import RatePosterior
 
         self.context_ = context
         self.estimator_ = make_batch_estimator(
@@ -311,10 +349,19 @@ class LearnedPolicy:
         self.n_unconverged_ = 0
         self.completely_observed_ = np.zeros(context.n_pages, dtype=bool)
         self._complete: tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]] | None = None
+        self.posterior_ = (
+            RatePosterior(context.n_pages, half_life=self.half_life) if self.prior == "gamma" else None
+        )
+        self._stale = True
 
     def update_context(self, context: PolicyContext) -> None:
         """Take new weights, hosts, host caps or budget; the estimator's state stays."""
+        old = self.context_.hosts
         self.context_ = check_same_pages(self.context_, context)
+        if not (old is None and context.hosts is None) and (
+            old is None or context.hosts is None or not np.array_equal(old, context.hosts)
+        ):
+            self._stale = True  # the host groups of the prior changed
 
     def set_observed_completely(
         self,
@@ -420,27 +467,55 @@ class LearnedPolicy:
         return RatePlan(rates)
 
     def planning_delta(self) -> NDArray[np.float64]:
-        """Δ̂ shrunk towards the mean over observed pages: ``(k Δ̂ + k0 mean) / (k + k0)``, shape (n_pages,).
+        """The rates the plan allocates on, changes per day, shape (n_pages,).
 
-        k is the page's number of observations (the effective, decayed number with forgetting) and
-        k0 = ``prior_visits``: an estimate from one or two visits (often exactly 0 after a single
-        unchanged visit) is not trusted alone.
+        ``prior="gamma"``: the posterior mean of Δ under the empirical-Bayes gamma prior fitted over
+        the crawl and each host (:class:`freshcrawl.estimators.posterior.RatePosterior`), or its
+        ``plan_quantile`` when set. ``prior="mean"``: Δ̂ shrunk towards the mean over observed pages,
+        ``(k Δ̂ + k0 mean) / (k + k0)``, k the page's number of observations (the effective, decayed
+        number with forgetting) and k0 = ``prior_visits``. ``prior="none"``: Δ̂. The first two do not
+        trust an estimate from one or two visits (often exactly 0 after a single unchanged visit)
+        alone; the last does.
         """
+        if self.posterior_ is not None:
+            post = self.posterior_
+            if self._stale:  # refitted once per batch of news: the same state plans the same rates
+                hosts = self.context_.hosts
+                groups = None if hosts is None else np.asarray(hosts, dtype=np.intp)
+                post.fit(groups, q=self.plan_quantile)
+                self._stale = False
+            if post.n_visits_.any():
+                out = post.mean_ if self.plan_quantile is None else post.quantile_
+                return np.asarray(out, dtype=np.float64).copy()
+            return np.zeros(self.context_.n_pages)
         delta = np.asarray(self.estimator_.delta_, dtype=np.float64)
         k = np.asarray(
             getattr(self.estimator_, "n_eff_", self.estimator_.n_visits_), dtype=np.float64
         )
-        if self.prior_visits == 0:
+        if self.prior == "none" or self.prior_visits == 0:
             return delta.copy()
         observed = k > 0
         mean = float(delta[observed].mean()) if observed.any() else 0.0
         return (k * delta + self.prior_visits * mean) / (k + self.prior_visits)
+
+    def rate_uncertainty(self) -> dict[str, NDArray[np.float64]] | None:
+        """The last plan's view of each page's Δ: ``mean`` and ``sd`` of its posterior and the
+        ``prior_mean`` and ``prior_var`` of its group (changes per day, shape (n_pages,)); None
+        unless ``prior="gamma"`` (or before :meth:`reset`)."""
+        post = getattr(self, "posterior_", None)
+        if post is None:
+            return None
+        return {"mean": post.mean_.copy(), "sd": post.sd_.copy(),
+                "prior_mean": post.prior_mean_.copy(), "prior_var": post.prior_var_.copy()}
 
     def observe(self, obs: Observations) -> None:
         """Feed the observations to the estimator, at most one per page per update call."""
         pages = np.asarray(obs.pages, dtype=np.intp)
         for sel in split_rounds(pages):
             self.estimator_.update(pages[sel], obs.changed[sel], obs.tau[sel], obs.p[sel])
+        if self.posterior_ is not None:
+            self.posterior_.update(pages, obs.changed, obs.tau)
+            self._stale = True
 
     def estimated_delta(self) -> NDArray[np.float64]:
         """Current Δ̂, changes per day, shape (n_pages,); NaN for a page without observation yet."""
@@ -589,6 +664,8 @@ def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolic
         explore=opts.extra.get("explore", DEFAULT_EXPLORE),
         prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
         estimator_params=opts.extra.get("estimator_params"),
+        prior=opts.extra.get("prior", DEFAULT_PRIOR),
+        plan_quantile=opts.extra.get("plan_quantile"),
     )
 
 
@@ -604,6 +681,7 @@ def make_learned_proportional(arg: str | None, options: PolicyOptions | None) ->
         explore=opts.extra.get("explore", DEFAULT_EXPLORE),
         prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
         rule="proportional",
+        prior=opts.extra.get("prior", DEFAULT_PRIOR),
     )
 
 

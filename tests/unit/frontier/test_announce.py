@@ -214,7 +214,7 @@ def test_an_honest_sitemap_makes_its_pages_completely_observed_and_changes_are_f
         frontier.record([(sitemap, site.answer(sitemap, t + 1))])
         assert frontier.next_due[2] == t + 1 < due_before
         log = store.announcement_log()
-        assert log[-1][:3] == (3, SRC.replace("a.test", "a.test"), t + 0.5)
+        assert (3, SRC, t + 0.5) in [entry[:3] for entry in log]
         # explain and status say so
         from freshcrawl.frontier.report import crawl_status, explain_page
 

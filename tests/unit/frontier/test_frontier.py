@@ -338,3 +338,62 @@ def test_a_plan_in_three_steps_keeps_dispatching_and_recording_meanwhile(make):
     n_pending = len(job.pending)
     f.cancel_plan(job)
     assert not f.planning and len(f._pending) == n_pending
+
+
+def visit_all(frontier, now, t, outcome=Outcome.FIRST):
+    """Visit every page due at ``now`` (a host hands out one at a time), each answered at ``t``."""
+    done = []
+    for _ in range(100):
+        got = frontier.due(now, 100)
+        if not got:
+            return done
+        frontier.record([fetched(v, outcome, t=t, sig="s2" if outcome is Outcome.CHANGED else "s1")
+                         for v in got])
+        done += got
+    raise AssertionError("visits kept coming")
+
+
+def test_a_plan_comes_once_a_tenth_of_the_pages_has_news(make):
+    """``replan_after``: the next plan is due as soon as 10% of the active pages (here 2 of 20) have a
+    new observation, long before ``replan_every_s``; first copies teach nothing and do not count. The
+    plan saves each host's rate prior, and ``explain_page`` shows the page's posterior against it."""
+    from freshcrawl.frontier.report import explain_page
+
+    urls = [f"http://h{k % 2}.test/p{k}" for k in range(20)]
+    store, f = make(urls, min_delay_s=0.0, budget=20 * 24.0, replan_after=0.1, replan_every_s=3600.0)
+    t = open_hosts(f) + 1.0
+    f.replan(t)
+    clock_due = f.planned_at + 3600.0
+    assert f.next_replan == clock_due
+    firsts = visit_all(f, t + 3600.0, t + 1.0)  # within the first period (24 visits a day)
+    assert len(firsts) == 20  # first copies: no observation
+    assert f.n_news == 0 and f.next_replan == clock_due
+    seconds = f.due(t + 3650.0, 20)  # one page of each host
+    assert len(seconds) == 2
+    f.record([fetched(seconds[0], Outcome.CHANGED, t=t + 3601.0, sig="s2")])
+    assert f.n_news == 1 and f.next_replan == clock_due  # 1 of 20: not yet
+    f.record([fetched(seconds[1], Outcome.UNCHANGED, t=t + 3601.0)])
+    assert f.n_news == 2 and f.next_replan <= t + 3601.0  # 2 of 20: due now
+    f.replan(t + 3702.0)
+    assert f.n_news == 0 and f.next_replan == t + 3702.0 + 3600.0
+    prior = store.settings()["rate_prior"]["hosts"]
+    assert set(prior) == {"1", "2"} and all(m > 0 and v > 0 for m, v in prior.values())
+    ex = explain_page(store, seconds[0].url, now=t + 3703.0)
+    post = ex["rate_posterior"]
+    host = str(store.page_by_url(seconds[0].url)["host_id"])
+    assert (post["prior_mean"], post["prior_sd"] ** 2) == pytest.approx(tuple(prior[host]))
+    assert post["interval"][0] < post["mean"] < post["interval"][1]
+    assert 0.0 <= post["learned"] <= 1.0 and post["learning"] == (post["learned"] < 0.5)
+    assert "planned on Δ" in post["summary"]
+    with pytest.raises(ValueError, match="replan_after"):
+        CrawlSettings(replan_after=1.5)
+
+
+def test_replan_after_zero_keeps_plans_on_the_clock(make):
+    urls = [f"http://h.test/p{k}" for k in range(4)]
+    _, f = make(urls, min_delay_s=0.0, budget=4 * 24.0, replan_after=0.0, replan_every_s=3600.0)
+    t = open_hosts(f) + 1.0
+    f.replan(t)
+    visit_all(f, t + 3600.0, t + 1.0)
+    visit_all(f, t + 3650.0, t + 3601.0, Outcome.CHANGED)
+    assert f.n_news == 4 and f.next_replan == t + 3600.0

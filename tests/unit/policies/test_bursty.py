@@ -131,14 +131,18 @@ def test_the_budget_is_spent_after_a_sweep_resets_every_page_at_once(reserve):
 
 
 def test_poisson_pages_no_worse_than_learned_within_one_percent_of_the_oracle():
+    # three seeds of 300 pages: the mean paired difference, within 1% of the oracle and two
+    # standard errors of that difference over the seeds
     rng = np.random.default_rng(3)
     delta = np.exp(rng.normal(np.log(0.3), 1.2, 300))
     env = PoissonEnvironment(delta, start=0.0, end=200.0)
     fresh = {
-        p: simulate(make_policy(p), env, 60.0, rng=4).freshness
+        p: np.array([simulate(make_policy(p), env, 60.0, rng=seed).freshness for seed in (4, 5, 6)])
         for p in ("learned-bursty", "learned", "oracle")
     }
-    assert fresh["learned-bursty"] >= fresh["learned"] - 0.01 * fresh["oracle"], fresh
+    diff = fresh["learned-bursty"] - fresh["learned"]
+    se = diff.std(ddof=1) / np.sqrt(diff.size)
+    assert diff.mean() >= -0.01 * fresh["oracle"].mean() - 2 * se, fresh
 
 
 def _history(n, days, seed, *, burst=None, births=0.0, group_rates=None, sweeps=0.0, n_groups=10):

@@ -80,7 +80,7 @@ def test_default_rate_is_budget_over_alive_pages():
 
 
 def test_shrinkage_towards_the_mean_of_observed_pages():
-    pol = LearnedPolicy("naive-interval", prior_visits=2.0)
+    pol = LearnedPolicy("naive-interval", prior="mean", prior_visits=2.0)
     pol.reset(context(3))
     pol.observe(
         Observations(
@@ -218,7 +218,7 @@ def test_bad_half_life_specs(spec, exc, match):
 
 
 def test_shrinkage_counts_effective_visits_with_forgetting():
-    pol = LearnedPolicy("mle-binned", prior_visits=2.0, half_life=1.0)
+    pol = LearnedPolicy("mle-binned", prior="mean", prior_visits=2.0, half_life=1.0)
     pol.reset(context(2))
     for t, changed in ((1.0, [True, False]), (2.0, [False, False])):
         pol.observe(
@@ -270,3 +270,41 @@ def test_learned_plan_keeps_every_host_within_its_cap(seed):
     with pytest.raises(ValueError, match="n_pages must stay 200"):
         policy.update_context(PolicyContext(n_pages=201, budget=budget, start=0.0, weights=np.ones(201),
                                             rng=np.random.default_rng(0)))
+
+
+def test_the_default_plans_on_the_gamma_posterior_mean():
+    """``prior="gamma"`` (the default): the plan's Δ is the posterior mean of
+    :class:`~freshcrawl.estimators.posterior.RatePosterior` fed the same visits, grouped by host."""
+    from freshcrawl.estimators.posterior import RatePosterior
+
+    rng = np.random.default_rng(2)
+    n = 50
+    hosts = np.arange(n) % 3
+    ctx = PolicyContext(n_pages=n, budget=100.0, start=0.0, weights=np.ones(n),
+                        rng=np.random.default_rng(0), hosts=hosts, host_caps=np.full(3, np.inf))
+    pol = make_policy("learned")
+    assert pol.prior == "gamma"
+    pol.reset(ctx)
+    obs = Observations(np.tile(np.arange(n), 4), np.repeat(np.arange(1.0, 5.0), n),
+                       rng.random(4 * n) < 0.4, np.full(4 * n, 0.5), np.full(4 * n, 2.0))
+    pol.observe(obs)
+    ref = RatePosterior(n)
+    ref.update(obs.pages, obs.changed, obs.tau)
+    ref.fit(hosts)
+    np.testing.assert_allclose(pol.planning_delta(), ref.mean_, rtol=1e-12)
+    np.testing.assert_allclose(pol.rate_uncertainty()["sd"], ref.sd_, rtol=1e-12)
+    assert pol.plan(5.0, np.ones(n, bool)).rates.sum() == pytest.approx(100.0)
+    assert make_policy("learned", PolicyOptions(extra={"prior": "mean"})).rate_uncertainty() is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"prior": "flat"}, UnknownNameError, "prior must be one of gamma, mean, none"),
+        ({"plan_quantile": 1.0}, ValueError, "plan_quantile must lie in"),
+        ({"prior": "mean", "plan_quantile": 0.7}, ValueError, "needs prior='gamma'"),
+    ],
+)
+def test_bad_prior_settings(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        LearnedPolicy(**kwargs)

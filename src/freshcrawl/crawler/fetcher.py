@@ -43,6 +43,7 @@ import email.utils
 import math
 import time
 from types import TracebackType
+from typing import Self
 
 import aiohttp
 from aiohttp.http_exceptions import ContentEncodingError
@@ -84,9 +85,9 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "ROBOTS_MAX_BYTES",
     "ROBOTS_MAX_REDIRECTS",
+    "Fetcher",
     "default_user_agent",
     "parse_retry_after",
-    "Fetcher",
 ]
 
 #: Default cap on a page's body, in bytes after content decoding (10 MiB).
@@ -94,6 +95,10 @@ DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 #: Bytes of robots.txt read; the rest is ignored (RFC 9309 Sec. 2.5 asks for at least 500 KiB).
 ROBOTS_MAX_BYTES = 500 * 1024
+#: Decoded bytes of a kept body (``FetchRequest.keep_body``: a sitemap or a feed) read at the most, the
+#: sitemap protocol's 50 MB (sitemaps.org) if the fetcher's own cap is lower; a longer body is kept up
+#: to one byte past it, so that its reader reports the cut, instead of being refused as too large.
+KEPT_BODY_MAX_BYTES = 52_428_800
 
 #: Redirects followed for robots.txt (RFC 9309 Sec. 2.3.1.2: at least five).
 ROBOTS_MAX_REDIRECTS = 5
@@ -168,7 +173,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:  # "-0000" or no zone: HTTP dates are GMT
-        when = when.replace(tzinfo=datetime.timezone.utc)
+        when = when.replace(tzinfo=datetime.UTC)
     try:
         seconds = when.timestamp() - (time.time() if now is None else now)
     except (OverflowError, OSError, ValueError):
@@ -441,7 +446,7 @@ class Fetcher:
             session, self._session = self._session, None
             await session.close()
 
-    async def __aenter__(self) -> Fetcher:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 
@@ -635,25 +640,28 @@ class Fetcher:
                             final_url=final_url,
                             capture=_capture(response, url, b"") if self.keep_copy else None,
                         )
+                    # a kept body over the cap is kept up to one byte past it (see KEPT_BODY_MAX_BYTES)
+                    keep = request.keep_body
+                    cap = max(self.max_bytes, KEPT_BODY_MAX_BYTES) if keep else self.max_bytes
                     length = response.content_length
-                    if length is not None and length > self.max_bytes:
+                    if length is not None and length > cap and not keep:
                         return no_info(ErrorKind.CONTENT, "too-large")
                     peer = _peer(response) if self.keep_copy else None
-                    body, too_large = await _read_capped(response, self.max_bytes)
+                    body, too_large = await _read_capped(response, cap + keep)
                     n_bytes = len(body)
-                    if too_large:
+                    if too_large and not keep:
                         return no_info(ErrorKind.CONTENT, "too-large")
-                    complete = True
+                    complete = not too_large
                     if self.keep_copy:
                         capture = _capture(response, url, body, peer)
                         try:
                             body, too_large = decode_content(
-                                body, response.headers.get("Content-Encoding"), self.max_bytes
+                                body, response.headers.get("Content-Encoding"), cap + keep
                             )
                         except UndecodableContent:
                             return no_info(ErrorKind.CONTENT, "undecodable")
                         n_bytes = len(body)
-                        if too_large:
+                        if too_large and not keep:
                             return no_info(ErrorKind.CONTENT, "too-large")
                     content_type = response.headers.get("Content-Type")
                     etag = response.headers.get("ETag")

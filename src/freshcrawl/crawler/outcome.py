@@ -80,7 +80,9 @@ class FetchRequest:
         Seconds to wait before following a redirect (the host's politeness delay), so that the hops
         of one visit keep the delay between them.
     keep_body : bool
-        Return the decoded body with the outcome (a sitemap or a feed, read by the frontier).
+        Return the decoded body with the outcome (a sitemap or a feed, read by the frontier). Such a
+        body is read up to the larger of the fetcher's cap and ``KEPT_BODY_MAX_BYTES`` (the sitemap
+        protocol's 50 MB); a longer one is kept up to one byte past that, not refused as too large.
     """
 
     url: str

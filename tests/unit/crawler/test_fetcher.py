@@ -494,3 +494,28 @@ def test_fetch_without_a_session_raises():
 def test_bad_settings(kwargs, error, match):
     with pytest.raises(error, match=match):
         Fetcher(**kwargs)
+
+
+def test_a_kept_body_is_read_past_the_page_cap(server):
+    server.pages["sitemap"] = Page(b"<urlset>" + b" " * 3000 + b"</urlset>", content_type="application/xml")
+    kept = fetch(server.url("/page/sitemap"), fetcher={"max_bytes": 1000}, keep_body=True)
+    assert (kept.outcome, kept.n_bytes, len(kept.body)) == (Outcome.FIRST, 3017, 3017)
+    page = fetch(server.url("/page/sitemap"), fetcher={"max_bytes": 1000})
+    assert_no_info(page, ErrorKind.CONTENT, "too-large")
+
+
+def test_a_sitemap_over_the_protocols_50_mb_is_read_up_to_the_limit_and_reported(server):
+    from freshcrawl.crawler.announcements import SITEMAP_MAX_BYTES, parse_sitemap
+    from freshcrawl.crawler.fetcher import KEPT_BODY_MAX_BYTES
+
+    head = b'<?xml version="1.0"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+    head += b"<url><loc>http://a.test/first</loc></url>\n<!-- "
+    body = head + b"x" * (KEPT_BODY_MAX_BYTES - len(head) + 4096) + b" -->\n</urlset>\n"
+    server.pages["big"] = Page(body, content_type="application/xml")
+    kept = fetch(server.url("/page/big"), keep_body=True, fetcher={"total_timeout_s": 30.0})
+    assert kept.outcome is Outcome.FIRST
+    assert len(kept.body) == KEPT_BODY_MAX_BYTES + 1 == SITEMAP_MAX_BYTES + 1
+    parsed = parse_sitemap(kept.body)
+    assert parsed.truncated
+    assert any("read up to the limit" in problem for problem in parsed.problems), parsed.problems
+    assert [entry.url for entry in parsed.entries] == ["http://a.test/first"]

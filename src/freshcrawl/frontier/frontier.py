@@ -607,7 +607,7 @@ class Frontier:
         Pages visited before keep their phase: the next visit is a period 1/p after the last one
         (or now, when that is past). Pages never visited get a random phase within their first
         period. Pages waiting out an error back-off keep their due time, and so do pages whose due
-        time was set from outside (:attr:`held`) until it passes. The new plan replaces the one in
+        time was set from outside (:attr:`held`) until their next visit. The new plan replaces the one in
         force only once it is committed: when the database fails, the previous plan keeps serving.
 
         The same as :meth:`prepare_plan`, :meth:`compute_plan` and :meth:`apply_plan` in a row;
@@ -722,8 +722,8 @@ class Frontier:
         keep = (self.n_errors > 0) | (self.lease_until > now) | ~alive
         next_due = np.where(keep, self.next_due, due)
         expired = []
-        for k, t in self.held.items():
-            if t > now and alive[k]:
+        for k, t in self.held.items():  # a hold lasts until the page's next visit, not the plan
+            if alive[k]:
                 next_due[k] = t
             else:
                 expired.append(k)
@@ -1299,7 +1299,7 @@ class Frontier:
         return np.flatnonzero(keep) + 1
 
     def hold(self, page_id: int, until: float, *, only_later: bool = False) -> bool:
-        """Make page ``page_id`` due at ``until`` and keep that date across plans until it passes.
+        """Make page ``page_id`` due at ``until`` and keep that date across plans until its next visit.
 
         A due time set from outside the plan: a client's next fetch date, a worker's floor after an
         error. The page's lease ends; the new due time is committed at once. With ``only_later``, a

@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _testweb import test_web  # benchmarks/_testweb.py, beside this script
+
 SPIDER = """
 import itertools, json, sys
 import scrapy
@@ -128,39 +130,9 @@ def main() -> None:
     )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="freshcrawl-bench-scrapy-"))
-    urls_file = tmp / "web-urls.txt"
-    web = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "freshcrawl",
-            "test-web",
-            "--pages",
-            str(args.pages),
-            "--hosts",
-            str(args.hosts),
-            "--rates",
-            "0.01:1",
-            "--urls-out",
-            str(urls_file),
-            "--for",
-            f"{3 * args.seconds + 300:.0f}s",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(300):
-            if urls_file.exists() and urls_file.stat().st_size > 0:
-                break
-            time.sleep(0.1)
-        time.sleep(0.5)
-        urls = urls_file.read_text().split()
+    with test_web(tmp, args.pages, args.hosts, 3 * args.seconds + 300) as urls:
         for kind in ("scrapy", "freshcrawl"):
             print(json.dumps(run(kind, urls, args.seconds, args.repeats, tmp)), flush=True)
-    finally:
-        web.terminate()
-        web.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -20,12 +20,12 @@ import argparse
 import asyncio
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+from _testweb import test_web  # benchmarks/_testweb.py, beside this script
 
 
 def _record_sizes(directory: Path) -> dict:
@@ -185,40 +185,12 @@ def main() -> None:
         print(json.dumps(bench_write(args.write_only, 4000)))
         return
     tmp = Path(tempfile.mkdtemp(prefix="freshcrawl-bench-warc-"))
-    urls_file = tmp / "urls.txt"
     modes = args.modes.split(",")
-    web = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "freshcrawl",
-            "test-web",
-            "--pages",
-            str(args.pages),
-            "--hosts",
-            str(args.hosts),
-            "--rates",
-            "0.01:1",
-            "--urls-out",
-            str(urls_file),
-            "--for",
-            f"{len(modes) * (args.seconds + 60):.0f}s",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     try:
-        for _ in range(300):
-            if urls_file.exists() and urls_file.stat().st_size > 0:
-                break
-            time.sleep(0.1)
-        time.sleep(0.5)
-        urls = urls_file.read_text().splitlines()
-        for k, mode in enumerate(modes):
-            print(json.dumps(run_once(mode, urls, args.seconds, tmp / f"{k}-{mode}")), flush=True)
+        with test_web(tmp, args.pages, args.hosts, len(modes) * (args.seconds + 60)) as urls:
+            for k, mode in enumerate(modes):
+                print(json.dumps(run_once(mode, urls, args.seconds, tmp / f"{k}-{mode}")), flush=True)
     finally:
-        web.terminate()
-        web.wait(timeout=30)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

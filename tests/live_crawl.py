@@ -58,3 +58,25 @@ def wait_until_up(
                 )
             time.sleep(0.2)
     raise AssertionError(f"{url} did not answer within {timeout_s} s")
+
+
+def run_side_by_side(runs: dict[str, list[str]], timeout_s: float) -> None:
+    """``freshcrawl crawl run ARGS`` for every name at once, each in its own process; wait for all.
+
+    Raises AssertionError naming the run and giving its standard error if one exits with an error;
+    runs still going when this returns by an error are killed.
+    """
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        for name, args in runs.items():
+            procs[name] = subprocess.Popen(
+                crawl_cli("run", *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        for name, proc in procs.items():
+            _, err = proc.communicate(timeout=timeout_s)
+            assert proc.returncode == 0, f"{name}: {err}"
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

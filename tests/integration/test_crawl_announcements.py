@@ -9,8 +9,6 @@ compared page by page between the two crawls (each web has the same change times
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,6 +16,8 @@ from click.testing import CliRunner
 
 from freshcrawl.cli import main
 from freshcrawl.testing import HostSpec, PageSpec, TestWeb
+
+from ..live_crawl import run_side_by_side
 
 pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
 
@@ -35,10 +35,6 @@ RUN_S = 40.0
 WINDOW = (12.0, 38.0)
 
 
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "freshcrawl", "crawl", *args]
-
-
 def _web() -> TestWeb:
     rng = np.random.default_rng(11)
     hosts = [HostSpec(announce=m) for m in MODES]
@@ -53,7 +49,6 @@ def _web() -> TestWeb:
 
 def test_honest_sitemaps_keep_pages_fresher_and_lying_ones_are_demoted(tmp_path):
     webs = {name: _web() for name in ("sitemaps", "plain")}
-    procs = {}
     try:
         for name, web in webs.items():
             web.start()
@@ -64,10 +59,10 @@ def test_honest_sitemaps_keep_pages_fresher_and_lying_ones_are_demoted(tmp_path)
                 main, ["crawl", "add", "--db", str(tmp_path / f"{name}.db"), str(urls), *extra]
             )
             assert added.exit_code == 0, added.output
-        for name in webs:  # both crawls at once, each in its own process
-            procs[name] = subprocess.Popen(
-                _cli(
-                    "run",
+        # both crawls at once, each in its own process
+        run_side_by_side(
+            {
+                name: [
                     "--db",
                     str(tmp_path / f"{name}.db"),
                     "--budget",
@@ -82,19 +77,12 @@ def test_honest_sitemaps_keep_pages_fresher_and_lying_ones_are_demoted(tmp_path)
                     "5s",
                     "--seed",
                     "1",
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        for name, proc in procs.items():
-            _, err = proc.communicate(timeout=RUN_S + 60)
-            assert proc.returncode == 0, f"{name}: {err}"
+                ]
+                for name in webs
+            },
+            timeout_s=RUN_S + 60,
+        )
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         for web in webs.values():
             web.stop()
 

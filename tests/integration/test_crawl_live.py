@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import subprocess
 import time
 
 import numpy as np
@@ -24,7 +23,7 @@ from freshcrawl.store import open_store
 from freshcrawl.testing import FAULT_KINDS, Fault, HostSpec, PageSpec, TestWeb, make_pages
 from freshcrawl.units import SECONDS_PER_DAY
 
-from ..live_crawl import add_urls, crawl_cli
+from ..live_crawl import add_urls, run_side_by_side
 
 pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
 
@@ -51,16 +50,15 @@ def test_learned_keeps_pages_fresher_than_uniform_and_close_to_the_oracle(tmp_pa
     specs = make_pages(N_PAGES, N_HOSTS, RATES, seed=5)
     delta = np.array([p.rate for p in specs])  # changes per second
     webs = {policy: TestWeb(specs, hosts=N_HOSTS, seed=5) for policy in ("learned", "uniform")}
-    procs = {}
     try:
         for policy, web in webs.items():
             web.start()
             add_urls(str(tmp_path / f"{policy}.db"), web.urls(), tmp_path / f"{policy}.txt")
         spawned = time.time()
-        for policy in webs:  # both crawls at once, each in its own process
-            procs[policy] = subprocess.Popen(
-                crawl_cli(
-                    "run",
+        # both crawls at once, each in its own process
+        run_side_by_side(
+            {
+                policy: [
                     "--db",
                     str(tmp_path / f"{policy}.db"),
                     "--policy",
@@ -77,19 +75,12 @@ def test_learned_keeps_pages_fresher_than_uniform_and_close_to_the_oracle(tmp_pa
                     "5s",
                     "--seed",
                     "1",
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        for policy, proc in procs.items():
-            _, err = proc.communicate(timeout=RUN_S + 60)
-            assert proc.returncode == 0, f"{policy}: {err}"
+                ]
+                for policy in webs
+            },
+            timeout_s=RUN_S + 60,
+        )
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         for web in webs.values():
             web.stop()
 

@@ -10,8 +10,6 @@ times), so the per-page difference of freshness is paired.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -22,6 +20,8 @@ from freshcrawl.frontier.report import expected_freshness
 from freshcrawl.store import open_store
 from freshcrawl.testing import TestWeb, make_pages
 from freshcrawl.units import SECONDS_PER_DAY
+
+from ..live_crawl import add_urls, run_side_by_side
 
 pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
 
@@ -38,34 +38,19 @@ WINDOW = (19.0, 38.0)
 MIN_DELAY_S = 0.01  # host caps of 100 visits/s: not binding at 2 visits/s per host on average
 
 
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "freshcrawl", "crawl", *args]
-
-
 def test_learned_gains_on_uniform_within_ten_visits_per_page(tmp_path):
     specs = make_pages(N_PAGES, N_HOSTS, RATES, seed=11)
     delta = np.array([p.rate for p in specs])  # changes per second
     webs = {policy: TestWeb(specs, hosts=N_HOSTS, seed=11) for policy in ("learned", "uniform")}
-    procs = {}
     try:
         for policy, web in webs.items():
             web.start()
-            urls = tmp_path / f"{policy}.txt"
-            urls.write_text("\n".join(web.urls()) + "\n")
-            db = str(tmp_path / f"{policy}.db")
-            added = subprocess.run(
-                _cli("add", "--db", db, str(urls)),
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-            assert added.returncode == 0, added.stderr
+            add_urls(str(tmp_path / f"{policy}.db"), web.urls(), tmp_path / f"{policy}.txt")
         spawned = time.time()
-        for policy in webs:  # both crawls at once, each in its own process, plans at their defaults
-            procs[policy] = subprocess.Popen(
-                _cli(
-                    "run",
+        # both crawls at once, each in its own process, plans at their defaults
+        run_side_by_side(
+            {
+                policy: [
                     "--db",
                     str(tmp_path / f"{policy}.db"),
                     "--policy",
@@ -80,19 +65,12 @@ def test_learned_gains_on_uniform_within_ten_visits_per_page(tmp_path):
                     "5s",
                     "--seed",
                     "1",
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-        for policy, proc in procs.items():
-            _, err = proc.communicate(timeout=RUN_S + 60)
-            assert proc.returncode == 0, f"{policy}: {err}"
+                ]
+                for policy in webs
+            },
+            timeout_s=RUN_S + 60,
+        )
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         for web in webs.values():
             web.stop()
 

@@ -643,11 +643,12 @@ class Fetcher:
                     # a kept body over the cap is kept up to one byte past it (see KEPT_BODY_MAX_BYTES)
                     keep = request.keep_body
                     cap = max(self.max_bytes, KEPT_BODY_MAX_BYTES) if keep else self.max_bytes
+                    read_cap = cap + 1 if keep else cap  # a kept body: one byte past, to tell the cut
                     length = response.content_length
                     if length is not None and length > cap and not keep:
                         return no_info(ErrorKind.CONTENT, "too-large")
                     peer = _peer(response) if self.keep_copy else None
-                    body, too_large = await _read_capped(response, cap + keep)
+                    body, too_large = await _read_capped(response, read_cap)
                     n_bytes = len(body)
                     if too_large and not keep:
                         return no_info(ErrorKind.CONTENT, "too-large")
@@ -656,7 +657,7 @@ class Fetcher:
                         capture = _capture(response, url, body, peer)
                         try:
                             body, too_large = decode_content(
-                                body, response.headers.get("Content-Encoding"), cap + keep
+                                body, response.headers.get("Content-Encoding"), read_cap
                             )
                         except UndecodableContent:
                             return no_info(ErrorKind.CONTENT, "undecodable")

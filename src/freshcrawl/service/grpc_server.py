@@ -955,6 +955,13 @@ def _database_error(err: BaseException) -> str | None:
     return None
 
 
+def _abort_if_unavailable(err: BaseException, context: grpc.ServicerContext) -> None:
+    """End the call UNAVAILABLE if ``err`` is a database outage; return otherwise (the caller re-raises)."""
+    msg = _database_error(err)
+    if msg is not None:
+        context.abort(grpc.StatusCode.UNAVAILABLE, msg)
+
+
 class _UnavailableInterceptor(grpc.ServerInterceptor):
     """A call that meets a database outage ends UNAVAILABLE with a one-line message (gRPC's code for
     "try again later"), not UNKNOWN with a traceback in the server log."""
@@ -969,10 +976,8 @@ class _UnavailableInterceptor(grpc.ServerInterceptor):
                 try:
                     return behavior(request, context)
                 except Exception as err:
-                    msg = _database_error(err)
-                    if msg is None:
-                        raise
-                    context.abort(grpc.StatusCode.UNAVAILABLE, msg)
+                    _abort_if_unavailable(err, context)
+                    raise
             return call
 
         def guarded_stream(behavior):
@@ -980,10 +985,8 @@ class _UnavailableInterceptor(grpc.ServerInterceptor):
                 try:
                     yield from behavior(request, context)
                 except Exception as err:
-                    msg = _database_error(err)
-                    if msg is None:
-                        raise
-                    context.abort(grpc.StatusCode.UNAVAILABLE, msg)
+                    _abort_if_unavailable(err, context)
+                    raise
             return call
 
         kinds = (("unary_unary", grpc.unary_unary_rpc_method_handler, guarded),

@@ -146,13 +146,17 @@ class ServerTLS:
         ca = None
         if self.client_ca_file is not None:
             ca = _read("client CA", self.client_ca_file, mark=_CERT_MARK, kind="certificate")
+        return _ServerMaterial(cert, key, ca, self._new_context())
+
+    def _new_context(self) -> ssl.SSLContext:
+        """A server-side context (TLS 1.2 or later) loaded from the files as they are now."""
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         _load_chain(ctx, "server", self.cert_file, self.key_file)
         if self.client_ca_file is not None:
             _load_ca(ctx, "client CA", self.client_ca_file)
             ctx.verify_mode = ssl.CERT_REQUIRED
-        return _ServerMaterial(cert, key, ca, ctx)
+        return ctx
 
     def reload(self) -> int:
         """Read the files again; later handshakes on both ports use them.
@@ -190,14 +194,7 @@ class ServerTLS:
 
     def ssl_context(self) -> ssl.SSLContext:
         """A server-side :class:`ssl.SSLContext` serving the latest files (see :meth:`follow`)."""
-        m = self._material
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        _load_chain(ctx, "server", self.cert_file, self.key_file)
-        if m.client_ca is not None:
-            _load_ca(ctx, "client CA", self.client_ca_file)
-            ctx.verify_mode = ssl.CERT_REQUIRED
-        return self.follow(ctx)
+        return self.follow(self._new_context())
 
     # gRPC -----------------------------------------------------------------------------------------
     def _grpc_config(self, m: _ServerMaterial) -> grpc.ServerCertificateConfiguration:

@@ -131,32 +131,20 @@ Service = Annotated[FrontierService, Depends(service_of)]
 _bearer = HTTPBearer(auto_error=False, description="The API token given to `freshcrawl serve`.")
 
 
+def _unauthorized(msg: str, kind: str, challenge: str) -> HTTPException:
+    """A 401 whose detail names the Authorization header, as FastAPI's validation errors do."""
+    detail = [{"loc": ["header", "Authorization"], "msg": msg, "type": kind}]
+    return HTTPException(401, detail=detail, headers={"WWW-Authenticate": challenge})
+
+
 def _check(token: str | None, creds: HTTPAuthorizationCredentials | None) -> None:
     if token is None:
         return
     if creds is None or creds.scheme.lower() != "bearer":
-        raise HTTPException(
-            401,
-            detail=[
-                {
-                    "loc": ["header", "Authorization"],
-                    "msg": "a Bearer token is required",
-                    "type": "missing_token",
-                }
-            ],
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+        raise _unauthorized("a Bearer token is required", "missing_token", "Bearer")
     if not secrets.compare_digest(creds.credentials.encode(), token.encode()):
-        raise HTTPException(
-            401,
-            detail=[
-                {
-                    "loc": ["header", "Authorization"],
-                    "msg": "the token is not valid",
-                    "type": "invalid_token",
-                }
-            ],
-            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        raise _unauthorized(
+            "the token is not valid", "invalid_token", 'Bearer error="invalid_token"'
         )
 
 

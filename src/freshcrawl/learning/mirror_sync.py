@@ -665,6 +665,8 @@ def _check_costs(c: NDArray, arms: NDArray[np.intp], bound: float, round_index: 
 def _probe_sums(process: SyncCostProcess, pa: NDArray[np.intp], rate: NDArray[np.float64], epsilon: float,
                 rng: np.random.Generator, round_index: int, n_arms: int) -> NDArray[np.float64]:
     """Σ of Lemma 2 samples per arm for probed intervals (one per entry of ``pa``, sync rate ``rate``)."""
+    if not pa.size:
+        return np.zeros(n_arms)
     period = 1.0 / rate
     c_probe, c_sync = process.sample_pair(pa, rng.random(pa.size) * period, period, rng)
     c_probe = np.asarray(c_probe, dtype=np.float64)
@@ -716,6 +718,13 @@ class _SyncBandit:
     def _params(self) -> dict:
         return {"budget": self.budget, "r_min": self.r_min, "r_max": self.r_max, "epsilon": self.epsilon,
                 "eta": self.eta}
+
+    def _mirror_step(self, r: NDArray[np.float64], g: NDArray[np.float64], total: float, problem: SyncProblem
+                     ) -> NDArray[np.float64]:
+        """Log-barrier mirror-descent step from ``r`` along ``g`` onto ``{x in [r_min, r_hi] : Σ x = total}``."""
+        x, _, _ = _log_barrier_projection(1.0 / r + self.eta * g, total, problem.r_min, problem.r_hi,
+                                          _PROJ_TOL, _PROJ_MAX_ITER)
+        return x
 
 
 class MirrorSync(_SyncBandit):
@@ -795,18 +804,12 @@ class MirrorSync(_SyncBandit):
             n = _intervals_until(np.zeros(k), r, 1.0 / self.r_min)
         n_probes = rng.binomial(n, self.epsilon)
         pa = np.repeat(np.arange(k, dtype=np.intp), n_probes)
-        if pa.size:
-            g_sum = _probe_sums(process, pa, r[pa], self.epsilon, rng, round_index, k)
-        else:
-            g_sum = np.zeros(k)
+        g_sum = _probe_sums(process, pa, r[pa], self.epsilon, rng, round_index, k)
         return g_sum / np.maximum(n, 1) / k, int(n.sum()), int(pa.size)
 
     def step(self, r: NDArray[np.float64], g: NDArray[np.float64], problem: SyncProblem) -> NDArray[np.float64]:
         """MirrorDescentStep on K_ε (line 20)."""
-        d = 1.0 / r + self.eta * g
-        x, _, _ = _log_barrier_projection(d, problem.sync_budget, problem.r_min, problem.r_hi,
-                                          _PROJ_TOL, _PROJ_MAX_ITER)
-        return x
+        return self._mirror_step(r, g, problem.sync_budget, problem)
 
     def run(self, process: SyncCostProcess, n_rounds: int, rng: np.random.Generator | int | None = None
             ) -> SyncRunResult:
@@ -926,10 +929,7 @@ class AsyncMirrorSync(_SyncBandit):
     def local_step(self, r: NDArray[np.float64], g: NDArray[np.float64], problem: SyncProblem
                    ) -> NDArray[np.float64]:
         """Update of the arms in A_i: ``r`` and ``g`` (already normalised by 1/|A_i|) of shape (|A_i|,)."""
-        total = float(r.sum())
-        d = 1.0 / r + self.eta * g
-        x, _, _ = _log_barrier_projection(d, total, problem.r_min, problem.r_hi, _PROJ_TOL, _PROJ_MAX_ITER)
-        return x
+        return self._mirror_step(r, g, float(r.sum()), problem)
 
     def run(self, process: SyncCostProcess, n_rounds: float, rng: np.random.Generator | int | None = None
             ) -> SyncRunResult:
@@ -985,11 +985,8 @@ class AsyncMirrorSync(_SyncBandit):
             # 2. Lemma 2 samples: each closed interval had a probe with probability ε.
             n_probes = rng.binomial(counts, eps)
             pa = np.repeat(arms_all, n_probes)
-            if pa.size:
-                g_sum = _probe_sums(process, pa, r[pa], eps, rng, i, k)
-                n_probe += int(pa.size)
-            else:
-                g_sum = np.zeros(k)
+            g_sum = _probe_sums(process, pa, r[pa], eps, rng, i, k)
+            n_probe += int(pa.size)
             # 3. Lines 25-38: update the arms with at least one sample on their local constraint, then
             #    sync each now w.p. ε, else at max(last sync + 1/r_new, now) (a sync closing no sample).
             _, n_now = _local_update(r, g_sum, counts, last_sync, next_sync, cur_is_sample, rng.random(k), eps,

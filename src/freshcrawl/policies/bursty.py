@@ -49,14 +49,13 @@ Dispatch that spends the budget
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import NDArray
 
 from freshcrawl._validation import check_interval, check_positive
-from freshcrawl.errors import ConvergenceWarning, UnknownNameError
+from freshcrawl.errors import UnknownNameError
 from freshcrawl.estimators.bursty import (
     AgeProfile,
     CoChangeAccumulator,
@@ -76,7 +75,14 @@ from freshcrawl.policies.base import (
     VisitPlan,
     check_same_pages,
 )
-from freshcrawl.policies.learned import DEFAULT_ESTIMATOR, clip_to_caps, split_rounds
+from freshcrawl.policies.learned import (
+    DEFAULT_ESTIMATOR,
+    allocate_above_floor,
+    clip_to_caps,
+    explore_floor,
+    host_room,
+    split_rounds,
+)
 from freshcrawl.scheduling.periodic import periodic_visits
 
 __all__ = ["BurstyConfig", "BurstyPolicy", "make_bursty", "prefix_groups"]
@@ -414,31 +420,18 @@ class BurstyPolicy:
         else:  # nothing learned yet: equal rates, within the host caps
             delta = np.ones(idx.size)
         if rest > 0:
-            floor = np.full(idx.size, self.config.explore * rest / idx.size)
+            floor = explore_floor(idx.size, self.config.explore * rest, hosts, caps_left)
             if hosts is not None:
-                on = hosts >= 0
-                per_host = np.bincount(hosts[on], minlength=caps.shape[0])
-                h = hosts[on]
-                floor[on] = np.minimum(floor[on], 0.5 * caps_left[h] / per_host[h])
-                room_caps = (
-                    np.inf
-                    if (~on).any() or not np.isfinite(caps_left[np.unique(h)]).all()
-                    else float(caps_left[np.unique(h)].sum())
-                )
-                rest = min(rest, room_caps)
-            from freshcrawl.allocation import allocate
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                res = allocate(
-                    np.maximum(delta, 0.0),
-                    rest,
-                    weights=ctx.weights[idx],
-                    objective=self.objective,
-                    p_min=floor if hosts is not None else float(floor[0]),
-                    hosts=hosts,
-                    host_caps=caps_left,
-                )
+                rest = min(rest, host_room(hosts, caps_left))
+            res = allocate_above_floor(
+                np.maximum(delta, 0.0),
+                rest,
+                weights=ctx.weights[idx],
+                objective=self.objective,
+                floor=floor,
+                hosts=hosts,
+                caps_left=caps_left,
+            )
             self.n_unconverged_ += int(not res.success)
             rates[idx] = follow + res.p
         else:

@@ -36,6 +36,7 @@ visits. ``@inf`` turns forgetting off.
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,6 +51,9 @@ from freshcrawl.policies.base import (
     check_same_pages,
 )
 
+if TYPE_CHECKING:
+    from freshcrawl.allocation.result import AllocationResult
+
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "DEFAULT_EXPLORE",
@@ -59,7 +63,10 @@ __all__ = [
     "PRIORS",
     "LearnedPolicy",
     "OraclePolicy",
+    "allocate_above_floor",
     "clip_to_caps",
+    "explore_floor",
+    "host_room",
     "make_learned",
     "make_learned_proportional",
     "make_oracle",
@@ -159,6 +166,129 @@ def clip_to_caps(
     return p * scale[hosts]
 
 
+def explore_floor(
+    n: int, share: float, hosts: NDArray[np.intp] | None, caps_left: NDArray[np.float64] | None
+) -> NDArray[np.float64]:
+    """Floor rates of ``n`` observed pages: ``share / n`` each, within half of each host's cap left.
+
+    Parameters
+    ----------
+    n : int
+        Number of pages (>= 1).
+    share : float
+        Visits per day the floors may take in all (the exploration fraction of the budget left).
+    hosts : ndarray of intp, shape (n,), or None
+        Host index of each page (< 0: no host); None without host caps.
+    caps_left : ndarray of float, shape (n_hosts,), or None
+        Each host's cap left, visits per day (inf: no cap); None without host caps.
+
+    Returns
+    -------
+    ndarray of float, shape (n,)
+        ``share / n``, lowered on a host to half its cap left over its pages (so the allocation
+        above the floors keeps room there).
+
+    Examples
+    --------
+    >>> explore_floor(2, 1.0, np.array([0, 0]), np.array([0.4])).tolist()
+    [0.1, 0.1]
+    """
+    floor = np.full(n, share / n)
+    if hosts is not None and caps_left is not None:
+        on = hosts >= 0
+        per_host = np.bincount(hosts[on], minlength=caps_left.shape[0])
+        h = hosts[on]
+        floor[on] = np.minimum(floor[on], 0.5 * caps_left[h] / per_host[h])
+    return floor
+
+
+def host_room(hosts: NDArray[np.intp], caps_left: NDArray[np.float64]) -> float:
+    """What the hosts of some pages can still take, visits per day.
+
+    Parameters
+    ----------
+    hosts : ndarray of intp, shape (n,)
+        Host index of each page (< 0: no host, so no cap).
+    caps_left : ndarray of float, shape (n_hosts,)
+        Each host's cap left, visits per day (inf: no cap).
+
+    Returns
+    -------
+    float
+        The sum of the caps left of the pages' hosts; inf if a page has no host or an uncapped one.
+
+    Examples
+    --------
+    >>> host_room(np.array([0, 0, 1]), np.array([1.0, 2.0, 5.0]))
+    3.0
+    """
+    if (hosts < 0).any() or not np.isfinite(caps_left[np.unique(hosts)]).all():
+        return np.inf
+    return float(caps_left[np.unique(hosts)].sum())
+
+
+def allocate_above_floor(
+    delta: NDArray[np.float64],
+    budget: float,
+    *,
+    weights: NDArray[np.float64],
+    objective: str,
+    floor: NDArray[np.float64],
+    hosts: NDArray[np.intp] | None,
+    caps_left: NDArray[np.float64] | None,
+    **kwargs: Any,
+) -> AllocationResult:
+    """:func:`freshcrawl.allocation.allocate` of a plan: p_min ``floor``, host caps ``caps_left``.
+
+    A plan is redone every period, so an allocation stopped at its iteration limit (still spending
+    the whole budget) is good enough: its :class:`ConvergenceWarning` is not raised (the caller counts
+    ``not result.success``).
+
+    Parameters
+    ----------
+    delta : ndarray of float, shape (n,)
+        Change rates Δ, changes per day.
+    budget : float
+        Visits per day to allocate.
+    weights : ndarray of float, shape (n,)
+        Page weights.
+    objective : str
+        Objective name (see :func:`freshcrawl.allocation.allocate`).
+    floor : ndarray of float, shape (n,)
+        Lowest rate of each page, visits per day (a scalar p_min, its first entry, without hosts).
+    hosts : ndarray of intp, shape (n,), or None
+        Host index of each page; None without host caps.
+    caps_left : ndarray of float, shape (n_hosts,), or None
+        Each host's cap left, visits per day.
+    **kwargs
+        Further arguments of :func:`freshcrawl.allocation.allocate`.
+
+    Returns
+    -------
+    AllocationResult
+        As :func:`freshcrawl.allocation.allocate` gives it.
+
+    Raises
+    ------
+    InfeasibleAllocation
+        As :func:`freshcrawl.allocation.allocate` raises it.
+    """
+    from freshcrawl.allocation import allocate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return allocate(
+            delta,
+            budget,
+            weights=weights,
+            objective=objective,
+            p_min=floor if hosts is not None else float(floor[0]),
+            hosts=hosts,
+            host_caps=caps_left,
+            **kwargs,
+        )
+
+
 def _water_level(u: NDArray[np.float64], m: NDArray[np.float64], m_free: float, total: float) -> float:
     """Level L with ``Σ_h m_h min(L, u_h) + m_free L = total`` (inf when even L = inf falls short)."""
     order = np.argsort(u)
@@ -205,11 +335,7 @@ def _host_limits(
     used = np.bincount(hosts[has_host], weights=rates[has_host], minlength=n_hosts)
     left = np.maximum(caps - used, 0.0)
     seen_hosts = hosts[seen]
-    if (seen_hosts < 0).any() or not np.isfinite(left[np.unique(seen_hosts)]).all():
-        room = np.inf
-    else:
-        room = float(left[np.unique(seen_hosts)].sum())
-    return rates, min(rest, room), seen_hosts, left
+    return rates, min(rest, host_room(seen_hosts, left)), seen_hosts, left
 
 
 class LearnedPolicy:
@@ -420,12 +546,7 @@ class LearnedPolicy:
         seen = np.flatnonzero(alive & observed)
         rates, rest, seen_hosts, caps_left = _host_limits(ctx, rates, seen, rest)
         if rest > 0 and seen.size:
-            floor = np.full(seen.size, self.explore * rest / seen.size)
-            if seen_hosts is not None:  # a floor the host's cap can hold
-                on = seen_hosts >= 0
-                per_host = np.bincount(seen_hosts[on], minlength=caps_left.shape[0])
-                h = seen_hosts[on]
-                floor[on] = np.minimum(floor[on], 0.5 * caps_left[h] / per_host[h])
+            floor = explore_floor(seen.size, self.explore * rest, seen_hosts, caps_left)
             delta = self.planning_delta()[seen]
             complete = None
             if self._complete is not None and self.rule == "allocate":
@@ -439,22 +560,16 @@ class LearnedPolicy:
             if complete is not None:
                 self.completely_observed_[seen[complete]] = True
             if self.rule == "allocate":
-                from freshcrawl.allocation import allocate
-
-                with warnings.catch_warnings():
-                    # a plan is redone every period: an allocation stopped at its iteration limit
-                    # (still spending the whole budget) is good enough; it is counted, not reported
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    res = allocate(
-                        delta,
-                        rest,
-                        weights=ctx.weights[seen],
-                        objective=self.objective,
-                        p_min=floor if seen_hosts is not None else float(floor[0]),
-                        hosts=seen_hosts,
-                        host_caps=caps_left,
-                        observed_completely=complete,
-                    )
+                res = allocate_above_floor(
+                    delta,
+                    rest,
+                    weights=ctx.weights[seen],
+                    objective=self.objective,
+                    floor=floor,
+                    hosts=seen_hosts,
+                    caps_left=caps_left,
+                    observed_completely=complete,
+                )
                 self.n_unconverged_ += int(not res.success)
                 rates[seen] = res.p
             else:
@@ -643,6 +758,23 @@ def _forgetting_names() -> tuple[str, ...]:
     return FORGETTING_NAMES
 
 
+def _learned_policy(arg: str | None, options: PolicyOptions | None, **kwargs: Any) -> LearnedPolicy:
+    """A :class:`LearnedPolicy` of ``"<estimator>[@<H>d]"`` with the options every learned factory
+    passes; ``kwargs`` add a factory's own."""
+    opts = _options(options)
+    estimator, half_life = _split_half_life(arg, opts)
+    return LearnedPolicy(
+        estimator,
+        half_life=half_life,
+        replan_every=opts.replan_every,
+        default_rate=opts.default_rate,
+        explore=opts.extra.get("explore", DEFAULT_EXPLORE),
+        prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
+        prior=opts.extra.get("prior", DEFAULT_PRIOR),
+        **kwargs,
+    )
+
+
 def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolicy:
     """Factory of ``learned[:<estimator>]`` (default estimator :data:`DEFAULT_ESTIMATOR`).
 
@@ -654,35 +786,18 @@ def make_learned(arg: str | None, options: PolicyOptions | None) -> LearnedPolic
     90.0
     """
     opts = _options(options)
-    estimator, half_life = _split_half_life(arg, opts)
-    return LearnedPolicy(
-        estimator,
-        half_life=half_life,
+    return _learned_policy(
+        arg,
+        opts,
         objective=opts.objective,
-        replan_every=opts.replan_every,
-        default_rate=opts.default_rate,
-        explore=opts.extra.get("explore", DEFAULT_EXPLORE),
-        prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
         estimator_params=opts.extra.get("estimator_params"),
-        prior=opts.extra.get("prior", DEFAULT_PRIOR),
         plan_quantile=opts.extra.get("plan_quantile"),
     )
 
 
 def make_learned_proportional(arg: str | None, options: PolicyOptions | None) -> LearnedPolicy:
     """Factory of ``proportional[:<estimator>[@<H>d]]``: rates proportional to Δ̂."""
-    opts = _options(options)
-    estimator, half_life = _split_half_life(arg, opts)
-    return LearnedPolicy(
-        estimator,
-        half_life=half_life,
-        replan_every=opts.replan_every,
-        default_rate=opts.default_rate,
-        explore=opts.extra.get("explore", DEFAULT_EXPLORE),
-        prior_visits=opts.extra.get("prior_visits", DEFAULT_PRIOR_VISITS),
-        rule="proportional",
-        prior=opts.extra.get("prior", DEFAULT_PRIOR),
-    )
+    return _learned_policy(arg, options, rule="proportional")
 
 
 def make_oracle(arg: str | None, options: PolicyOptions | None) -> OraclePolicy:

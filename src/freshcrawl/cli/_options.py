@@ -9,7 +9,8 @@ import click
 from freshcrawl.units import parse_duration, parse_rate
 
 __all__ = [
-    "rate_option", "budget_option", "duration_option", "objective_option", "table_out_option", "engine_options",
+    "rate_option", "budget_option", "duration_option", "file_option", "objective_option", "table_out_option",
+    "engine_options",
 ]
 
 
@@ -62,6 +63,11 @@ def duration_option(*names: str, help: str, default: str | None = None, zero: bo
     ``zero`` allows 0."""
     return click.option(*names, callback=_duration(zero), metavar="DURATION", default=default,
                         show_default=default is not None, help=help)
+
+
+def file_option(*names: str, help: str):
+    """An option naming a file (not a directory; None when not given)."""
+    return click.option(*names, type=click.Path(dir_okay=False), default=None, metavar="FILE", help=help)
 
 
 def objective_option(*, default: str | None, help: str):  # noqa: A002 - click's keyword

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from freshcrawl.cli._options import budget_option, duration_option
+from freshcrawl.cli._options import budget_option, duration_option, file_option
 
 __all__ = ["crawl"]
 
@@ -187,14 +187,10 @@ _SIZE = _Size()
               "a 'freshcrawl serve' or any freshcrawl URLFrontier server): it plans, this process "
               "fetches; several processes may share it. $FRESHCRAWL_TOKEN is sent as its token.")
 @click.option("--crawl-id", default=None, help="With --frontier: the crawl ID (default: the server's default crawl).")
-@click.option("--tls-ca", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="With grpcs://: PEM certificate of the CA that signs the frontier's certificate "
-              "(default: the system's trust store).")
-@click.option("--tls-cert", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="With grpcs://: PEM client certificate, for a frontier that requires mutual "
-              "TLS.")
-@click.option("--tls-key", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="With grpcs://: PEM private key of --tls-cert (unencrypted).")
+@file_option("--tls-ca", help="With grpcs://: PEM certificate of the CA that signs the frontier's certificate "
+             "(default: the system's trust store).")
+@file_option("--tls-cert", help="With grpcs://: PEM client certificate, for a frontier that requires mutual TLS.")
+@file_option("--tls-key", help="With grpcs://: PEM private key of --tls-cert (unencrypted).")
 @_allow_private_option
 @click.option("--warc", "warc_dir", default=None, metavar="DIR",
               help="Keep the copies: write WARC/1.1 files (request, response, revisit records) "

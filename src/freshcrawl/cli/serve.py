@@ -27,7 +27,7 @@ from pathlib import Path
 
 import click
 
-from freshcrawl.cli._options import budget_option, duration_option
+from freshcrawl.cli._options import budget_option, duration_option, file_option
 
 __all__ = ["is_loopback", "parse_address", "serve"]
 
@@ -157,15 +157,11 @@ def _reload_on_sighup(tls) -> dict:
 @click.option("--private-reads", is_flag=True,
               help="Reads (status, explain, metrics, ...) need the token (or client certificate) "
               "too.")
-@click.option("--tls-cert", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="PEM certificate (chain) of the server: both ports speak TLS. Reloaded on "
-              "SIGHUP.")
-@click.option("--tls-key", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="PEM private key of --tls-cert (unencrypted).")
-@click.option("--client-ca", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="PEM CA certificate that signs the clients' certificates: mutual TLS, a client "
-              "certificate signed by it is required and authorizes as the token does (with a "
-              "token, both are needed).")
+@file_option("--tls-cert", help="PEM certificate (chain) of the server: both ports speak TLS. Reloaded on SIGHUP.")
+@file_option("--tls-key", help="PEM private key of --tls-cert (unencrypted).")
+@file_option("--client-ca", help="PEM CA certificate that signs the clients' certificates: mutual TLS, a client "
+             "certificate signed by it is required and authorizes as the token does (with a token, both are "
+             "needed).")
 @budget_option(required=False,
                help="Visits per day over all pages, e.g. 10000/day (kept for later runs; needed the first time).")
 @click.option("--policy", default=None, help="learned (default), uniform, nutch, ...")

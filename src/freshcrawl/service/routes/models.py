@@ -1,11 +1,23 @@
 """Request and response models of the REST API (pydantic): what each route takes and answers."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from freshcrawl.frontier import limits
 from freshcrawl.service.routes.common import MAX_BATCH, check_crawl_id, check_page_url, check_text
+
+
+def _report_time(value: float | None, info: ValidationInfo) -> float | None:
+    return None if value is None else limits.check_report_time(value, field=info.field_name)
+
+
+#: A page URL, normalised (ValueError when it is no http(s) URL of bounded size).
+_PageUrl = Annotated[str, AfterValidator(check_page_url)]
+#: Free text without NUL characters, or None.
+_Text = Annotated[str | None, AfterValidator(check_text)]
+#: When a worker's visit happened, seconds since the epoch, within [now - 7 days, now + 5 min] (or None).
+_ReportTime = Annotated[float | None, AfterValidator(_report_time)]
 
 
 class _Model(BaseModel):
@@ -29,7 +41,7 @@ class _CrawlScoped(_Model):
 class UrlIn(_Model):
     """A URL to keep fresh."""
 
-    url: str = Field(
+    url: _PageUrl = Field(
         ...,
         description="Absolute http(s) URL (normalised before it is stored).",
         examples=["https://example.org/news"],
@@ -37,11 +49,6 @@ class UrlIn(_Model):
     weight: float = Field(
         1.0, ge=0, le=1e9, description="Importance w of the page (>= 0, dimensionless)."
     )
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, v: str) -> str:
-        return check_page_url(v)
 
 
 class AddUrlsRequest(_CrawlScoped):
@@ -61,7 +68,9 @@ class AddUrlsResponse(_Model):
 class LeaseRequest(_CrawlScoped):
     """A worker asking for due visits."""
 
-    worker_id: str = Field(..., min_length=1, max_length=128, description="Who leases (free text).")
+    worker_id: Annotated[str, AfterValidator(check_text)] = Field(
+        ..., min_length=1, max_length=128, description="Who leases (free text)."
+    )
     count: int = Field(
         1, ge=1, le=1000, description="Most visits wanted; at most one per host is handed out."
     )
@@ -71,14 +80,9 @@ class LeaseRequest(_CrawlScoped):
         le=limits.MAX_LEASE_S,
         description="Seconds the visits are held for this worker; unreported ones go back after.",
     )
-    queue: str | None = Field(
+    queue: _Text = Field(
         None, max_length=600, description="Only visits of this queue (host[:port])."
     )
-
-    @field_validator("worker_id", "queue")
-    @classmethod
-    def _no_nul(cls, v: str | None) -> str | None:
-        return check_text(v)
 
 
 class LeaseOut(_Model):
@@ -104,17 +108,17 @@ class LeaseResponse(_Model):
 class ReportIn(_Model):
     """What a visit gave."""
 
-    url: str = Field(..., description="The URL visited (as leased).")
+    url: _PageUrl = Field(..., description="The URL visited (as leased).")
     status: int | None = Field(
         ..., ge=100, le=599, description="HTTP status; null when no answer came."
     )
-    signature: str | None = Field(
+    signature: _Text = Field(
         None,
         max_length=128,
         description="Content signature of the body (any stable digest); ignored on 304.",
     )
-    etag: str | None = Field(None, max_length=4096)
-    last_modified: str | None = Field(None, max_length=4096)
+    etag: _Text = Field(None, max_length=4096)
+    last_modified: _Text = Field(None, max_length=4096)
     elapsed_s: float = Field(
         0.0, ge=0, le=limits.MAX_DURATION_S, description="Seconds the visit took."
     )
@@ -122,12 +126,12 @@ class ReportIn(_Model):
     retry_after_s: float | None = Field(
         None, ge=0, le=limits.MAX_RETRY_AFTER_S, description="Seconds a 429/503 asked to wait."
     )
-    error: str | None = Field(
+    error: _Text = Field(
         None,
         max_length=64,
         description="Without a status: 'timeout', 'network' or another page error.",
     )
-    started_at: float | None = Field(
+    started_at: _ReportTime = Field(
         None,
         description="When the request was sent, seconds since the epoch, within [now - 7 days, now + 5 min]; "
         "default now.",
@@ -137,25 +141,10 @@ class ReportIn(_Model):
         description="After an error: earliest next visit, seconds since the epoch (at most now + 366 days).",
     )
 
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, v: str) -> str:
-        return check_page_url(v)
-
-    @field_validator("started_at")
-    @classmethod
-    def _check_started(cls, v: float | None) -> float | None:
-        return None if v is None else limits.check_report_time(v, field="started_at")
-
     @field_validator("refetch_not_before")
     @classmethod
     def _check_not_before(cls, v: float | None) -> float | None:
         return None if v is None else limits.check_not_before(v, field="refetch_not_before")
-
-    @field_validator("signature", "etag", "last_modified", "error")
-    @classmethod
-    def _no_nul(cls, v: str | None) -> str | None:
-        return check_text(v)
 
 
 class ObservationsRequest(_CrawlScoped):
@@ -173,34 +162,19 @@ class ObservationsResponse(_Model):
 class RobotsRequest(_CrawlScoped):
     """A robots.txt a worker fetched."""
 
-    url: str = Field(..., description="The robots.txt URL leased (or any URL of the host).")
+    url: _PageUrl = Field(..., description="The robots.txt URL leased (or any URL of the host).")
     status: int | None = Field(
         ..., ge=100, le=599, description="HTTP status; null when unreachable."
     )
-    text: str | None = Field(
+    text: _Text = Field(
         None, max_length=512_000, description="The body (RFC 9309: at least 500 KiB parsed)."
     )
-    fetched_at: float | None = Field(
+    fetched_at: _ReportTime = Field(
         None,
         description="Seconds since the epoch, within [now - 7 days, now + 5 min]; default now.",
     )
     elapsed_s: float = Field(0.0, ge=0, le=limits.MAX_DURATION_S)
     retry_after_s: float | None = Field(None, ge=0, le=limits.MAX_RETRY_AFTER_S)
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, v: str) -> str:
-        return check_page_url(v)
-
-    @field_validator("fetched_at")
-    @classmethod
-    def _check_fetched(cls, v: float | None) -> float | None:
-        return None if v is None else limits.check_report_time(v, field="fetched_at")
-
-    @field_validator("text")
-    @classmethod
-    def _no_nul(cls, v: str | None) -> str | None:
-        return check_text(v)
 
 
 class RobotsResponse(_Model):

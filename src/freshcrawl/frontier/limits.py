@@ -84,6 +84,16 @@ def _number(field: str, value: object) -> float:
     return x
 
 
+def _seconds(field: str, value: object, high: float, *, zero: bool = True) -> float:
+    """``value`` as seconds if in [0, high] (``(0, high]`` unless ``zero``); ValueError naming ``field``."""
+    x = _number(field, value)
+    if not (0 <= x if zero else 0 < x) or x > high:
+        raise ValueError(
+            f"{field} must be in {'[' if zero else '('}0, {high:.0f}] seconds; got {value!r}"
+        )
+    return x
+
+
 def check_text(value: str, *, field: str = "text") -> str:
     """Return `value` if it holds no NUL character and no lone surrogate (it is valid Unicode).
 
@@ -245,26 +255,17 @@ def check_lease(value: float, *, field: str = "lease_s") -> float:
     ...
     ValueError: delay_requestable must be in (0, 86400] seconds; got 4294967295
     """
-    x = _number(field, value)
-    if not 0 < x <= MAX_LEASE_S:
-        raise ValueError(f"{field} must be in (0, {MAX_LEASE_S:.0f}] seconds; got {value!r}")
-    return x
+    return _seconds(field, value, MAX_LEASE_S, zero=False)
 
 
 def check_duration(value: float, *, field: str = "elapsed_s") -> float:
     """A duration (a visit's, a queue's delay) if in [0, 86,400] seconds."""
-    x = _number(field, value)
-    if not 0 <= x <= MAX_DURATION_S:
-        raise ValueError(f"{field} must be in [0, {MAX_DURATION_S:.0f}] seconds; got {value!r}")
-    return x
+    return _seconds(field, value, MAX_DURATION_S)
 
 
 def check_retry_after(value: float, *, field: str = "retry_after_s") -> float:
     """A Retry-After in [0, 10^7] seconds."""
-    x = _number(field, value)
-    if not 0 <= x <= MAX_RETRY_AFTER_S:
-        raise ValueError(f"{field} must be in [0, {MAX_RETRY_AFTER_S:.0f}] seconds; got {value!r}")
-    return x
+    return _seconds(field, value, MAX_RETRY_AFTER_S)
 
 
 def check_status(value: int, *, field: str = "status") -> int:

@@ -99,15 +99,22 @@ def check_page_url(value: str) -> str:
     return url
 
 
-def problem(status: int, loc: list[Any], msg: str, kind: str) -> HTTPException:
+def problem(
+    status: int, loc: list[Any], msg: str, kind: str, headers: dict[str, str] | None = None
+) -> HTTPException:
     """An HTTP error whose JSON body names the field at ``loc`` (the shape of a 422)."""
-    return HTTPException(status, detail=[{"loc": loc, "msg": msg, "type": kind}])
+    return HTTPException(status, detail=[{"loc": loc, "msg": msg, "type": kind}], headers=headers)
+
+
+def no_crawl(crawl_id: str, loc: list[Any]) -> HTTPException:
+    """The 404 of a crawl that does not exist, naming the field at ``loc``."""
+    return problem(404, loc, f"no crawl {crawl_id!r}", "not_found")
 
 
 def require_crawl(service: FrontierService, crawl_id: str, loc: list[Any]) -> None:
     """404 naming ``loc`` unless ``crawl_id`` is open or kept in the database (not opened)."""
     if not service.exists(crawl_id):
-        raise problem(404, loc, f"no crawl {crawl_id!r}", "not_found")
+        raise no_crawl(crawl_id, loc)
 
 
 def crawl_store(service: FrontierService, crawl_id: str) -> Store:
@@ -116,7 +123,7 @@ def crawl_store(service: FrontierService, crawl_id: str) -> Store:
     try:
         return service.crawl_info(crawl_id).store
     except KeyError as err:
-        raise problem(404, ["query", "crawl_id"], f"no crawl {crawl_id!r}", "not_found") from err
+        raise no_crawl(crawl_id, ["query", "crawl_id"]) from err
 
 
 # --- the request's service and auth ------------------------------------------------------------
@@ -131,21 +138,18 @@ Service = Annotated[FrontierService, Depends(service_of)]
 _bearer = HTTPBearer(auto_error=False, description="The API token given to `freshcrawl serve`.")
 
 
-def _unauthorized(msg: str, kind: str, challenge: str) -> HTTPException:
-    """A 401 whose detail names the Authorization header, as FastAPI's validation errors do."""
-    detail = [{"loc": ["header", "Authorization"], "msg": msg, "type": kind}]
-    return HTTPException(401, detail=detail, headers={"WWW-Authenticate": challenge})
+_AUTH = ["header", "Authorization"]
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+_INVALID_TOKEN = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
 
 
 def _check(token: str | None, creds: HTTPAuthorizationCredentials | None) -> None:
     if token is None:
         return
     if creds is None or creds.scheme.lower() != "bearer":
-        raise _unauthorized("a Bearer token is required", "missing_token", "Bearer")
+        raise problem(401, _AUTH, "a Bearer token is required", "missing_token", _CHALLENGE)
     if not secrets.compare_digest(creds.credentials.encode(), token.encode()):
-        raise _unauthorized(
-            "the token is not valid", "invalid_token", 'Bearer error="invalid_token"'
-        )
+        raise problem(401, _AUTH, "the token is not valid", "invalid_token", _INVALID_TOKEN)
 
 
 # async: a check without I/O runs on the event loop, not in a worker thread of its own

@@ -16,6 +16,7 @@ from freshcrawl.service.routes.common import (
     crawl_query,
     crawl_store,
     finite,
+    no_crawl,
     page_query,
     problem,
     public_url,
@@ -65,7 +66,7 @@ def status(service: Service, crawl_id: CrawlQuery = None) -> dict[str, Any]:
     try:
         info = service.crawl_info(cid, now=now)
     except KeyError as err:
-        raise problem(404, ["query", "crawl_id"], f"no crawl {cid!r}", "not_found") from err
+        raise no_crawl(cid, ["query", "crawl_id"]) from err
     store, planned_at, leased = info.store, info.planned_at, info.n_leased
     st = crawl_status(store, now=now)
     for failed in st["failed_pages"]:

@@ -6,7 +6,7 @@ from fastapi.exceptions import RequestValidationError
 from freshcrawl.frontier import limits
 from freshcrawl.frontier.frontier import origin_of
 from freshcrawl.service.core import Report
-from freshcrawl.service.routes.common import WRITE, Service, problem, require_crawl
+from freshcrawl.service.routes.common import WRITE, Service, no_crawl, problem, require_crawl
 from freshcrawl.service.routes.models import (
     AddUrlsRequest,
     AddUrlsResponse,
@@ -53,9 +53,7 @@ def lease(body: LeaseRequest, service: Service, request: Request) -> LeaseRespon
             body.crawl_id, body.worker_id, body.count, lease_s=body.lease_s, queue=body.queue
         )
     except KeyError as err:
-        raise problem(
-            404, ["body", "crawl_id"], f"no crawl {body.crawl_id!r}", "not_found"
-        ) from err
+        raise no_crawl(body.crawl_id, ["body", "crawl_id"]) from err
     for x in got:
         request.app.state.leases_total.labels(x.kind).inc()
     return LeaseResponse(
@@ -104,9 +102,7 @@ def report(body: ObservationsRequest, service: Service, request: Request) -> Obs
     try:
         results = service.report(body.crawl_id, reports, source="rest")
     except KeyError as err:
-        raise problem(
-            404, ["body", "crawl_id"], f"no crawl {body.crawl_id!r}", "not_found"
-        ) from err
+        raise no_crawl(body.crawl_id, ["body", "crawl_id"]) from err
     for r in results:
         request.app.state.reports_total.labels("ok" if r == "ok" else r.split(":")[0]).inc()
     return ObservationsResponse(crawl_id=body.crawl_id, results=results, n_ok=results.count("ok"))
@@ -119,9 +115,7 @@ def robots(body: RobotsRequest, service: Service) -> RobotsResponse:
     try:
         service.crawl(body.crawl_id)
     except KeyError as err:
-        raise problem(
-            404, ["body", "crawl_id"], f"no crawl {body.crawl_id!r}", "not_found"
-        ) from err
+        raise no_crawl(body.crawl_id, ["body", "crawl_id"]) from err
     try:
         service.report_robots(
             body.crawl_id,

@@ -77,10 +77,10 @@ from freshcrawl.policies.base import (
 )
 from freshcrawl.policies.learned import (
     DEFAULT_ESTIMATOR,
-    allocate_above_floor,
+    _allocate_above_floor,
+    _explore_floor,
+    _host_room,
     clip_to_caps,
-    explore_floor,
-    host_room,
     split_rounds,
 )
 from freshcrawl.scheduling.periodic import periodic_visits
@@ -420,10 +420,10 @@ class BurstyPolicy:
         else:  # nothing learned yet: equal rates, within the host caps
             delta = np.ones(idx.size)
         if rest > 0:
-            floor = explore_floor(idx.size, self.config.explore * rest, hosts, caps_left)
+            floor = _explore_floor(idx.size, self.config.explore * rest, hosts, caps_left)
             if hosts is not None:
-                rest = min(rest, host_room(hosts, caps_left))
-            res = allocate_above_floor(
+                rest = min(rest, _host_room(hosts, caps_left))
+            res = _allocate_above_floor(
                 np.maximum(delta, 0.0),
                 rest,
                 weights=ctx.weights[idx],

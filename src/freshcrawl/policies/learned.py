@@ -63,10 +63,7 @@ __all__ = [
     "PRIORS",
     "LearnedPolicy",
     "OraclePolicy",
-    "allocate_above_floor",
     "clip_to_caps",
-    "explore_floor",
-    "host_room",
     "make_learned",
     "make_learned_proportional",
     "make_oracle",
@@ -166,33 +163,11 @@ def clip_to_caps(
     return p * scale[hosts]
 
 
-def explore_floor(
+def _explore_floor(
     n: int, share: float, hosts: NDArray[np.intp] | None, caps_left: NDArray[np.float64] | None
 ) -> NDArray[np.float64]:
-    """Floor rates of ``n`` observed pages: ``share / n`` each, within half of each host's cap left.
-
-    Parameters
-    ----------
-    n : int
-        Number of pages (>= 1).
-    share : float
-        Visits per day the floors may take in all (the exploration fraction of the budget left).
-    hosts : ndarray of intp, shape (n,), or None
-        Host index of each page (< 0: no host); None without host caps.
-    caps_left : ndarray of float, shape (n_hosts,), or None
-        Each host's cap left, visits per day (inf: no cap); None without host caps.
-
-    Returns
-    -------
-    ndarray of float, shape (n,)
-        ``share / n``, lowered on a host to half its cap left over its pages (so the allocation
-        above the floors keeps room there).
-
-    Examples
-    --------
-    >>> explore_floor(2, 1.0, np.array([0, 0]), np.array([0.4])).tolist()
-    [0.1, 0.1]
-    """
+    """Floor rates of ``n`` observed pages, visits per day, shape (n,): ``share / n`` each, lowered on
+    a host (``hosts`` < 0: none; None without caps) to half its cap left over its pages."""
     floor = np.full(n, share / n)
     if hosts is not None and caps_left is not None:
         on = hosts >= 0
@@ -202,76 +177,28 @@ def explore_floor(
     return floor
 
 
-def host_room(hosts: NDArray[np.intp], caps_left: NDArray[np.float64]) -> float:
-    """What the hosts of some pages can still take, visits per day.
-
-    Parameters
-    ----------
-    hosts : ndarray of intp, shape (n,)
-        Host index of each page (< 0: no host, so no cap).
-    caps_left : ndarray of float, shape (n_hosts,)
-        Each host's cap left, visits per day (inf: no cap).
-
-    Returns
-    -------
-    float
-        The sum of the caps left of the pages' hosts; inf if a page has no host or an uncapped one.
-
-    Examples
-    --------
-    >>> host_room(np.array([0, 0, 1]), np.array([1.0, 2.0, 5.0]))
-    3.0
-    """
+def _host_room(hosts: NDArray[np.intp], caps_left: NDArray[np.float64]) -> float:
+    """Visits per day the hosts of some pages can still take: inf if a page has no host or an
+    uncapped one."""
     if (hosts < 0).any() or not np.isfinite(caps_left[np.unique(hosts)]).all():
         return np.inf
     return float(caps_left[np.unique(hosts)].sum())
 
 
-def allocate_above_floor(
+def _allocate_above_floor(
     delta: NDArray[np.float64],
     budget: float,
     *,
-    weights: NDArray[np.float64],
-    objective: str,
     floor: NDArray[np.float64],
     hosts: NDArray[np.intp] | None,
     caps_left: NDArray[np.float64] | None,
     **kwargs: Any,
 ) -> AllocationResult:
-    """:func:`freshcrawl.allocation.allocate` of a plan: p_min ``floor``, host caps ``caps_left``.
+    """:func:`freshcrawl.allocation.allocate` of a plan with p_min ``floor`` and the hosts' caps left.
 
-    A plan is redone every period, so an allocation stopped at its iteration limit (still spending
-    the whole budget) is good enough: its :class:`ConvergenceWarning` is not raised (the caller counts
+    A plan is redone every period: an allocation stopped at its iteration limit (still spending the
+    whole budget) is good enough, so its ConvergenceWarning is silenced (callers count
     ``not result.success``).
-
-    Parameters
-    ----------
-    delta : ndarray of float, shape (n,)
-        Change rates Δ, changes per day.
-    budget : float
-        Visits per day to allocate.
-    weights : ndarray of float, shape (n,)
-        Page weights.
-    objective : str
-        Objective name (see :func:`freshcrawl.allocation.allocate`).
-    floor : ndarray of float, shape (n,)
-        Lowest rate of each page, visits per day (a scalar p_min, its first entry, without hosts).
-    hosts : ndarray of intp, shape (n,), or None
-        Host index of each page; None without host caps.
-    caps_left : ndarray of float, shape (n_hosts,), or None
-        Each host's cap left, visits per day.
-    **kwargs
-        Further arguments of :func:`freshcrawl.allocation.allocate`.
-
-    Returns
-    -------
-    AllocationResult
-        As :func:`freshcrawl.allocation.allocate` gives it.
-
-    Raises
-    ------
-    InfeasibleAllocation
-        As :func:`freshcrawl.allocation.allocate` raises it.
     """
     from freshcrawl.allocation import allocate
 
@@ -280,8 +207,6 @@ def allocate_above_floor(
         return allocate(
             delta,
             budget,
-            weights=weights,
-            objective=objective,
             p_min=floor if hosts is not None else float(floor[0]),
             hosts=hosts,
             host_caps=caps_left,
@@ -335,7 +260,7 @@ def _host_limits(
     used = np.bincount(hosts[has_host], weights=rates[has_host], minlength=n_hosts)
     left = np.maximum(caps - used, 0.0)
     seen_hosts = hosts[seen]
-    return rates, min(rest, host_room(seen_hosts, left)), seen_hosts, left
+    return rates, min(rest, _host_room(seen_hosts, left)), seen_hosts, left
 
 
 class LearnedPolicy:
@@ -546,7 +471,7 @@ class LearnedPolicy:
         seen = np.flatnonzero(alive & observed)
         rates, rest, seen_hosts, caps_left = _host_limits(ctx, rates, seen, rest)
         if rest > 0 and seen.size:
-            floor = explore_floor(seen.size, self.explore * rest, seen_hosts, caps_left)
+            floor = _explore_floor(seen.size, self.explore * rest, seen_hosts, caps_left)
             delta = self.planning_delta()[seen]
             complete = None
             if self._complete is not None and self.rule == "allocate":
@@ -560,7 +485,7 @@ class LearnedPolicy:
             if complete is not None:
                 self.completely_observed_[seen[complete]] = True
             if self.rule == "allocate":
-                res = allocate_above_floor(
+                res = _allocate_above_floor(
                     delta,
                     rest,
                     weights=ctx.weights[seen],

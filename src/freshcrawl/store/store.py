@@ -22,14 +22,14 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import Engine, create_engine, event, func, insert, select, text, update
+from sqlalchemy import Engine, Table, create_engine, event, func, insert, select, text, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DatabaseError, DBAPIError
 from tenacity import (
@@ -135,6 +135,11 @@ class HostArrays:
 
 def _floats(rows: Sequence[Any]) -> NDArray[np.float64]:
     return np.array([np.nan if v is None else v for v in rows], dtype=np.float64)
+
+
+_Arrays = TypeVar("_Arrays", PageArrays, HostArrays)
+#: dtype of each array annotation of PageArrays and HostArrays (NULL: NaN in a float array)
+_KINDS = {"NDArray[np.int64]": np.int64, "NDArray[np.float64]": np.float64, "NDArray[np.object_]": object}
 
 
 class Store:
@@ -330,49 +335,28 @@ class Store:
     @retried
     def page_arrays(self) -> PageArrays:
         """Every page as arrays ordered by id, read in chunks."""
-        cols = (
-            pages.c.id, pages.c.host_id, pages.c.weight, pages.c.status, pages.c.next_due, pages.c.rate,
-            pages.c.last_visit_at, pages.c.last_copy_at, pages.c.n_errors, pages.c.n_errors_total,
-        )
-        kinds = (np.int64, np.int64, np.float64, object, np.float64, np.float64, np.float64, np.float64,
-                 np.int64, np.int64)
-        parts: list[list[np.ndarray]] = [[] for _ in cols]
-        with self.engine.connect() as conn:
-            result = conn.execution_options(stream_results=True, yield_per=100_000).execute(
-                select(*cols).order_by(pages.c.id)
-            )
-            for chunk in result.partitions():
-                for j, column in enumerate(zip(*chunk)):
-                    if kinds[j] is np.float64:
-                        parts[j].append(_floats(column))
-                    else:
-                        parts[j].append(np.array(column, dtype=kinds[j]))
-        arrays = [np.concatenate(p) if p else np.empty(0, dtype=k) for p, k in zip(parts, kinds)]
-        return PageArrays(*arrays)
+        return self._arrays(pages, PageArrays)
 
     @retried
     def host_arrays(self) -> HostArrays:
         """Every host as arrays ordered by id."""
-        h = hosts.c
-        cols = (h.id, h.origin, h.robots_status, h.robots_text, h.robots_fetched_at, h.crawl_delay_s,
-                h.min_delay_s, h.max_per_day, h.last_request_at, h.backoff_until, h.n_backoff, h.n_errors)
+        return self._arrays(hosts, HostArrays)
+
+    def _arrays(self, table: Table, cls: type[_Arrays]) -> _Arrays:
+        """Every row of ``table`` ordered by id, read in chunks, as ``cls``: one array per field, the
+        column of its name, of its annotation's dtype."""
+        names = [f.name for f in fields(cls)]
+        kinds = [_KINDS[f.type] for f in fields(cls)]
+        parts: list[list[np.ndarray]] = [[] for _ in names]
         with self.engine.connect() as conn:
-            rows = conn.execute(select(*cols).order_by(h.id)).all()
-        c = list(zip(*rows)) if rows else [()] * len(cols)
-        return HostArrays(
-            id=np.array(c[0], dtype=np.int64),
-            origin=np.array(c[1], dtype=object),
-            robots_status=_floats(c[2]),
-            robots_text=np.array(c[3], dtype=object),
-            robots_fetched_at=_floats(c[4]),
-            crawl_delay_s=_floats(c[5]),
-            min_delay_s=_floats(c[6]),
-            max_per_day=_floats(c[7]),
-            last_request_at=_floats(c[8]),
-            backoff_until=_floats(c[9]),
-            n_backoff=np.array(c[10], dtype=np.int64),
-            n_errors=np.array(c[11], dtype=np.int64),
-        )
+            result = conn.execution_options(stream_results=True, yield_per=100_000).execute(
+                select(*(table.c[n] for n in names)).order_by(table.c.id)
+            )
+            for chunk in result.partitions():
+                for j, column in enumerate(zip(*chunk)):
+                    kind = kinds[j]
+                    parts[j].append(_floats(column) if kind is np.float64 else np.array(column, dtype=kind))
+        return cls(*(np.concatenate(p) if p else np.empty(0, dtype=k) for p, k in zip(parts, kinds)))
 
     @retried
     def page_rows(self, ids: Iterable[int]) -> dict[int, dict[str, Any]]:

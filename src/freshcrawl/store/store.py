@@ -21,7 +21,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from importlib.resources import files
 from pathlib import Path
@@ -138,6 +138,18 @@ def _floats(rows: Sequence[Any]) -> NDArray[np.float64]:
 
 
 _Arrays = TypeVar("_Arrays", PageArrays, HostArrays)
+#: Most values in one SQL ``IN (...)`` list.
+_IN_BATCH = 5000
+
+_T = TypeVar("_T")
+
+
+def _batches(values: Sequence[_T]) -> Iterator[list[_T]]:
+    """``values`` in lists of at most :data:`_IN_BATCH`, for SQL ``IN`` lists."""
+    for i in range(0, len(values), _IN_BATCH):
+        yield list(values[i : i + _IN_BATCH])
+
+
 #: dtype of each array annotation of PageArrays and HostArrays (NULL: NaN in a float array)
 _KINDS = {"NDArray[np.int64]": np.int64, "NDArray[np.float64]": np.float64, "NDArray[np.object_]": object}
 
@@ -302,9 +314,9 @@ class Store:
                     ).scalar_one()
             urls = [u for u, _, _ in rows]
             known_urls: set[str] = set()
-            for i in range(0, len(urls), 5000):
+            for batch in _batches(urls):
                 known_urls.update(
-                    conn.execute(select(pages.c.url).where(pages.c.url.in_(urls[i : i + 5000]))).scalars()
+                    conn.execute(select(pages.c.url).where(pages.c.url.in_(batch))).scalars()
                 )
             due = [now] * len(rows) if next_due is None else list(next_due)
             new, seen = [], set()
@@ -320,10 +332,10 @@ class Store:
                 conn.execute(insert(pages), new)
                 ids = dict(
                     (u, i)
-                    for chunk in range(0, len(new), 5000)
+                    for batch in _batches(new)
                     for u, i in conn.execute(
                         select(pages.c.url, pages.c.id).where(
-                            pages.c.url.in_([r["url"] for r in new[chunk : chunk + 5000]])
+                            pages.c.url.in_([r["url"] for r in batch])
                         )
                     )
                 )
@@ -364,8 +376,8 @@ class Store:
         ids = list(ids)
         out: dict[int, dict[str, Any]] = {}
         with self.engine.connect() as conn:
-            for i in range(0, len(ids), 5000):
-                for row in conn.execute(select(pages).where(pages.c.id.in_(ids[i : i + 5000]))).mappings():
+            for batch in _batches(ids):
+                for row in conn.execute(select(pages).where(pages.c.id.in_(batch))).mappings():
                     out[row["id"]] = dict(row)
         return out
 
@@ -438,8 +450,8 @@ class Store:
         if not urls:
             return out
         with self._reads.connect() as conn:
-            for i in range(0, len(urls), 5000):
-                for row in conn.execute(select(pages).where(pages.c.url.in_(urls[i : i + 5000]))).mappings():
+            for batch in _batches(urls):
+                for row in conn.execute(select(pages).where(pages.c.url.in_(batch))).mappings():
                     out[row["url"]] = dict(row)
         return out
 
@@ -454,15 +466,15 @@ class Store:
         ids = list(items)
         with self.engine.begin() as conn:
             have: set[int] = set()
-            for i in range(0, len(ids), 5000):
+            for batch in _batches(ids):
                 have.update(conn.execute(select(url_metadata.c.page_id).where(
-                    url_metadata.c.page_id.in_(ids[i : i + 5000]))).scalars())
+                    url_metadata.c.page_id.in_(batch))).scalars())
             if not overwrite:
                 ids = [k for k in ids if k not in have]
             elif have:
                 gone = list(have)
-                for i in range(0, len(gone), 5000):
-                    conn.execute(url_metadata.delete().where(url_metadata.c.page_id.in_(gone[i : i + 5000])))
+                for batch in _batches(gone):
+                    conn.execute(url_metadata.delete().where(url_metadata.c.page_id.in_(batch)))
             if ids:
                 conn.execute(url_metadata.insert(),
                              [{"page_id": k, "metadata": json.dumps(items[k], sort_keys=True)} for k in ids])
@@ -476,9 +488,9 @@ class Store:
         if not ids:
             return out
         with self._reads.connect() as conn:  # a lease's hot path (GetURLs)
-            for i in range(0, len(ids), 5000):
+            for batch in _batches(ids):
                 for page_id, text_ in conn.execute(select(url_metadata.c.page_id, url_metadata.c.metadata).where(
-                        url_metadata.c.page_id.in_(ids[i : i + 5000]))):
+                        url_metadata.c.page_id.in_(batch))):
                     out[page_id] = json.loads(text_)
         return out
 
@@ -536,8 +548,8 @@ class Store:
         ids = sorted({r["page_id"] for r in rows})
         seen: set[tuple[int, float, str]] = set()
         with self.engine.connect() as conn:
-            for i in range(0, len(ids), 5000):
-                q = select(o.page_id, o.time, o.outcome).where(o.page_id.in_(ids[i : i + 5000]))
+            for batch in _batches(ids):
+                q = select(o.page_id, o.time, o.outcome).where(o.page_id.in_(batch))
                 seen.update((int(a), float(b), str(c)) for a, b, c in conn.execute(q))
         return [r for r in rows if (int(r["page_id"]), float(r["time"]), str(r["outcome"])) not in seen]
 
@@ -632,9 +644,9 @@ class Store:
     def set_page_status(self, ids: Sequence[int], status: str, **values: Any) -> None:
         """Set the status (and other columns) of pages ``ids`` in one transaction."""
         with self.engine.begin() as conn:
-            for i in range(0, len(ids), 5000):
+            for batch in _batches(ids):
                 conn.execute(
-                    update(pages).where(pages.c.id.in_(list(ids[i : i + 5000]))).values(status=status, **values)
+                    update(pages).where(pages.c.id.in_(batch)).values(status=status, **values)
                 )
 
     def clear(self) -> None:
@@ -755,8 +767,8 @@ class Store:
                 conn.execute(update(sources).where(sources.c.page_id == source_read["page_id"]).values(**values))
             if hints:
                 ids = [h["page_id"] for h in hints]
-                for i in range(0, len(ids), 5000):
-                    conn.execute(page_hints.delete().where(page_hints.c.page_id.in_(ids[i : i + 5000])))
+                for batch in _batches(ids):
+                    conn.execute(page_hints.delete().where(page_hints.c.page_id.in_(batch)))
                 conn.execute(insert(page_hints), [dict(h) for h in hints])
 
     @retried

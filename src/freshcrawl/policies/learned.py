@@ -438,6 +438,8 @@ class LearnedPolicy:
                     complete = None
             if complete is not None:
                 self.completely_observed_[seen[complete]] = True
+                if complete.all():  # p_i <= Δ_i: the pages can take no more than Σ Δ_i
+                    rest = min(rest, (1.0 - 1e-9) * float(delta.sum()))
             if self.rule == "allocate":
                 from freshcrawl.allocation import allocate
 

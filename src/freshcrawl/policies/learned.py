@@ -416,6 +416,9 @@ class LearnedPolicy:
         self.completely_observed_ = np.zeros(alive.shape[0], dtype=bool)
         if self._complete is not None:  # a source planned with the Δ of the pages it lists
             observed = observed | (np.isfinite(self._complete[2]) & (self._complete[2] > 0))
+            if self.rule == "allocate":  # a completely observed page's Δ is its announcements'
+                c_all, d_all = self._complete[0], self._complete[1]
+                observed = observed | (c_all & np.isfinite(d_all) & (d_all > 0))
         rates, rest = _unobserved_rates(alive, observed, ctx.budget, self.default_rate)
         seen = np.flatnonzero(alive & observed)
         rates, rest, seen_hosts, caps_left = _host_limits(ctx, rates, seen, rest)

@@ -443,6 +443,7 @@ class LearnedPolicy:
                 self.completely_observed_[seen[complete]] = True
                 if complete.all():  # p_i <= Δ_i: the pages can take no more than Σ Δ_i
                     rest = min(rest, (1.0 - 1e-9) * float(delta.sum()))
+                    floor = np.minimum(floor, self.explore * rest / seen.size)
             if self.rule == "allocate":
                 from freshcrawl.allocation import allocate
 

@@ -8,10 +8,10 @@ announced (``miss``) and with announcements of changes that did not happen (``fa
 uniformly over the page's life in the window).
 
 The policy plans as the live crawl does (:mod:`freshcrawl.frontier.announce`): at each plan an
-announcing page the policy has observed is completely observed, its Δ the Gamma-Poisson mean of its
-announcements so far, ``(n + 1) / (span + 1/Δ̂)`` (n announcements received in the ``span`` days
-since the window's start or the page's birth, Δ̂ the policy's planning rate as the prior, 1 change per
-day without one); the allocation's rate p_i <= Δ_i is spent following a share ρ_i = min(1, p_i/Δ_i)
+announcing page is completely observed, its Δ the Gamma-Poisson posterior mean of its announcements
+so far, ``(n + a) / (span + β)`` (n announcements received in the ``span`` days since the window's
+start or the page's birth, Gamma(a, β) fitted across the announcing pages,
+:meth:`AnnouncedChanges.delta`); the allocation's rate p_i <= Δ_i is spent following a share ρ_i = min(1, p_i/Δ_i)
 of its announced changes (each drawn, an announced change older than the page's copy or than the
 last one followed is not), plus periodic audits at :data:`~freshcrawl.frontier.announce.AUDIT_SHARE`
 p_i whose total the next plan's budget leaves out. A visit made for an announcement is no sample of
@@ -19,12 +19,11 @@ the page's change process (it finds the change by construction): it refreshes th
 a visit, but is not taught to the policy.
 
 Every visit goes through the engine's budget rule (:mod:`freshcrawl.simulation.dispatch`), so runs
-with and without announcements are compared at equal visits. A visit made for an announced change
-takes the next token before the visits waiting, and is not made when no token comes within
-:data:`FOLLOW_WAIT` token intervals (``FOLLOW_WAIT / B`` days) of the announcement: late, it is worth
-little, and the announcements come at random, so a plan that spends the whole budget on them would
-otherwise queue every visit behind their bursts (a queue that grows like the square root of the
-visits made).
+with and without announcements are compared under the same bound on visits. A visit made for an
+announced change takes the next token before the visits waiting (it is worth most at once), and the
+visits still waiting at the end of a planning period are asked again at the next one, where a visit
+for an announcement may go before them. A plan whose observed pages are all completely observed
+spends at most Σ Δ_i (p_i <= Δ_i): it then makes fewer visits than the budget allows.
 """
 
 from __future__ import annotations
@@ -37,10 +36,7 @@ from numpy.typing import NDArray
 
 from freshcrawl.frontier.announce import AUDIT_SHARE
 
-__all__ = ["AUDIT_SHARE", "FOLLOW_WAIT", "AnnouncedChanges", "Announcements"]
-
-#: Token intervals (1/B days each) a visit for an announced change may wait for its token.
-FOLLOW_WAIT = 1.0
+__all__ = ["AUDIT_SHARE", "AnnouncedChanges", "Announcements"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,19 +134,35 @@ class AnnouncedChanges:
         self.received_at = received[order]
         self._followed = np.full(n, -np.inf)  # the last announced change drawn for, per page
 
-    def delta(self, t: float, prior: NDArray[np.float64] | None) -> NDArray[np.float64]:
-        """Each announcing page's Δ from its announcements received before ``t``: the Gamma-Poisson
-        mean ``(n + 1) / (span + 1/prior)`` (module docstring); 0 for the others. Changes per day,
-        shape (n_pages,)."""
+    def delta(self, t: float, fallback: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+        """Each announcing page's Δ from its announcements received before ``t``, 0 for the others;
+        changes per day, shape (n_pages,).
+
+        The Gamma-Poisson posterior mean ``(n_i + a) / (T_i + β)`` of page i's n_i announcements in
+        its T_i days since the window's start (or its birth), under the gamma prior Gamma(a, β)
+        fitted across the announcing pages by the method of moments
+        (:func:`freshcrawl.estimators.bursty.priors.gamma_prior`). Before that prior can be
+        fitted (two pages with time behind them), an exponential prior of mean ``fallback`` (the
+        plan's Δ̂; 1 change per day where it is not > 0): ``(n_i + 1) / (T_i + 1/fallback)``.
+        """
+        from freshcrawl.estimators.bursty.priors import gamma_prior
+
         n = self.lo.shape[0]
-        m = int(np.searchsorted(self.received_at, t, side="left"))
-        counts = np.bincount(self.page[:m], minlength=n).astype(np.float64)
+        k = int(np.searchsorted(self.received_at, t, side="left"))
+        counts = np.bincount(self.page[:k], minlength=n).astype(np.float64)
         span = np.maximum(t - self.lo, 0.0)
-        ok = prior is not None
-        p = np.ones(n) if not ok else np.asarray(prior, dtype=np.float64)
-        p = np.where(np.isfinite(p) & (p > 0), p, 1.0)
-        out = np.where(self.pages, (counts + 1.0) / (span + 1.0 / p), 0.0)
-        return out
+        fit = self.pages & (span > 0)
+        m, beta = np.nan, np.nan
+        if fit.sum() >= 2:
+            ms, betas = gamma_prior(counts[fit], span[fit], np.zeros(int(fit.sum()), dtype=np.intp))
+            m, beta = float(ms[0]), float(betas[0])
+        if math.isfinite(m) and m > 0 and not math.isnan(beta):
+            if math.isinf(beta):  # no spread between the pages: the common rate
+                return np.where(self.pages, m, 0.0)
+            return np.where(self.pages, (counts + m * beta) / (span + beta), 0.0)
+        f = np.ones(n) if fallback is None else np.asarray(fallback, dtype=np.float64)
+        f = np.where(np.isfinite(f) & (f > 0), f, 1.0)
+        return np.where(self.pages, (counts + 1.0) / (span + 1.0 / f), 0.0)
 
     def follow(
         self,

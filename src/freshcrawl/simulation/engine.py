@@ -22,12 +22,7 @@ from freshcrawl.environments.base import SimulatedEnvironment
 from freshcrawl.environments.clock import SimulatedClock
 from freshcrawl.environments.metrics import Integrals
 from freshcrawl.policies.base import Observations, Policy, PolicyContext, RatePlan, VisitPlan
-from freshcrawl.simulation.announce import (
-    AUDIT_SHARE,
-    FOLLOW_WAIT,
-    AnnouncedChanges,
-    Announcements,
-)
+from freshcrawl.simulation.announce import AUDIT_SHARE, AnnouncedChanges, Announcements
 from freshcrawl.simulation.dispatch import TokenBucket, periodic_visits, poisson_visits
 
 __all__ = ["VISIT_PROCESSES", "SimulationResult", "simulate"]
@@ -181,20 +176,19 @@ def _grouped(gp, gt, *extra):
     return (gp, gt, np.argsort(gt, kind="stable"), *(e[order] for e in extra))
 
 
-def _schedule_first(bucket, gp, gt, gr, gf, carry, t1, budget, env):
+def _schedule_first(bucket, gp, gt, gr, gf, carry, t1, env):
     """The budget rule with announcements (module announce): the visits made for an announced
-    change (``gf``) take the next token before the others waiting, or are not made when none comes
-    within ``FOLLOW_WAIT / budget`` days; the visits still waiting at the end of the last period
-    (``carry``: pages, times asked, rates, kinds) are asked again before this period's, and those
-    not made by ``t1`` wait again. Returns the visits made, grouped (gp, gt, tpos, gr, gf), the
-    new carry, and the numbers of visits dropped and deferred."""
+    change (``gf``) take the next token before the others waiting; the visits still waiting at the
+    end of the last period (``carry``: pages, times asked, rates, kinds) are asked again before this
+    period's (a visit for an announcement may go before them), and those not made by ``t1`` wait
+    again. Returns the visits made, grouped (gp, gt, tpos, gr, gf), the new carry, and the numbers
+    of visits dropped and deferred."""
     gp, gt, tpos, gr, gf = _grouped(
         *(np.concatenate([c, g]) for c, g in zip(carry, (gp, gt, gr, gf)))
     )
     asked = gt[tpos]
     first = gf[tpos]
     deadline = np.minimum(env.died[gp[tpos]], env.end)
-    deadline = np.where(first, np.minimum(deadline, asked + FOLLOW_WAIT / budget), deadline)
     made = bucket.schedule(asked, deadline, first=first, until=t1)
     waiting = np.isinf(made)
     carry = tuple(a[tpos[waiting]] for a in (gp, gt, gr, gf))
@@ -379,7 +373,7 @@ def simulate(
             )
         if announced is not None:
             gp, gt, tpos, gr, gf, carry, n_dropped, n_deferred = _schedule_first(
-                bucket, gp, gt, gr, gf, carry, t1, budget, env
+                bucket, gp, gt, gr, gf, carry, t1, env
             )
             dropped += n_dropped
             deferred += n_deferred

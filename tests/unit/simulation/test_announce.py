@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from freshcrawl.environments import PoissonEnvironment, ReplayEnvironment
+from freshcrawl.estimators.bursty.priors import gamma_prior
 from freshcrawl.policies import PolicyOptions, make_policy
 from freshcrawl.policies.baselines import make_uniform
 from freshcrawl.simulation import TokenBucket, simulate
@@ -85,11 +86,13 @@ def test_announced_changes_late_missed_and_false():
     n_false = false.page.shape[0] - n_changes
     assert abs(n_false - 0.5 * n_changes) < 3 * np.sqrt(0.5 * n_changes)
     assert np.all(np.diff(false.received_at) >= 0)
-    # Δ from the announcements: (n + 1) / (span + 1/prior)
+    # Δ from the announcements: (n + a) / (T + β) under the gamma prior fitted across the pages
     t = 10.0
-    d = exact.delta(t, np.full(50, 2.0))
-    n0 = int(((h.page_times(0) > 0) & (h.page_times(0) < t)).sum())
-    assert d[0] == pytest.approx((n0 + 1) / (t + 0.5))
+    n_t = np.array([int((h.page_times(i) < t).sum()) for i in range(50)], dtype=np.float64)
+    m, beta = gamma_prior(n_t, np.full(50, t), np.zeros(50, dtype=np.intp))
+    assert np.allclose(exact.delta(t), (n_t + m * beta) / (t + beta))
+    # at the start, no time behind any page: the exponential prior of the plan's Δ̂
+    assert np.allclose(exact.delta(0.0, np.full(50, 2.0)), 2.0)
     # a follow: every announced change with ρ = 1, none with ρ = 0
     p, times = exact.follow(0.0, 1.0, np.ones(50), np.zeros(50))
     first_day = h.times[(h.times < 1.0)]

@@ -7,16 +7,17 @@ announce their true change times from the history, optionally late (``delay``), 
 announced (``miss``) and with announcements of changes that did not happen (``false``, spread
 uniformly over the page's life in the window).
 
-The policy plans as the live crawl does (:mod:`freshcrawl.frontier.announce`): at each plan an
-announcing page is completely observed, its Δ the Gamma-Poisson posterior mean of its announcements
-so far, ``(n + a) / (span + β)`` (n announcements received in the ``span`` days since the window's
-start or the page's birth, Gamma(a, β) fitted across the announcing pages,
-:meth:`AnnouncedChanges.delta`); the allocation's rate p_i <= Δ_i is spent following a share ρ_i = min(1, p_i/Δ_i)
-of its announced changes (each drawn, an announced change older than the page's copy or than the
-last one followed is not), plus periodic audits at :data:`~freshcrawl.frontier.announce.AUDIT_SHARE`
-p_i whose total the next plan's budget leaves out. A visit made for an announcement is no sample of
-the page's change process (it finds the change by construction): it refreshes the copy and counts as
-a visit, but is not taught to the policy.
+The policy plans as the live crawl does (:mod:`freshcrawl.frontier.announce`), trust aside (every
+announcing page is taken at its word): at each plan an announcing page is completely observed; the
+allocation's rate p_i <= Δ_i is spent following a share ρ_i = min(1, p_i/Δ_i) of its announced
+changes (each drawn; an announced change older than the page's copy or than the last one drawn for
+is not), plus periodic audits at :data:`~freshcrawl.frontier.announce.AUDIT_SHARE` p_i whose total
+the next plan's budget leaves out. A visit made for an announcement is no sample of the page's
+change process (it finds the change by construction): it refreshes the copy and counts as a visit,
+but is not taught to the policy. Δ_i is the Gamma-Poisson posterior mean of the page's announcements
+so far, ``(n_i + a) / (T_i + β)``, under a gamma prior Gamma(a, β) fitted across the announcing
+pages (:meth:`AnnouncedChanges.delta`; the live crawl's prior is a sitemap's ``changefreq`` or the
+page's Δ̂ instead, over a span of minutes to days where a replay's runs over months).
 
 Every visit goes through the engine's budget rule (:mod:`freshcrawl.simulation.dispatch`), so runs
 with and without announcements are compared under the same bound on visits. A visit made for an

@@ -372,9 +372,11 @@ class LearnedPolicy:
         """Pages whose every change is announced, and their Δ from the announcements, for the next plans.
 
         The allocation then treats them as completely observed (Kolobov et al., NeurIPS 2019, the
-        mixed problem; ``observed_completely`` of :func:`freshcrawl.allocation.allocate`): an observed
-        page of ``complete`` with Δ > 0 gets a rate p_i <= Δ_i, the expected visits per day of
-        following a share p_i/Δ_i of its announced changes. Only with ``rule="allocate"``.
+        mixed problem; ``observed_completely`` of :func:`freshcrawl.allocation.allocate`): a page of
+        ``complete`` with Δ > 0, visited before or not (its Δ is its announcements'), gets a rate
+        p_i <= Δ_i, the expected visits per day of following a share p_i/Δ_i of its announced
+        changes. When every page the plan allocates is complete, it spends at most Σ Δ_i. Only
+        with ``rule="allocate"``.
 
         Parameters
         ----------

@@ -230,7 +230,8 @@ class TokenBucket:
         Parameters
         ----------
         times : ndarray of float, shape (m,)
-            Visit times asked for, days, sorted, not before the previous call's visits.
+            Visit times asked for, days, sorted; a visit asked before the previous call's last
+            visit (or its ``until``) waits from then.
         deadline : ndarray of float, shape (m,), or float
             Time by which each visit must be made, days (exclusive).
         first : ndarray of bool, shape (m,), optional
@@ -249,6 +250,11 @@ class TokenBucket:
             token comes; NaN for a visit that cannot be made before its deadline (it takes no
             token). Non-decreasing over the made ones without ``first``; with it, over the made
             ones of each kind.
+
+        Raises
+        ------
+        ValueError
+            If ``until`` is given without ``first``.
 
         Examples
         --------

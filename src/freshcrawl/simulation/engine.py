@@ -252,8 +252,10 @@ def simulate(
     and at most ``B*W + max(B, 1)`` in any window of W days. A visit that finds the budget's token
     bucket empty waits for the next token (into the next planning period if need be); one that would
     wait past the window's end or its page's death is not made (see
-    :mod:`freshcrawl.simulation.dispatch`). A page's first visit after its birth is not an
-    observation; pages alive at the window start count as synchronised at the start.
+    :mod:`freshcrawl.simulation.dispatch`). With ``announce``, a visit made for an announced change
+    takes the next token before the visits waiting (:mod:`freshcrawl.simulation.announce`). A
+    page's first visit after its birth is not an observation; pages alive at the window start count
+    as synchronised at the start.
 
     Examples
     --------

@@ -218,3 +218,16 @@ def test_estimator_half_life_option(tmp_path):
     bad = CliRunner().invoke(main, [*BASE, "--policy", "learned:lln@30d", "--out", str(out)])
     assert bad.exit_code != 0 and "needs an estimator in mle-binned, mm-binned, sa-interval" in bad.output
     assert not out.exists()
+
+
+def test_announcements_run_the_learned_policy_again_with_them(data_dir):
+    trace = str(data_dir / "ota-pga-versions")
+    res = run([*BASE, "--trace", trace, "--policy", "learned,nutch", "--json",
+               "--announce-share", "1", "--announce-delay", "0.01", "--announce-miss", "0.1"])
+    assert res.exit_code == 0, res.output
+    by = {p["policy"]: p for p in json.loads(res.stdout)["policies"]}
+    assert set(by) == {"learned:mle-binned", "nutch", "oracle", "uniform",
+                       "learned:mle-binned +announced"}
+    assert by["learned:mle-binned +announced"]["visits"] <= 20 * 30 + 20
+    lone = run([*BASE, "--policy", "learned", "--announce-miss", "0.1"])
+    assert lone.exit_code == 2 and "need --announce-share" in lone.output

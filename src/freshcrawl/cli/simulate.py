@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -102,6 +103,39 @@ def _fmt_date(days: float) -> str:
     "Per policy: learned:mle-binned@90d.",
 )
 @click.option(
+    "--announce-share",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    metavar="FRACTION",
+    help="This share of the pages (drawn per seed) announce their true change times: every policy "
+    "that plans with announcements (learned) is run again with them, as '<policy> +announced', at "
+    "equal visits.",
+)
+@click.option(
+    "--announce-delay",
+    type=click.FloatRange(0.0),
+    default=0.0,
+    show_default=True,
+    metavar="DAYS",
+    help="With --announce-share: days from a change to its announcement.",
+)
+@click.option(
+    "--announce-miss",
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    default=0.0,
+    show_default=True,
+    metavar="FRACTION",
+    help="With --announce-share: share of the changes not announced.",
+)
+@click.option(
+    "--announce-false",
+    type=click.FloatRange(0.0),
+    default=0.0,
+    show_default=True,
+    metavar="PER_CHANGE",
+    help="With --announce-share: announcements of changes that did not happen, per true change.",
+)
+@click.option(
     "--seed",
     type=int,
     default=0,
@@ -128,6 +162,10 @@ def simulate(
     visits,
     replan_every,
     half_life,
+    announce_share,
+    announce_delay,
+    announce_miss,
+    announce_false,
     seed,
     out_dir,
     as_json,
@@ -135,7 +173,9 @@ def simulate(
     """Replay a change history and compare recrawl policies under the same visit budget.
 
     Prints, per policy: freshness (time- and page-averaged fraction of fresh pages), mean age (days),
-    harmonic staleness, visits, and freshness as a ratio to the oracle and to uniform.
+    harmonic staleness, visits, and freshness as a ratio to the oracle and to uniform. With
+    --announce-share, the policies that plan with announcements (learned) are also run with a share
+    of the pages announcing their changes (same seed: the same phases and draws otherwise).
     """
     import numpy as np
     from rich.console import Console
@@ -147,6 +187,7 @@ def simulate(
     from freshcrawl.policies import PolicyOptions, make_policy
     from freshcrawl.simulation import results_table, write_report
     from freshcrawl.simulation import simulate as run_simulation
+    from freshcrawl.simulation.announce import Announcements
     from freshcrawl.traces.history import read_history
 
     rate = budget  # visits per day, parsed and checked by --budget
@@ -193,6 +234,21 @@ def simulate(
             param_hint="--start/--days",
         )
     env = ReplayEnvironment(history, t0, t1)
+    announce = None
+    if announce_share is not None:
+        announce = Announcements(announce_share, announce_delay, announce_miss, announce_false)
+    elif (announce_delay, announce_miss, announce_false) != (0.0, 0.0, 0.0):
+        raise click.BadParameter(
+            "--announce-delay, --announce-miss and --announce-false need --announce-share",
+            param_hint="--announce-share",
+        )
+    runs = [(k, policy, None) for k, policy in enumerate(policies)]
+    if announce is not None:
+        runs += [
+            (k, policy, announce)
+            for k, policy in enumerate(policies)
+            if hasattr(policy, "set_observed_completely")
+        ]
 
     err_console = Console(stderr=True)
     results = []
@@ -204,25 +260,26 @@ def simulate(
         console=err_console,
         transient=as_json,
     ) as progress:
-        for k, policy in enumerate(policies):
-            task = progress.add_task(policy.name, total=t1 - t0)
+        for k, policy, ann in runs:
+            name = policy.name if ann is None else f"{policy.name} +announced"
+            task = progress.add_task(name, total=t1 - t0)
 
             def advance(t: float, task=task) -> None:
                 progress.update(task, completed=t - t0)
 
             try:
-                results.append(
-                    run_simulation(
-                        policy,
-                        env,
-                        rate,
-                        visits=visits,
-                        rng=np.random.default_rng([seed, k]),
-                        on_period=advance,
-                    )
+                res = run_simulation(
+                    policy,
+                    env,
+                    rate,
+                    visits=visits,
+                    rng=np.random.default_rng([seed, k]),  # the same with announcements
+                    on_period=advance,
+                    announce=ann,
                 )
             except (FreshcrawlError, ValueError, TypeError) as err:
-                raise click.ClickException(f"policy {policy.name!r} failed: {err}") from err
+                raise click.ClickException(f"policy {name!r} failed: {err}") from err
+            results.append(res if ann is None else dataclasses.replace(res, policy=name))
 
     table = results_table(results)
     if out_dir is not None:

@@ -395,12 +395,17 @@ class Announcer:
         complete_delta: NDArray[np.float64],
     ) -> NDArray[np.float64]:
         """The Δ to plan each source page with: the mean Δ of the pages it lists on hosts where it is
-        not demoted (their announced Δ where complete, else their Δ̂), NaN for other pages and where
-        none is known. Changes per day, shape (n,)."""
+        not demoted (their announced Δ where complete, else their Δ̂), or of all the pages it lists
+        where it is demoted everywhere (it is then planned as one page of its host, with its own
+        weight); NaN for other pages and where none is known. Changes per day, shape (n,).
+
+        A source's own visits are not taught to the estimator (it changes with every page it lists:
+        its rate is no page's rate), so this is the only Δ it is planned with."""
         out = np.full(n, np.nan)
         if not self.sources:
             return out
         sums: dict[str, list[float]] = {}
+        demoted: dict[str, list[float]] = {}
         for k, pa in self.pages.items():
             if k >= n:
                 continue
@@ -412,13 +417,14 @@ class Announcer:
             if not np.isfinite(d):
                 continue
             for source in pa.listed_at:
-                if self.state.get((source, int(hosts[k])), ("", ""))[0] != "demoted":
-                    acc = sums.setdefault(source, [0.0, 0.0])
-                    acc[0] += d
-                    acc[1] += 1
+                is_demoted = self.state.get((source, int(hosts[k])), ("", ""))[0] == "demoted"
+                acc = (demoted if is_demoted else sums).setdefault(source, [0.0, 0.0])
+                acc[0] += d
+                acc[1] += 1
         for k, (_, name) in self.sources.items():
-            if k < n and name in sums:
-                out[k] = sums[name][0] / sums[name][1]
+            acc = sums.get(name) or demoted.get(name)
+            if k < n and acc:
+                out[k] = acc[0] / acc[1]
         return out
 
     def weights(self, base: NDArray[np.float64], hosts: NDArray[np.intp]) -> NDArray[np.float64]:

@@ -413,6 +413,10 @@ class Frontier:
         #: page index -> a due time set from outside (a client's date, an error floor): plans keep it
         #: until it has passed or the page reports a visit (in memory: a restart plans such pages anew)
         self.held: dict[int, float] = {}
+        #: pages whose next visit is made because a trusted source announced a change: it finds the
+        #: change by construction, so it judges the source but is no sample of the page's change
+        #: process and is not taught to the estimator (in memory, like :attr:`held`)
+        self.following: set[int] = set()
         #: host index -> pages handed out together with others of their host (its lease ends with
         #: the last of them)
         self._batches: dict[int, set[int]] = {}
@@ -731,6 +735,7 @@ class Frontier:
             if alive[k] and self.lease_until[k] <= now:
                 next_due[k] = now
                 self.held[k] = now
+                self.following.add(k)
         rate = np.where(alive, rates, 0.0)
         est = self.policy.estimated_delta()
         delta_hat = np.full(self.capacity, np.nan) if est is None else np.asarray(est, dtype=np.float64)
@@ -955,7 +960,7 @@ class Frontier:
 
     def _record(self, results: list[tuple[Visit, FetchOutcome]], source: str) -> list[tuple[int, int, float, float, bool]]:
         s = self.settings
-        obs_rows, page_upd, host_upd, learn, judged = [], [], [], [], []
+        obs_rows, page_upd, host_upd, learn, judged, answered = [], [], [], [], [], []
         hosts_touched: dict[int, dict[str, Any]] = {}
         for visit, out in results:
             k = visit.page_id - 1
@@ -986,14 +991,20 @@ class Frontier:
             else:
                 kind = out.outcome
                 tau_s = t - self.last_copy[k]
+                answered.append(k)
                 if kind in (Outcome.CHANGED, Outcome.UNCHANGED) and tau_s > 0:
-                    tau = tau_s / SECONDS_PER_DAY
-                    p = self.rate[k] if self.rate[k] > 0 else 1.0 / tau
-                    row.update(tau_days=tau, rate=float(p))
-                    learn.append((k, t, float(kind is Outcome.CHANGED), tau, p))
                     judged.append((k, hk, float(self.last_copy[k]), t, kind is Outcome.CHANGED))
-                    self.n_obs[k] += 1
                     self.counts["changes"] += kind is Outcome.CHANGED
+                    # taught: a visit independent of the page's changes; not one made for an
+                    # announced change (:attr:`following`), nor a source's read (a sitemap or a
+                    # feed changes with every page it lists: its rate is no page's rate, and pooled
+                    # in the plan's prior it would raise every host's)
+                    if k not in self.following and k not in self.announcer.sources:
+                        tau = tau_s / SECONDS_PER_DAY
+                        p = self.rate[k] if self.rate[k] > 0 else 1.0 / tau
+                        row.update(tau_days=tau, rate=float(p))
+                        learn.append((k, t, float(kind is Outcome.CHANGED), tau, p))
+                        self.n_obs[k] += 1
                 elif kind is not Outcome.FIRST:
                     row["outcome"] = Outcome.FIRST.value  # nothing to compare with: a first copy
                 self.last_copy[k] = t
@@ -1011,6 +1022,7 @@ class Frontier:
             self._free_host(hk)
             host_upd.append(dict(id=hk + 1, **values))
         self.store.record(obs_rows, page_upd, host_upd)
+        self.following.difference_update(answered)
         self._pending.extend(learn)
         for k, *_ in learn:
             if not self._news[k]:

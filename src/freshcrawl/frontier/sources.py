@@ -261,4 +261,5 @@ def ingest(
         an.horizon[source] = now
     for page_id in follow:
         frontier.hold(page_id, now, only_later=False)
+        frontier.following.add(page_id - 1)
     return IngestResult(len(entries), n_new, n_future, n_unknown, len(follow))

@@ -423,9 +423,11 @@ class LearnedPolicy:
         """Pages whose every change is announced, and their Δ from the announcements, for the next plans.
 
         The allocation then treats them as completely observed (Kolobov et al., NeurIPS 2019, the
-        mixed problem; ``observed_completely`` of :func:`freshcrawl.allocation.allocate`): an observed
-        page of ``complete`` with Δ > 0 gets a rate p_i <= Δ_i, the expected visits per day of
-        following a share p_i/Δ_i of its announced changes. Only with ``rule="allocate"``.
+        mixed problem; ``observed_completely`` of :func:`freshcrawl.allocation.allocate`): a page of
+        ``complete`` with Δ > 0, visited before or not (its Δ is its announcements'), gets a rate
+        p_i <= Δ_i, the expected visits per day of following a share p_i/Δ_i of its announced
+        changes. When every page the plan allocates is complete, it spends at most Σ Δ_i. Only
+        with ``rule="allocate"``.
 
         Parameters
         ----------
@@ -467,6 +469,9 @@ class LearnedPolicy:
         self.completely_observed_ = np.zeros(alive.shape[0], dtype=bool)
         if self._complete is not None:  # a source planned with the Δ of the pages it lists
             observed = observed | (np.isfinite(self._complete[2]) & (self._complete[2] > 0))
+            if self.rule == "allocate":  # a completely observed page's Δ is its announcements'
+                c_all, d_all = self._complete[0], self._complete[1]
+                observed = observed | (c_all & np.isfinite(d_all) & (d_all > 0))
         rates, rest = _unobserved_rates(alive, observed, ctx.budget, self.default_rate)
         seen = np.flatnonzero(alive & observed)
         rates, rest, seen_hosts, caps_left = _host_limits(ctx, rates, seen, rest)
@@ -484,6 +489,9 @@ class LearnedPolicy:
                     complete = None
             if complete is not None:
                 self.completely_observed_[seen[complete]] = True
+                if complete.all():  # p_i <= Δ_i: the pages can take no more than Σ Δ_i
+                    rest = min(rest, (1.0 - 1e-9) * float(delta.sum()))
+                    floor = np.minimum(floor, self.explore * rest / seen.size)
             if self.rule == "allocate":
                 res = _allocate_above_floor(
                     delta,

@@ -117,6 +117,65 @@ def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):
     return tokens, last
 
 
+@njit(cache=True)
+def _bucket_schedule_first(times, first, deadline, tokens, last, capacity, rate, until, out):
+    """As :func:`_bucket_schedule`, but a waiting visit of ``first`` goes before the others waiting
+    (two first-come first-served queues, ``first``'s served first), and no visit is made at or after
+    ``until`` (``out`` is inf for those; the bucket's state is then the one at ``until``)."""
+    eps = _EPS * (1.0 + capacity)
+    n = times.shape[0]
+    q_first = np.empty(n, dtype=np.int64)
+    q_other = np.empty(n, dtype=np.int64)
+    fh = ft = oh = ot = 0
+    t = last
+    level = tokens
+    i = 0
+    while i < n or fh < ft or oh < ot:
+        t_arrive = max(times[i], t) if i < n else np.inf
+        t_serve = np.inf
+        if fh < ft or oh < ot:
+            t_serve = t if level >= 1.0 - eps else t + (1.0 - level) / rate
+        if t_arrive >= until and t_serve >= until:
+            break
+        if t_arrive <= t_serve:
+            level = min(level + rate * (t_arrive - t), capacity)
+            t = t_arrive
+            if first[i]:
+                q_first[ft] = i
+                ft += 1
+            else:
+                q_other[ot] = i
+                ot += 1
+            i += 1
+            continue
+        level = min(level + rate * (t_serve - t), capacity)
+        t = t_serve
+        if fh < ft:
+            k = q_first[fh]
+            fh += 1
+        else:
+            k = q_other[oh]
+            oh += 1
+        if t >= deadline[k]:
+            out[k] = np.nan
+            continue
+        level = max(level - 1.0, 0.0)
+        out[k] = t
+    while fh < ft:
+        out[q_first[fh]] = np.inf
+        fh += 1
+    while oh < ot:
+        out[q_other[oh]] = np.inf
+        oh += 1
+    while i < n:
+        out[i] = np.inf
+        i += 1
+    if until < np.inf:
+        level = min(level + rate * (until - t), capacity)
+        t = until
+    return level, t
+
+
 class TokenBucket:
     """Global rate limiter: the visits it lets through in any closed window of W days are at most
     ``capacity + rate*W``, and in the first W days at most ``tokens + rate*W``.
@@ -159,28 +218,70 @@ class TokenBucket:
         self.last_ = float(start)
 
     def schedule(
-        self, times: NDArray[np.float64], deadline: NDArray[np.float64] | float = np.inf
+        self,
+        times: NDArray[np.float64],
+        deadline: NDArray[np.float64] | float = np.inf,
+        *,
+        first: NDArray[np.bool_] | None = None,
+        until: float = np.inf,
     ) -> NDArray[np.float64]:
         """When each of the visits asked for at ``times`` is made.
 
         Parameters
         ----------
         times : ndarray of float, shape (m,)
-            Visit times asked for, days, sorted, not before the previous call's visits.
+            Visit times asked for, days, sorted; a visit asked before the previous call's last
+            visit (or its ``until``) waits from then.
         deadline : ndarray of float, shape (m,), or float
             Time by which each visit must be made, days (exclusive).
+        first : ndarray of bool, shape (m,), optional
+            Visits that, when they must wait for a token, go before the others waiting (the visits
+            made for an announced change, which lose their worth while they wait); first come,
+            first served within each kind. Default: one queue.
+        until : float, default=inf
+            With ``first``: make no visit at or after this time, days. The visits still waiting
+            then are ``inf``: the next call may ask for them again (at their own times, before its
+            other visits), and a visit made later may go before them.
 
         Returns
         -------
         ndarray of float, shape (m,)
-            Time each visit is made, days, non-decreasing over the made ones: its own time if a token
-            is there, else when the next token comes; NaN for a visit that cannot be made before its
-            deadline (it takes no token).
+            Time each visit is made, days: its own time if a token is there, else when the next
+            token comes; NaN for a visit that cannot be made before its deadline (it takes no
+            token). Non-decreasing over the made ones without ``first``; with it, over the made
+            ones of each kind.
+
+        Raises
+        ------
+        ValueError
+            If ``until`` is given without ``first``.
+
+        Examples
+        --------
+        >>> bucket = TokenBucket(capacity=1, rate=1.0, start=0.0)
+        >>> bucket.schedule(np.array([0.0, 0.0, 0.5]), first=np.array([False, False, True])).tolist()
+        [2.0, 3.0, 1.0]
         """
         times = np.ascontiguousarray(times, dtype=np.float64)
         deadline = np.ascontiguousarray(np.broadcast_to(deadline, times.shape), dtype=np.float64)
         out = np.empty(times.shape[0], dtype=np.float64)
-        self.tokens_, self.last_ = _bucket_schedule(
-            times, deadline, self.tokens_, self.last_, self.capacity, self.rate, out
-        )
+        if first is None:
+            if until != np.inf:
+                raise ValueError("until needs first")
+            self.tokens_, self.last_ = _bucket_schedule(
+                times, deadline, self.tokens_, self.last_, self.capacity, self.rate, out
+            )
+        else:
+            first = np.ascontiguousarray(np.broadcast_to(first, times.shape), dtype=np.bool_)
+            self.tokens_, self.last_ = _bucket_schedule_first(
+                times,
+                first,
+                deadline,
+                self.tokens_,
+                self.last_,
+                self.capacity,
+                self.rate,
+                float(until),
+                out,
+            )
         return out

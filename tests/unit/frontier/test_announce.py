@@ -215,6 +215,19 @@ def test_an_honest_sitemap_makes_its_pages_completely_observed_and_changes_are_f
         assert frontier.next_due[2] == t + 1 < due_before
         log = store.announcement_log()
         assert (3, SRC, t + 0.5) in [entry[:3] for entry in log]
+        # the visit made for the announcement judges the source but is not taught: it finds the
+        # change by construction; the sitemap's own reads are never taught (its rate is no page's)
+        n_obs, n_confirmed = int(frontier.n_obs[2]), row["n_confirmed"]
+        assert frontier.following == {2}
+        (visit,) = [v for v in frontier.due(t + 2, 10, per_host=10) if v.page_id == 3]
+        frontier.record([(visit, site.answer(visit, t + 2))])
+        frontier.replan(t + 2)
+        assert frontier.following == set() and frontier.n_obs[2] == n_obs
+        assert store.trust_rows()[0]["n_confirmed"] == n_confirmed + 1
+        page_id, _, _, tau, *_ = store.learning_log()  # what a restart teaches: tau > 0
+        assert (page_id == sid).any() and not (tau[page_id == sid] > 0).any()
+        assert frontier.n_obs[sid - 1] == 0
+        assert np.isfinite(frontier.policy.rates_[sid - 1]) and frontier.policy.rates_[sid - 1] > 0
         # explain and status say so
         from freshcrawl.frontier.report import crawl_status, explain_page
 

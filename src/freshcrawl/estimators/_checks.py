@@ -190,7 +190,7 @@ def check_batch(
             f"first at {where} ({arr[row, idx].item()!r})"
         )
     if code == K.ERR_UNSORTED:
-        i = K.find_duplicate(pg)
+        i = K.find_duplicate(pg, n_pages)
         if i >= 0:
             raise ValueError(
                 f"pages must be distinct within one update (order would matter); page {pg[i]} "

@@ -109,8 +109,12 @@ def check_batch(pages, tau, p, n_pages):
     return ERR_NONE, 0, -1
 
 
-def find_duplicate(pages):
+def find_duplicate(pages, n_pages):
     """Index of the first entry of ``pages`` (m,) whose page is listed before it; -1 if none."""
+    mark = np.zeros(n_pages, dtype=np.bool_)
+    mark[pages] = True
+    if np.count_nonzero(mark) == pages.shape[0]:
+        return -1
     order = np.argsort(pages, kind="stable")
     s = pages[order]
     again = order[1:][s[1:] == s[:-1]]
@@ -199,22 +203,39 @@ def sa_batch(
     in an exponential average whose weights halve every half_life days. SAM adds zeta_k (z_k - z_{k-1}).
     """
     y, n = delta[pages], n_vis[pages]
+    k = changed.shape[0]
+    visit = n + np.arange(k)[:, None]  # (k, m): k of eq. (2) at each row
+    steps = _step(visit, eta)
+    if decay_per_day is not None:
+        np.maximum(steps, -np.expm1(-decay_per_day * tau), out=steps)
+    zetas = None if prev is None else _zeta(visit, eta, *momentum)
     z_prev = None if prev is None else prev[pages]
-    for r in range(changed.shape[0]):
-        c = changed[r]
-        step = _step(n, eta)
-        if decay_per_day is not None:
-            step = np.maximum(step, -np.expm1(-decay_per_day * tau[r]))
-        if interval:
-            y_new = y + step * (y + p[r]) * (c - 1.0 + np.exp(-y * tau[r]))
-        else:
-            y_new = y + step * (c * (y + p[r]) - y)
-        if z_prev is not None:
-            y_new += _zeta(n, eta, *momentum) * (y - z_prev)
-            z_prev = y
-        y = np.maximum(y_new, 0.0)
-        n = n + 1
-    delta[pages], n_vis[pages] = y, n
+    c = changed.astype(np.float64)
+    if interval:
+        c -= 1.0
+        neg_tau = -tau
+    work, y_new = np.empty_like(y), np.empty_like(y)
+    for r in range(k):
+        if interval:  # y + eta_k (y + p) (I - 1 + e^{-y tau})
+            np.multiply(y, neg_tau[r], out=work)
+            np.exp(work, out=work)
+            work += c[r]
+            np.add(y, p[r], out=y_new)
+            y_new *= steps[r]
+            y_new *= work
+        else:  # y + eta_k (I (y + p) - y)
+            np.add(y, p[r], out=y_new)
+            y_new *= c[r]
+            y_new -= y
+            y_new *= steps[r]
+        y_new += y
+        if zetas is not None:
+            np.subtract(y, z_prev, out=work)
+            work *= zetas[r]
+            y_new += work
+            z_prev = y.copy()
+        np.maximum(y_new, 0.0, out=y)
+    delta[pages], n_vis[pages] = y, n + k
     if z_prev is not None:
         prev[pages] = z_prev
 
@@ -347,7 +368,9 @@ def mm_root(tau, w, seg, n_seg, n0, x0):
     total = np.bincount(seg, weights=w, minlength=n_seg)
     tsum = np.bincount(seg, weights=w * tau, minlength=n_seg)
     tmin = np.full(n_seg, np.inf)
-    np.minimum.at(tmin, seg, tau)
+    if seg.size:
+        first = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
+        tmin[seg[first]] = np.minimum.reduceat(tau, first)
     out = np.zeros(n_seg)
     solve = np.flatnonzero((total > 0.0) & (n0 < total))
     if not solve.size:
@@ -442,41 +465,42 @@ def exact_batch_solve(log_pages, log_changed, log_tau, dirty_pages, delta, use_m
 FORGET_FLOOR = 1e-9
 
 
-def _bins_insert(key, st, changed, tau, log_width):
-    """Add one visit to each page's slots (key (m, n_bins), st (m, n_bins, 6), in place).
+def _bins_insert(pages, key, st, changed, tau, log_width):
+    """Add one visit to the slots of each of ``pages`` (distinct), in key (n_pages, n_bins) and st
+    (n_pages, n_bins, 6), in place.
 
     The visit joins the first taken slot whose key is within log_width/2 of log(tau), else the first
     free slot, else the two closest slots are merged and the freed slot takes it.
     """
-    m, nb = key.shape
-    rows = np.arange(m)
+    nb = key.shape[1]
     lt = np.log(tau)
-    empty = st[:, :, 0] + st[:, :, 1] == 0.0
-    match = ~empty & (np.abs(key - lt[:, None]) <= 0.5 * log_width)
-    best = np.where(match.any(axis=1), match.argmax(axis=1), -1)
-    new = best < 0
-    has_free = empty.any(axis=1)
-    free = new & has_free
-    best[free] = empty[free].argmax(axis=1)
-    full = np.flatnonzero(new & ~has_free)
+    taken = st[pages, :, 0] + st[pages, :, 1] != 0.0
+    # 0: a taken slot that matches, 1: a free slot, 2: neither; the first of the lowest code wins
+    code = np.where(taken, 2, 1)
+    code[taken & (np.abs(key[pages] - lt[:, None]) <= 0.5 * log_width)] = 0
+    best = code.argmin(axis=1)
+    kind = code[np.arange(pages.shape[0]), best]
+    full = np.flatnonzero(kind == 2)
     if full.size:
-        # the closest pair (s, r), s < r, first in (s, r) order: r takes the visit, s the merged slot
-        ks = key[full]
+        # the closest pair (s, r), s < r, first in (s, r) order: s takes the merged slot, r the visit
+        pf = pages[full]
+        ks = key[pf]
         sa, ra = np.triu_indices(nb, 1)
         pair = np.abs(ks[:, sa] - ks[:, ra]).argmin(axis=1)
         ba, bb = sa[pair], ra[pair]
-        sf = st[full]
-        wa = sf[np.arange(full.size), ba, 0] + sf[np.arange(full.size), ba, 1]
-        wb = sf[np.arange(full.size), bb, 0] + sf[np.arange(full.size), bb, 1]
-        key[full, ba] = (wa * key[full, ba] + wb * key[full, bb]) / (wa + wb)
-        st[full, ba] += st[full, bb]
-        st[full, bb] = 0.0
+        wa = st[pf, ba, 0] + st[pf, ba, 1]
+        wb = st[pf, bb, 0] + st[pf, bb, 1]
+        key[pf, ba] = (wa * key[pf, ba] + wb * key[pf, bb]) / (wa + wb)
+        st[pf, ba] += st[pf, bb]
+        st[pf, bb] = 0.0
         best[full] = bb
-    key[rows[new], best[new]] = lt[new]
-    o = np.where(changed, 0, 1)
-    st[rows, best, o] += 1.0
-    st[rows, best, 2 + o] += tau
-    st[rows, best, 4 + o] += tau * tau
+    new = kind > 0
+    key[pages[new], best[new]] = lt[new]
+    flat = st.reshape(st.shape[0], -1)
+    at = best * 6 + np.where(changed, 0, 1)
+    flat[pages, at] += 1.0
+    flat[pages, at + 2] += tau
+    flat[pages, at + 4] += tau * tau
 
 
 def binned_batch(pages, changed, tau, n_vis, key, st, log_width, decay_per_day=None, n_eff=None):
@@ -487,44 +511,31 @@ def binned_batch(pages, changed, tau, n_vis, key, st, log_width, decay_per_day=N
     every past visit j ends up weighted by 2^{-(t - t_j)/half_life}); a slot lighter than FORGET_FLOOR
     visits is emptied. ``n_eff`` (n_pages,) then holds the decayed number of visits.
     """
-    k, s = key[pages], st[pages]
-    e = None if n_eff is None else n_eff[pages]
     for r in range(changed.shape[0]):
         if decay_per_day is not None:
             factor = np.exp(-decay_per_day * tau[r])
-            s *= factor[:, None, None]
+            s = st[pages] * factor[:, None, None]
             s[(s[:, :, 0] + s[:, :, 1]) < FORGET_FLOOR] = 0.0
-            e = e * factor + 1.0
-        _bins_insert(k, s, changed[r], tau[r], log_width)
-    key[pages], st[pages] = k, s
+            st[pages] = s
+            n_eff[pages] = n_eff[pages] * factor + 1.0
+        _bins_insert(pages, key, st, changed[r], tau[r], log_width)
     n_vis[pages] += changed.shape[0]
-    if e is not None:
-        n_eff[pages] = e
 
 
 def _two_points(n, s1, s2):
     """Two-point representations (t_a, w_a, t_b, w_b) of n intervals with sum s1 and sum of squares s2.
 
-    Where the variance vanishes (equal intervals, or overflow of the squares), one point (mean, n).
+    Where the variance vanishes (equal intervals, or overflow of the squares), one point (mean, n) and
+    w_b = 0; where n = 0, both weights are 0.
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mean = s1 / n
         var = s2 / n - mean * mean
-        one = ~((var > 1e-12 * mean * mean) & (var < np.inf))
+        spread = (var > 1e-12 * mean * mean) & (var < np.inf)
         a = np.maximum(mean - np.sqrt(var), 0.1 * mean)
         b = mean + var / (mean - a)
-        wb = n * (mean - a) / (b - a)
-    ta = np.where(one, mean, a)
-    wa = np.where(one, n, n - wb)
-    tb = np.where(one, mean, b)
-    wb = np.where(one, 0.0, wb)
-    empty = n <= 0.0
-    return (
-        np.where(empty, 1.0, ta),
-        np.where(empty, 0.0, wa),
-        np.where(empty, 1.0, tb),
-        np.where(empty, 0.0, wb),
-    )
+        wb = np.where(spread, n * (mean - a) / (b - a), 0.0)
+    return np.where(spread, a, mean), n - wb, np.where(spread, b, mean), wb
 
 
 def binned_solve(dirty_pages, st, n_vis, delta, use_mm):
@@ -534,18 +545,22 @@ def binned_solve(dirty_pages, st, n_vis, delta, use_mm):
         return
     s = st[pg]  # (m, n_bins, 6)
     m, nb = s.shape[:2]
-    # points of the changed (column 0) and, for MM, unchanged (1) visits: (m, n_bins, kinds, 2 points)
+    flat = s.reshape(m * nb, 6)
+    # the taken slots, page by page; each gives the two points of its changed visits (and for MM then
+    # those of its unchanged visits), weight 0 where there are none
     kinds = (0, 1) if use_mm else (0,)
-    pts = [_two_points(s[:, :, o], s[:, :, 2 + o], s[:, :, 4 + o]) for o in kinds]
-    t = np.stack([np.stack([ta, tb], axis=-1) for ta, _, tb, _ in pts], axis=2).reshape(m, -1)
-    w = np.stack([np.stack([wa, wb], axis=-1) for _, wa, _, wb in pts], axis=2).reshape(m, -1)
-    seg = np.repeat(np.arange(m), t.shape[1])
+    slot = np.flatnonzero(flat[:, 0] + flat[:, 1] > 0.0 if use_mm else flat[:, 0] > 0.0)
+    f = flat[slot]
+    pts = [_two_points(f[:, o], f[:, 2 + o], f[:, 4 + o]) for o in kinds]
+    t = np.stack([x for ta, _, tb, _ in pts for x in (ta, tb)], axis=1).ravel()
+    w = np.stack([x for _, wa, _, wb in pts for x in (wa, wb)], axis=1).ravel()
+    seg = np.repeat(slot // nb, 2 * len(kinds))
     n0 = s[:, :, 1].sum(axis=1)
     if use_mm:
         # decayed weights (forgetting): the 1/2 pseudo-visit of mm_root also applies to a fraction of
         # an unchanged visit; for integer counts this never fires, so n0 = 0 -> 1/2 stays continuous
         n0 = np.where((n0 > 0.0) & (n0 < 0.5), 0.5, n0)
-        delta[pg] = mm_root(t.ravel(), w.ravel(), seg, m, n0, delta[pg])
+        delta[pg] = mm_root(t, w, seg, m, n0, delta[pg])
         return
     t0 = s[:, :, 3].sum(axis=1)
     n = (s[:, :, 0] + s[:, :, 1]).sum(axis=1)
@@ -554,4 +569,4 @@ def binned_solve(dirty_pages, st, n_vis, delta, use_mm):
     # pseudo-visit mle_root adds when there is none; integer counts never get here, and n0 -> 0 meets
     # mle_root's own rule continuously
     t0 = np.where((n0 > 0.0) & (n0 < 1.0), t0 + (1.0 - n0) * (ts / n), t0)
-    delta[pg] = mle_root(t.ravel(), w.ravel(), seg, m, t0, ts / n, delta[pg])
+    delta[pg] = mle_root(t, w, seg, m, t0, ts / n, delta[pg])

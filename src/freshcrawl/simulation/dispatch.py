@@ -28,7 +28,6 @@ upper one.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from freshcrawl._validation import check_nonnegative, check_positive
@@ -38,30 +37,9 @@ __all__ = ["TokenBucket", "periodic_visits", "poisson_visits"]
 
 #: relative slack for floating-point rounding in the token bucket
 _EPS = 1e-9
-
-
-@njit(cache=True)
-def _poisson_fill(counts, lo, hi, rng):
-    total = counts.sum()
-    pages = np.empty(total, dtype=np.intp)
-    times = np.empty(total, dtype=np.float64)
-    k = 0
-    for i in range(counts.shape[0]):
-        c = counts[i]
-        if c == 0:
-            continue
-        # sorted uniforms on [lo, hi) from normalised exponential spacings
-        acc = 0.0
-        for j in range(c):
-            acc += rng.exponential(1.0)
-            times[k + j] = acc
-        acc += rng.exponential(1.0)
-        length = hi[i] - lo[i]
-        for j in range(c):
-            pages[k + j] = i
-            times[k + j] = lo[i] + length * (times[k + j] / acc)
-        k += c
-    return pages, times
+#: visits the token bucket schedules in one vector pass after a dropped visit (doubled after each
+#: pass without a drop): a drop ends a pass, so short passes keep many drops from costing m each
+_BLOCK = 256
 
 
 def poisson_visits(
@@ -89,32 +67,71 @@ def poisson_visits(
     """
     length = np.maximum(hi - lo, 0.0)
     counts = rng.poisson(rates * length).astype(np.int64)
-    return _poisson_fill(
-        counts,
-        np.ascontiguousarray(lo, dtype=np.float64),
-        np.ascontiguousarray(hi, dtype=np.float64),
-        rng,
-    )
+    on = np.flatnonzero(counts)
+    c = counts[on]
+    # sorted uniforms on [lo, hi) from normalised exponential spacings: page by page, c + 1 draws, summed
+    # in draw order one draw of every page at a time (pages by decreasing count: a prefix is active)
+    draws = rng.exponential(1.0, int(c.sum()) + on.size)
+    first_draw = np.cumsum(c + 1) - (c + 1)
+    first_visit = np.cumsum(c) - c
+    by_count = np.argsort(-c, kind="stable")
+    n_active = np.searchsorted(-c[by_count], -np.arange(c.max() + 1 if c.size else 0), "right")
+    partial = np.empty(int(c.sum()))
+    total = np.empty(on.size)
+    acc = np.zeros(on.size)
+    for j, n_j in enumerate(n_active):
+        act = by_count[:n_j]
+        acc[act] += draws[first_draw[act] + j]
+        more = act[c[act] > j]
+        partial[first_visit[more] + j] = acc[more]
+        last = act[c[act] == j]
+        total[last] = acc[last]
+    pages = np.repeat(on, c)
+    times = lo[pages] + length[pages] * (partial / np.repeat(total, c))
+    return pages.astype(np.intp), times
 
 
-@njit(cache=True)
 def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):
-    """Visits in time order; ``out[k]`` the time visit k is made, NaN if it cannot be before its deadline."""
-    eps = _EPS * (1.0 + capacity)
-    for k in range(times.shape[0]):
-        t = max(times[k], last)  # waits behind a deferred visit
-        level = tokens + rate * (t - last)
-        level = min(level, capacity)
-        if level < 1.0 - eps:  # wait for the next token
-            t = t + (1.0 - level) / rate
-            level = 1.0
-        if t >= deadline[k]:
-            out[k] = np.nan
-            continue
-        tokens = max(level - 1.0, 0.0)
-        last = t
-        out[k] = t
-    return tokens, last
+    """Visits in time order; ``out[k]`` the time visit k is made, NaN if it cannot be before its deadline.
+
+    With V the time at which the bucket was (or will be) empty, a visit asked at a (not before the last
+    one made) is made at d = max(a, V + 1/rate), and then V becomes max(V, d - capacity/rate) + 1/rate.
+    Written for the j-th token taken, u_j = V_j - j/rate is a running maximum of
+    a_j - (capacity + j - 1)/rate, so a stretch of visits is one cumulative maximum; a visit that cannot
+    be made before its deadline takes no token, and the next stretch starts after it.
+    Returns the state (tokens, last).
+    """
+    slack = _EPS * (1.0 + capacity) / rate  # a token short by less than this is not waited for
+    empty_at = last - tokens / rate
+    s, m = 0, times.shape[0]
+    block = _BLOCK
+    while s < m:
+        # a block of visits: made up to the first that misses its deadline
+        a = np.maximum(times[s : s + block], last)
+        j = np.arange(1, a.shape[0] + 1)
+        u = np.empty(a.shape[0] + 1)
+        u[0] = empty_at
+        u[1:] = a - (capacity + j - 1) / rate
+        np.maximum.accumulate(u, out=u)
+        need = u[:-1] + j / rate
+        d = np.where(need - a <= slack, a, np.maximum(a, need))
+        late = d >= deadline[s : s + block]
+        f = int(np.argmax(late)) if late.any() else a.shape[0]
+        out[s : s + f] = d[:f]
+        if f:
+            last, empty_at = d[f - 1], u[f] + f / rate
+        s += f
+        block = 2 * block if f == a.shape[0] else _BLOCK
+        if s < m and f < a.shape[0]:
+            # dropped visits take no token: each of the next is made at its time or the next token's
+            a = np.maximum(times[s : s + block], last)
+            need = empty_at + 1.0 / rate
+            d = np.where(need - a <= slack, a, np.maximum(a, need))
+            ok = d < deadline[s : s + block]
+            g = int(np.argmax(ok)) if ok.any() else a.shape[0]
+            out[s : s + g] = np.nan
+            s += g
+    return max(rate * (last - empty_at), 0.0), last
 
 
 class TokenBucket:

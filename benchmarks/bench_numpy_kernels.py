@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import subprocess
 import sys
 import tempfile
@@ -238,7 +239,7 @@ def replay_cases(rows, old, n, repeat):
     rates = np.full(n, 2.0)
     vp, vt = new_periodic.periodic_visits(rates, rng.random(n), np.full(n, 10.0), np.full(n, 11.0))
     ptr0 = offsets[:-1] + np.array(
-        [np.searchsorted(ctimes[a:b], 10.0, side="right") for a, b in zip(offsets[:-1], offsets[1:])]
+        [np.searchsorted(ctimes[a:b], 10.0, side="right") for a, b in itertools.pairwise(offsets)]
     )
     has = ptr0 < offsets[1:]
     nxt0 = np.where(has, ctimes[np.minimum(ptr0, ctimes.size - 1)], np.inf)

@@ -12,9 +12,22 @@ Web Pages" (seed 001). Times are in days, rates in changes (or visits) per day.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, wraps
 
 import numpy as np
+
+
+#: Floating-point exceptions are not warned about in the kernels: an extreme observation (tau near the
+#: largest float) gives inf or 0 in an intermediate, as it did in the compiled loops, and the results
+#: stay finite where the rules say so.
+def _quiet(fn):
+    @wraps(fn)
+    def quiet(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+
+    return quiet
+
 
 #: Stepsizes (k + 1)^-eta and momentum weights zeta_k are tabulated for k below this many visits.
 TABLE_SIZE = 1 << 15
@@ -126,6 +139,7 @@ def find_duplicate(pages, n_pages):
 # --------------------------------------------------------------------------------------------------
 
 
+@_quiet
 def naive_batch(pages, changed, p, n_vis, n_chg, delta):
     """Naive estimator (Sec. 3.4): w_k = p * I_hat_k / k, p of the latest visit."""
     n_vis[pages] += changed.shape[0]
@@ -133,6 +147,7 @@ def naive_batch(pages, changed, p, n_vis, n_chg, delta):
     delta[pages] = p[-1] * n_chg[pages] / n_vis[pages]
 
 
+@_quiet
 def lln_batch(pages, changed, p, n_vis, n_chg, delta, kind, power):
     """LLN estimator, eq. (1): x_k = p * I_hat_k / (k + alpha_k - I_hat_k), p of the latest visit."""
     n_vis[pages] += changed.shape[0]
@@ -141,6 +156,7 @@ def lln_batch(pages, changed, p, n_vis, n_chg, delta, kind, power):
     delta[pages] = p[-1] * c / (n + alpha_k(n, kind, power) - c)
 
 
+@_quiet
 def naive_interval_batch(pages, changed, tau, n_vis, n_chg, sum_tau, delta):
     """Naive estimator with observed intervals: I_hat_k / sum_j tau_j."""
     n_vis[pages] += changed.shape[0]
@@ -152,6 +168,7 @@ def naive_interval_batch(pages, changed, tau, n_vis, n_chg, sum_tau, delta):
     delta[pages] = n_chg[pages] / s
 
 
+@_quiet
 def lln_interval_batch(pages, changed, tau, n_vis, n_chg, num, den0, sum_tau, delta, kind, power):
     """Interval-aware LLN: ratio of running sums whose fixed point is the root of eq. (15).
 
@@ -180,6 +197,7 @@ def lln_interval_batch(pages, changed, tau, n_vis, n_chg, num, den0, sum_tau, de
 # --------------------------------------------------------------------------------------------------
 
 
+@_quiet
 def sa_batch(
     pages,
     changed,
@@ -310,6 +328,7 @@ def _points_of(act, n_solve, starts, s, arrays):
     return np.repeat(np.arange(act.size), lens), [a[idx] for a in arrays]
 
 
+@_quiet
 def mle_root(tau_c, w_c, seg, n_seg, t0, tau_mean, x0):
     """Roots D > 0 of sum_b w_b tau_b / (e^{D tau_b} - 1) = t0 of every segment (eq. (15)): shape (S,).
 
@@ -355,6 +374,7 @@ def mle_root(tau_c, w_c, seg, n_seg, t0, tau_mean, x0):
     return out
 
 
+@_quiet
 def mm_root(tau, w, seg, n_seg, n0, x0):
     """Roots D >= 0 of sum_b w_b e^{-D tau_b} = n0 of every segment (moment matching, Sec. 3.4 of seed
     001): shape (S,).
@@ -395,6 +415,7 @@ def mm_root(tau, w, seg, n_seg, n0, x0):
     return out
 
 
+@_quiet
 def exact_roots(changed, tau, seg, n_seg, use_mm, x0=None):
     """The exact MLE (eq. (15)) or MM estimate of every segment's whole history: shape (S,).
 
@@ -414,6 +435,7 @@ def exact_roots(changed, tau, seg, n_seg, use_mm, x0=None):
     return mle_root(tau[changed], ones[changed], seg[changed], n_seg, t0, tau_mean, x0)
 
 
+@_quiet
 def exact_path(changed, tau, use_mm):
     """Exact MLE (or MM) estimate after each of the k visits of one page: shape (k,).
 
@@ -437,6 +459,7 @@ def exact_path(changed, tau, use_mm):
     return out
 
 
+@_quiet
 def exact_batch_solve(log_pages, log_changed, log_tau, dirty_pages, delta, use_mm):
     """Re-solve the exact MLE (or MM) of every page in ``dirty_pages`` (distinct) from the visit log.
 
@@ -503,6 +526,7 @@ def _bins_insert(pages, key, st, changed, tau, log_width):
     flat[pages, at + 4] += tau * tau
 
 
+@_quiet
 def binned_batch(pages, changed, tau, n_vis, key, st, log_width, decay_per_day=None, n_eff=None):
     """Add k rounds of visits to the slots of ``pages``; O(n_bins) per visit (the solve is separate).
 
@@ -538,6 +562,7 @@ def _two_points(n, s1, s2):
     return np.where(spread, a, mean), n - wb, np.where(spread, b, mean), wb
 
 
+@_quiet
 def binned_solve(dirty_pages, st, n_vis, delta, use_mm):
     """Re-solve eq. (15) (or MM) on the slots of each page in ``dirty_pages``, warm-started."""
     pg = dirty_pages[n_vis[dirty_pages] > 0]

@@ -139,33 +139,37 @@ def find_duplicate(pages, n_pages):
 # --------------------------------------------------------------------------------------------------
 
 
+def _count(pages, changed, n_vis, n_chg):
+    """Add the k rows of visits to the visit and change counts of ``pages``; return both, shape (m,)."""
+    n = n_vis[pages] + changed.shape[0]
+    c = n_chg[pages] + np.count_nonzero(changed, axis=0)
+    n_vis[pages], n_chg[pages] = n, c
+    return n, c
+
+
 @_quiet
 def naive_batch(pages, changed, p, n_vis, n_chg, delta):
     """Naive estimator (Sec. 3.4): w_k = p * I_hat_k / k, p of the latest visit."""
-    n_vis[pages] += changed.shape[0]
-    n_chg[pages] += changed.sum(axis=0)
-    delta[pages] = p[-1] * n_chg[pages] / n_vis[pages]
+    n, c = _count(pages, changed, n_vis, n_chg)
+    delta[pages] = p[-1] * c / n
 
 
 @_quiet
 def lln_batch(pages, changed, p, n_vis, n_chg, delta, kind, power):
     """LLN estimator, eq. (1): x_k = p * I_hat_k / (k + alpha_k - I_hat_k), p of the latest visit."""
-    n_vis[pages] += changed.shape[0]
-    n_chg[pages] += changed.sum(axis=0)
-    n, c = n_vis[pages], n_chg[pages]
+    n, c = _count(pages, changed, n_vis, n_chg)
     delta[pages] = p[-1] * c / (n + alpha_k(n, kind, power) - c)
 
 
 @_quiet
 def naive_interval_batch(pages, changed, tau, n_vis, n_chg, sum_tau, delta):
     """Naive estimator with observed intervals: I_hat_k / sum_j tau_j."""
-    n_vis[pages] += changed.shape[0]
-    n_chg[pages] += changed.sum(axis=0)
+    _, c = _count(pages, changed, n_vis, n_chg)
     s = sum_tau[pages]
     for r in range(tau.shape[0]):  # row by row: the sums keep the order of single updates
         s += tau[r]
     sum_tau[pages] = s
-    delta[pages] = n_chg[pages] / s
+    delta[pages] = c / s
 
 
 @_quiet

@@ -195,12 +195,18 @@ def _pieces(
             hi[go] = np.where(right, hi[go], mid)
         start = ptr[ih]
         count = lo - start
-        seg = np.repeat(np.arange(hit.size), count)
-        j = np.arange(seg.shape[0]) - np.repeat(np.cumsum(count) - count, count)
+        # each page's sums run in the order of its changes, from its running value (slot 0 of its
+        # stretch), as the sums of one change at a time do
+        seg = np.repeat(np.arange(hit.size), count + 1)
+        j = np.arange(seg.shape[0]) - np.repeat(np.cumsum(count + 1) - (count + 1), count + 1)
+        head = j == 0
+        j = np.maximum(j - 1, 0)
         ct = ctimes[start[seg] + j]
         nn = n0[hit][seg] + j + 1.0
-        h[hit] += np.bincount(seg, weights=1.0 / nn, minlength=hit.size)
-        harm[hit] += np.bincount(seg, weights=(eh[seg] - ct) / nn, minlength=hit.size)
+        h[hit] = np.bincount(seg, weights=np.where(head, h[hit][seg], 1.0 / nn), minlength=hit.size)
+        harm[hit] = np.bincount(
+            seg, weights=np.where(head, harm[hit][seg], (eh[seg] - ct) / nn), minlength=hit.size
+        )
         new_first = hit[n0[hit] == 0]
         fu[new_first] = c[new_first]
         n0[hit] += count

@@ -37,9 +37,6 @@ __all__ = ["TokenBucket", "periodic_visits", "poisson_visits"]
 
 #: relative slack for floating-point rounding in the token bucket
 _EPS = 1e-9
-#: visits the token bucket schedules in one vector pass after a dropped visit (doubled after each
-#: pass without a drop): a drop ends a pass, so short passes keep many drops from costing m each
-_BLOCK = 256
 
 
 def poisson_visits(
@@ -94,44 +91,29 @@ def poisson_visits(
 def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):
     """Visits in time order; ``out[k]`` the time visit k is made, NaN if it cannot be before its deadline.
 
-    With V the time at which the bucket was (or will be) empty, a visit asked at a (not before the last
-    one made) is made at d = max(a, V + 1/rate), and then V becomes max(V, d - capacity/rate) + 1/rate.
-    Written for the j-th token taken, u_j = V_j - j/rate is a running maximum of
-    a_j - (capacity + j - 1)/rate, so a stretch of visits is one cumulative maximum; a visit that cannot
-    be made before its deadline takes no token, and the next stretch starts after it.
-    Returns the state (tokens, last).
+    One visit after the other, in Python floats: each visit's time depends on the tokens the previous
+    ones left, and this order of operations is the one the simulation results were computed with (a
+    rearranged computation moves made times by rounding units, and a visit made at a period's end then
+    falls into the next period). About 0.3 µs a visit. Returns the state (tokens, last).
     """
-    slack = _EPS * (1.0 + capacity) / rate  # a token short by less than this is not waited for
-    empty_at = last - tokens / rate
-    s, m = 0, times.shape[0]
-    block = _BLOCK
-    while s < m:
-        # a block of visits: made up to the first that misses its deadline
-        a = np.maximum(times[s : s + block], last)
-        j = np.arange(1, a.shape[0] + 1)
-        u = np.empty(a.shape[0] + 1)
-        u[0] = empty_at
-        u[1:] = a - (capacity + j - 1) / rate
-        np.maximum.accumulate(u, out=u)
-        need = u[:-1] + j / rate
-        d = np.where(need - a <= slack, a, np.maximum(a, need))
-        late = d >= deadline[s : s + block]
-        f = int(np.argmax(late)) if late.any() else a.shape[0]
-        out[s : s + f] = d[:f]
-        if f:
-            last, empty_at = d[f - 1], u[f] + f / rate
-        s += f
-        block = 2 * block if f == a.shape[0] else _BLOCK
-        if s < m and f < a.shape[0]:
-            # dropped visits take no token: each of the next is made at its time or the next token's
-            a = np.maximum(times[s : s + block], last)
-            need = empty_at + 1.0 / rate
-            d = np.where(need - a <= slack, a, np.maximum(a, need))
-            ok = d < deadline[s : s + block]
-            g = int(np.argmax(ok)) if ok.any() else a.shape[0]
-            out[s : s + g] = np.nan
-            s += g
-    return max(rate * (last - empty_at), 0.0), last
+    eps = _EPS * (1.0 + capacity)
+    made = []
+    for a, until in zip(times.tolist(), deadline.tolist(), strict=True):
+        t = a if a > last else last  # waits behind a deferred visit
+        level = tokens + rate * (t - last)
+        if level > capacity:
+            level = capacity
+        if level < 1.0 - eps:  # wait for the next token
+            t = t + (1.0 - level) / rate
+            level = 1.0
+        if t >= until:
+            made.append(np.nan)
+            continue
+        tokens = level - 1.0 if level - 1.0 > 0.0 else 0.0
+        last = t
+        made.append(t)
+    out[:] = made
+    return tokens, last
 
 
 class TokenBucket:

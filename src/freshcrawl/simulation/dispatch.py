@@ -99,17 +99,15 @@ def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):
     eps = _EPS * (1.0 + capacity)
     made = []
     for a, until in zip(times.tolist(), deadline.tolist(), strict=True):
-        t = a if a > last else last  # waits behind a deferred visit
-        level = tokens + rate * (t - last)
-        if level > capacity:
-            level = capacity
+        t = max(a, last)  # waits behind a deferred visit
+        level = min(tokens + rate * (t - last), capacity)
         if level < 1.0 - eps:  # wait for the next token
             t = t + (1.0 - level) / rate
             level = 1.0
         if t >= until:
             made.append(np.nan)
             continue
-        tokens = level - 1.0 if level - 1.0 > 0.0 else 0.0
+        tokens = max(level - 1.0, 0.0)
         last = t
         made.append(t)
     out[:] = made

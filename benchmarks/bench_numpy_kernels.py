@@ -153,7 +153,7 @@ def estimator_cases(rows, old, n, repeat):
 
     # binned slots: a state of 8 visits per page, then one more visit (insert) and the solve
     nb, lw = 16, np.log(1.1)
-    key0, st0 = np.zeros((n, nb)), np.zeros((n, nb, 6))
+    key0, st0 = np.full((n, nb), np.nan), np.zeros((n, nb, 6))
     nv0 = np.zeros(n, dtype=np.int64)
     for _ in range(8):
         o.binned_batch(

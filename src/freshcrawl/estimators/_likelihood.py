@@ -137,10 +137,15 @@ class _Binned(_LazyBase):
             )
         self._log_width = math.log(self.bin_ratio)
         self.half_life = check_half_life(half_life)
-        self._key = np.zeros((self.n_pages, self.n_bins))
+        self._key = np.full((self.n_pages, self.n_bins), np.nan)  # NaN: a free slot
         self._st = np.zeros((self.n_pages, self.n_bins, 6))
         if self.half_life is not None:
             self._n_eff = np.zeros(self.n_pages)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        # a free slot has a NaN key (saved states may hold any key there)
+        self._key[self._st[:, :, 0] + self._st[:, :, 1] == 0.0] = np.nan
 
     def _apply(self, pg, ch, ta, pr) -> None:
         """k visits of each page in ``pg`` (m,); ``ta`` (k, m) days. O(n_bins) per visit."""

@@ -94,22 +94,28 @@ def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):
     One visit after the other, in Python floats: each visit's time depends on the tokens the previous
     ones left, and this order of operations is the one the simulation results were computed with (a
     rearranged computation moves made times by rounding units, and a visit made at a period's end then
-    falls into the next period). About 0.3 µs a visit. Returns the state (tokens, last).
+    falls into the next period). About 0.25 µs a visit; the min/max are written as comparisons, which
+    take half the time of the builtins here. Returns the state (tokens, last).
     """
-    eps = _EPS * (1.0 + capacity)
+    short = 1.0 - _EPS * (1.0 + capacity)  # fewer tokens than this: wait for the next one
     made = []
+    put = made.append
     for a, until in zip(times.tolist(), deadline.tolist(), strict=True):
-        t = max(a, last)  # waits behind a deferred visit
-        level = min(tokens + rate * (t - last), capacity)
-        if level < 1.0 - eps:  # wait for the next token
+        t = a if a > last else last  # noqa: FURB136 - waits behind a deferred visit
+        level = tokens + rate * (t - last)
+        if level > capacity:  # noqa: PLR1730
+            level = capacity
+        if level < short:
             t = t + (1.0 - level) / rate
             level = 1.0
         if t >= until:
-            made.append(np.nan)
+            put(np.nan)
             continue
-        tokens = max(level - 1.0, 0.0)
+        tokens = level - 1.0
+        if tokens < 0.0:  # noqa: PLR1730
+            tokens = 0.0
         last = t
-        made.append(t)
+        put(t)
     out[:] = made
     return tokens, last
 

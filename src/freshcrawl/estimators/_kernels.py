@@ -272,9 +272,7 @@ def sa_batch(
 
 def _mid(lo, hi):
     """Bisection point: geometric while the bracket spans more than a factor 4, arithmetic after."""
-    with np.errstate(invalid="ignore"):
-        geo = np.sqrt(lo) * np.sqrt(hi)
-    return np.where((lo > 0.0) & (hi > 4.0 * lo), geo, 0.5 * (lo + hi))
+    return np.where((lo > 0.0) & (hi > 4.0 * lo), np.sqrt(lo) * np.sqrt(hi), 0.5 * (lo + hi))
 
 
 def _newton(fdf, x0, lo, hi, max_iter=400):
@@ -283,22 +281,21 @@ def _newton(fdf, x0, lo, hi, max_iter=400):
     ``fdf(x, act)`` returns f and f' at ``x`` (shape (a,)) of the pages ``act`` (indices, shape (a,)).
     The bracket shrinks to the side of the root that the sign of f shows; a step that leaves it (or a
     non-negative f') is replaced by :func:`_mid`. A page stops when f(x) = 0 or when the step or the
-    bracket is within 1e-13 relative; ``x0`` is a warm start, used when inside the bracket.
+    bracket is within 1e-13 relative; ``x0`` is a warm start, used when inside the bracket. Called
+    under ``_quiet`` (a zero f' gives an infinite step, which the bracket rejects).
     """
     x = np.where((x0 > lo) & (x0 < hi), x0, _mid(lo, hi))
-    lo, hi = lo.copy(), hi.copy()
     act = np.arange(x.shape[0])
     xa, la, ha = x, lo, hi
     for _ in range(max_iter):
         if not act.size:
             break
         f, df = fdf(xa, act)
-        la = np.where(f > 0.0, xa, la)
-        ha = np.where(f > 0.0, ha, xa)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = xa - f / df
-        xn = np.where(df < 0.0, newton, _mid(la, ha))
-        xn = np.where((xn > la) & (xn < ha), xn, _mid(la, ha))
+        above = f > 0.0
+        la = np.where(above, xa, la)
+        ha = np.where(above, ha, xa)
+        xn = xa - f / df
+        xn = np.where((df < 0.0) & (xn > la) & (xn < ha), xn, _mid(la, ha))
         zero = f == 0.0
         xn = np.where(zero, xa, xn)
         done = zero | (np.abs(xn - xa) <= 1e-13 * xa) | ((ha - la) <= 1e-13 * ha)

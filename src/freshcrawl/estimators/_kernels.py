@@ -17,10 +17,10 @@ from functools import lru_cache, wraps
 import numpy as np
 
 
-#: Floating-point exceptions are not warned about in the kernels: an extreme observation (tau near the
-#: largest float) gives inf or 0 in an intermediate, as it did in the compiled loops, and the results
-#: stay finite where the rules say so.
 def _quiet(fn):
+    """Run ``fn`` without floating-point warnings: an extreme observation (tau near the largest float)
+    gives inf or 0 in an intermediate, and the results stay finite where the rules say so."""
+
     @wraps(fn)
     def quiet(*args, **kwargs):
         with np.errstate(all="ignore"):
@@ -28,6 +28,10 @@ def _quiet(fn):
 
     return quiet
 
+
+# --------------------------------------------------------------------------------------------------
+# stepsize sequences
+# --------------------------------------------------------------------------------------------------
 
 #: Stepsizes (k + 1)^-eta and momentum weights zeta_k are tabulated for k below this many visits.
 TABLE_SIZE = 1 << 15
@@ -70,10 +74,6 @@ def _zeta(n: np.ndarray, eta: float, beta: float, omega: float) -> np.ndarray:
         z[big] = ((nb + 1.0) ** -beta - omega * (nb + 1.0) ** -eta) / nb**-beta
     return z
 
-
-# --------------------------------------------------------------------------------------------------
-# stepsize sequences
-# --------------------------------------------------------------------------------------------------
 
 #: codes of the LLN regulariser alpha_k (eq. (1)).
 ALPHA_ONE, ALPHA_LOG, ALPHA_SQRT, ALPHA_POWER = 0, 1, 2, 3

@@ -214,14 +214,17 @@ def _pieces(
         c[hit] = np.where(lo < offsets[ih + 1], ctimes[np.minimum(lo, ctimes.shape[0] - 1)], np.inf)
         nxt[i] = c
     fresh = np.maximum(np.minimum(e, fu) - a, 0.0)
-    x0 = np.maximum(a, fu)
-    with np.errstate(invalid="ignore"):
-        age = np.where(fu < e, (e - x0) * ((e - fu) + (x0 - fu)) * 0.5, 0.0)
     wi = w[i]
-    acc[_FRESH] += wi @ fresh
-    acc[_AGE] += wi @ age
-    acc[_HARM] += wi @ harm
-    acc[_ALIVE] += wi @ (e - a)
+    stale = np.flatnonzero(fu < e)  # age is 0 elsewhere
+    fs, es = fu[stale], e[stale]
+    x0 = np.maximum(a[stale], fs)
+    age = (es - x0) * ((es - fs) + (x0 - fs)) * 0.5
+    # weighted sums by einsum: a BLAS dot product may start threads, which costs milliseconds on a
+    # loaded machine
+    acc[_FRESH] += np.einsum("i,i->", wi, fresh)
+    acc[_AGE] += np.einsum("i,i->", wi[stale], age)
+    acc[_HARM] += np.einsum("i,i->", wi, harm)
+    acc[_ALIVE] += np.einsum("i,i->", wi, e - a)
     n_unseen[i] = n0
     h_unseen[i] = h
     first_unseen[i] = fu

@@ -56,7 +56,7 @@ def poisson_advance(
             inclusive = True
         else:
             i = k - m
-            e = checkpoint if checkpoint < died[i] else died[i]
+            e = min(died[i], checkpoint)
             inclusive = False
         a = cursor[i]
         if e > a or (inclusive and e == a):
@@ -73,12 +73,11 @@ def poisson_advance(
                     fu = c
                 c = c + _exponential(rng, 1.0 / delta[i])
             nxt[i] = c
-            fresh = (e if e < fu else fu) - a
-            if fresh < 0.0:
-                fresh = 0.0
+            fresh = min(fu, e) - a
+            fresh = max(fresh, 0.0)
             age = 0.0
             if fu < e:
-                x0 = a if a > fu else fu
+                x0 = max(fu, a)
                 age = (e - x0) * ((e - fu) + (x0 - fu)) * 0.5
             wi = w[i]
             acc[_FRESH] += wi * fresh

@@ -3,7 +3,7 @@
 1. Batch update of n pages at once (n = 1e6 and 1e7), as observations per second, for the online
    estimators: every page updated (pages sorted, as ``np.arange``), and a random 10% subset of the pages
    (sorted, and in random order, which costs a sort to rule out duplicates). "update" is the public
-   ``learn_many`` call (conversion, validation and the numba loop); "kernel" is the numba loop alone.
+   ``learn_many`` call (conversion, validation and the update); "kernel" is the update alone.
 2. Cost of one ``learn_one`` and the ``predict_one`` that follows it, after k visits of a one-page
    estimator (k = 10, 1e3, 1e5), for the exact MLE / moment matching (re-solved on the whole history) and
    their binned online forms.
@@ -63,9 +63,9 @@ def bench_batch(sizes, repeat):
             for label, order, pages in cases:
                 m = pages.size
                 ch, ta, pr = ch_all[:m], tau_all[:m], p_all[:m]
-                est.learn_many(pages[:10], ch[:10], ta[:10], pr[:10])  # compile / warm
+                est.learn_many(pages[:10], ch[:10], ta[:10], pr[:10])  # warm
                 t_up = best_of(partial(est.learn_many, pages, ch, ta, pr), repeat)
-                # the numba loop alone, on already-checked 2-d inputs
+                # the update alone, on already-checked 2-d inputs
                 t_k = best_of(partial(est._apply, *check_batch(pages, ch, ta, pr, n)), repeat)
                 print(
                     f"| {name} | {n:.0e} | {label} | {order} | {m / t_up / 1e6:.0f} | {m / t_k / 1e6:.0f} | "

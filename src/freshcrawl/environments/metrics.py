@@ -15,8 +15,11 @@ of the harmonic staleness reported here is the cost whose expectation Kolobov et
 A page born inside the window has no copy until its first visit: its birth counts as one change not yet
 picked up (stale, age counted from the birth, n(t) >= 1).
 
-The kernels below are shared by the replay and the synthetic Poisson environments; they differ only in
+:func:`advance_kernel` serves the replay and the synthetic Poisson environments; they differ only in
 where the next change time comes from (the history, or an exponential draw: exact by memorylessness).
+The replay is vectorised over pages with numpy; the synthetic pages draw their change times one after
+another from one random stream, in a compiled loop (:mod:`freshcrawl.environments._poisson_advance`,
+loaded on first use).
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 __all__ = ["Integrals"]
 
@@ -93,13 +95,6 @@ class Integrals:
         return self.harmonic / self.alive if self.alive > 0 else float("nan")
 
 
-@njit(cache=True)
-def _exponential(rng, scale):
-    """An exponential draw, kept out of line so that the hot loop stays small."""
-    return rng.exponential(scale)
-
-
-@njit(cache=True)
 def advance_kernel(
     pages,
     times,
@@ -123,68 +118,114 @@ def advance_kernel(
 ):
     """Answer visits, then (if ``checkpoint`` is finite) integrate every page up to it.
 
-    Visits are answered in the order given, which must be time order within each page. Each page's
-    timeline is cut at its visits and at the checkpoint; on each piece [a, e) the changes before e are
-    passed once (with a visit at e, the changes at e too: a visit sees a change made at its own time),
-    and the integrals of freshness, age and H(n) over the piece are added to ``acc``. One loop with
-    the piece logic written once: calling a small function with the state arrays would cost
-    reference counting on every piece.
+    ``pages`` (m,) and ``times`` (m,, days): the visits, in time order within each page; ``changed``
+    (m,) receives whether each visit found its page changed. The page state (shape (n_pages,):
+    ``ptr``/``nxt`` the next change, ``n_unseen``/``h_unseen``/``first_unseen`` the changes not yet
+    picked up, ``cursor`` the time integrated to, ``synced``) and ``acc`` (6,) are updated in place.
+    Each page's timeline is cut at its visits and at the checkpoint; on each piece [a, e) the changes
+    before e are passed once (with a visit at e, the changes at e too: a visit sees a change made at
+    its own time), and the integrals of freshness, age and H(n) over the piece are added to ``acc``.
+    ``mode``: MODE_REPLAY takes change times from ``ctimes`` (page i's in ``offsets[i]:offsets[i+1]``,
+    sorted); MODE_POISSON draws them from ``rng`` at rates ``delta``.
     """
-    m = pages.shape[0]
-    n_pages = cursor.shape[0]
-    total = m + (n_pages if checkpoint < np.inf else 0)
-    for k in range(total):
-        if k < m:
+    if mode != MODE_REPLAY:
+        from freshcrawl.environments._poisson_advance import poisson_advance
+
+        poisson_advance(
+            pages, times, checkpoint, died, delta, rng, nxt, n_unseen, h_unseen, first_unseen,
+            cursor, synced, w, acc, changed,
+        )  # fmt: skip
+        return
+    state = (offsets, ctimes, ptr, nxt, n_unseen, h_unseen, first_unseen, cursor, w, acc)
+    if pages.shape[0]:
+        # round r: the r-th visit of every page visited r + 1 times or more (pages distinct in a round)
+        order = np.argsort(pages, kind="stable")
+        sp = pages[order]
+        first = np.ones(sp.shape[0], dtype=bool)
+        first[1:] = sp[1:] != sp[:-1]
+        starts = np.flatnonzero(first)
+        rank = np.arange(sp.shape[0]) - np.repeat(starts, np.diff(np.append(starts, sp.shape[0])))
+        by_rank = order[np.argsort(rank, kind="stable")]
+        bounds = np.searchsorted(rank[np.argsort(rank, kind="stable")], np.arange(rank.max() + 2))
+        for r in range(bounds.shape[0] - 1):
+            k = by_rank[bounds[r] : bounds[r + 1]]
             i = pages[k]
-            e = times[k]
-            inclusive = True
-        else:
-            i = k - m
-            e = checkpoint if checkpoint < died[i] else died[i]
-            inclusive = False
-        a = cursor[i]
-        if e > a or (inclusive and e == a):
-            n = n_unseen[i]
-            h = h_unseen[i]
-            fu = first_unseen[i]
-            harm = h * (e - a)
-            c = nxt[i]
-            while c < e or (inclusive and c == e):
-                n += 1
-                h += 1.0 / n
-                harm += (e - c) / n
-                if n == 1:
-                    fu = c
-                if mode == MODE_REPLAY:
-                    j = ptr[i] + 1
-                    ptr[i] = j
-                    c = ctimes[j] if j < offsets[i + 1] else np.inf
-                else:
-                    c = c + _exponential(rng, 1.0 / delta[i])
-            nxt[i] = c
-            fresh = (e if e < fu else fu) - a
-            if fresh < 0.0:
-                fresh = 0.0
-            age = 0.0
-            if fu < e:
-                x0 = a if a > fu else fu
-                age = (e - x0) * ((e - fu) + (x0 - fu)) * 0.5
-            wi = w[i]
-            acc[_FRESH] += wi * fresh
-            acc[_AGE] += wi * age
-            acc[_HARM] += wi * harm
-            acc[_ALIVE] += wi * (e - a)
-            n_unseen[i] = n
-            h_unseen[i] = h
-            first_unseen[i] = fu
-            cursor[i] = e
-        if inclusive:
+            _pieces(i, times[k], True, *state)
             n = n_unseen[i]
             changed[k] = n > 0
-            acc[_VISITS] += 1.0
-            if synced[i] and n > 0:
-                acc[_CHANGED] += 1.0
+            acc[_VISITS] += k.shape[0]
+            acc[_CHANGED] += np.count_nonzero(synced[i] & (n > 0))
             synced[i] = True
             n_unseen[i] = 0
             h_unseen[i] = 0.0
             first_unseen[i] = np.inf
+    if checkpoint < np.inf:
+        i = np.arange(cursor.shape[0])
+        _pieces(i, np.minimum(checkpoint, died), False, *state)
+
+
+def _pieces(
+    i, e, inclusive, offsets, ctimes, ptr, nxt, n_unseen, h_unseen, first_unseen, cursor, w, acc
+):
+    """Integrate pages ``i`` (distinct) from their cursor to ``e``, passing the changes before ``e``
+    (at ``e`` too when ``inclusive``)."""
+    a = cursor[i]
+    on = (e > a) | (e == a) if inclusive else e > a
+    if not on.all():
+        i, e, a = i[on], e[on], a[on]
+    n0 = n_unseen[i]
+    h = h_unseen[i]
+    fu = first_unseen[i]
+    harm = h * (e - a)
+    c = nxt[i]
+    hit = np.flatnonzero((c < e) | (c == e) if inclusive else c < e)
+    if hit.size:
+        # the changes passed: ptr .. q - 1, q the first change after e (at or after, if not inclusive)
+        ih, eh = i[hit], e[hit]
+        lo = ptr[ih] + 1
+        hi = offsets[ih + 1]
+        while True:
+            go = np.flatnonzero(lo < hi)
+            if not go.size:
+                break
+            mid = (lo[go] + hi[go]) // 2
+            cm = ctimes[mid]
+            right = cm <= eh[go] if inclusive else cm < eh[go]
+            lo[go] = np.where(right, mid + 1, lo[go])
+            hi[go] = np.where(right, hi[go], mid)
+        start = ptr[ih]
+        count = lo - start
+        # each page's sums run in the order of its changes, from its running value (slot 0 of its
+        # stretch), as the sums of one change at a time do
+        seg = np.repeat(np.arange(hit.size), count + 1)
+        j = np.arange(seg.shape[0]) - np.repeat(np.cumsum(count + 1) - (count + 1), count + 1)
+        head = j == 0
+        j = np.maximum(j - 1, 0)
+        ct = ctimes[start[seg] + j]
+        nn = n0[hit][seg] + j + 1.0
+        h[hit] = np.bincount(seg, weights=np.where(head, h[hit][seg], 1.0 / nn), minlength=hit.size)
+        harm[hit] = np.bincount(
+            seg, weights=np.where(head, harm[hit][seg], (eh[seg] - ct) / nn), minlength=hit.size
+        )
+        new_first = hit[n0[hit] == 0]
+        fu[new_first] = c[new_first]
+        n0[hit] += count
+        ptr[ih] = lo
+        c[hit] = np.where(lo < offsets[ih + 1], ctimes[np.minimum(lo, ctimes.shape[0] - 1)], np.inf)
+        nxt[i] = c
+    fresh = np.maximum(np.minimum(e, fu) - a, 0.0)
+    wi = w[i]
+    stale = np.flatnonzero(fu < e)  # age is 0 elsewhere
+    fs, es = fu[stale], e[stale]
+    x0 = np.maximum(a[stale], fs)
+    age = (es - x0) * ((es - fs) + (x0 - fs)) * 0.5
+    # weighted sums by einsum: a BLAS dot product may start threads, which costs milliseconds on a
+    # loaded machine
+    acc[_FRESH] += np.einsum("i,i->", wi, fresh)
+    acc[_AGE] += np.einsum("i,i->", wi[stale], age)
+    acc[_HARM] += np.einsum("i,i->", wi, harm)
+    acc[_ALIVE] += np.einsum("i,i->", wi, e - a)
+    n_unseen[i] = n0
+    h_unseen[i] = h
+    first_unseen[i] = fu
+    cursor[i] = e

@@ -2,9 +2,9 @@
 
 Each class holds the estimates of ``n_pages`` pages (default 1) and learns as river's models do:
 ``learn_one(page, changed, tau, p)`` adds one visit of one page, ``learn_many(pages, changed, tau, p)``
-adds one visit of each listed page (or k visits of each, as a (k, m) array) in one compiled loop, and
+adds one visit of each listed page (or k visits of each, as a (k, m) array) all pages at once, and
 ``predict_one(page)``, ``predict_many(pages)`` and the array ``delta_`` (shape ``(n_pages,)``) read the
-estimates; ``n_visits_`` counts the visits used per page. Both learning methods run the same numba loop,
+estimates; ``n_visits_`` counts the visits used per page. Both learning methods run the same update,
 so a loop of ``learn_one`` equals one ``learn_many``. ``update`` is ``learn_many`` under the name the
 batch callers use. Units: τ in days since the page's previous visit, p in visits per day, Δ̂ in changes
 per day.

@@ -152,7 +152,6 @@ def check_batch(
     tau: ArrayLike | None,
     p: ArrayLike | None,
     n_pages: int,
-    mark: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
     """Convert and check one batch of observations; raise before anything is mutated.
 
@@ -166,8 +165,7 @@ def check_batch(
     ValueError
         A page listed twice (order would matter).
 
-    ``mark`` is a scratch array of shape (n_pages,), all False, used to find duplicates in O(m) when the
-    pages are not sorted.
+    Unsorted pages cost a sort to rule out duplicates.
     """
     pg = np.asarray(pages)
     if pg.ndim != 1:
@@ -192,7 +190,7 @@ def check_batch(
             f"first at {where} ({arr[row, idx].item()!r})"
         )
     if code == K.ERR_UNSORTED:
-        i = K.find_duplicate(pg, np.zeros(n_pages, dtype=np.bool_) if mark is None else mark)
+        i = K.find_duplicate(pg, n_pages)
         if i >= 0:
             raise ValueError(
                 f"pages must be distinct within one update (order would matter); page {pg[i]} "

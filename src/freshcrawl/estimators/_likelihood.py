@@ -3,7 +3,7 @@
 Both solve one monotone equation in Δ on a page's visits (eq. (15) of seed 001 for the MLE; Σ(1 − I_j) =
 Σ e^{−Δτ_j} for moment matching), either on the whole history (exact, O(k) per update) or on interval
 slots (binned, O(n_bins) per update). The classes here hold the history or the slots and call the
-compiled solve of :mod:`freshcrawl.estimators._kernels`; the class attribute ``_use_mm`` picks the
+vectorised solve of :mod:`freshcrawl.estimators._kernels`; the class attribute ``_use_mm`` picks the
 equation. :mod:`~freshcrawl.estimators.mle` and :mod:`~freshcrawl.estimators.moments` define the public
 classes as the two variants of these bases (``_use_mm = False`` / ``True``).
 """
@@ -21,7 +21,7 @@ from freshcrawl.estimators import _kernels as K
 from freshcrawl.estimators._checks import check_half_life
 from freshcrawl.estimators.base import _LazyBase
 
-__all__ = ["_Binned", "_Exact", "_history"]
+__all__ = ["_Binned", "_Exact", "_history", "exact_path", "solve_exact"]
 
 
 def _history(changed: ArrayLike, tau: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
@@ -50,6 +50,21 @@ def _history(changed: ArrayLike, tau: ArrayLike) -> tuple[NDArray[np.bool_], NDA
             f"are not, first at index {i} ({ta[i].item()!r})"
         )
     return np.ascontiguousarray(ch), np.ascontiguousarray(ta)
+
+
+def solve_exact(changed: ArrayLike, tau: ArrayLike, delta0: float, use_mm: bool) -> float:
+    """The exact MLE (or, with ``use_mm``, moment-matching) estimate of one page's whole history;
+    ``delta0`` when it has no visit. Raises InvalidObservation as :func:`_history`."""
+    ch, ta = _history(changed, tau)
+    if ta.size == 0:
+        return float(delta0)
+    return float(K.exact_roots(ch, ta, np.zeros(ta.size, dtype=np.intp), 1, use_mm)[0])
+
+
+def exact_path(changed: ArrayLike, tau: ArrayLike, use_mm: bool) -> NDArray[np.float64]:
+    """The exact MLE (or MM) estimate after each visit 1..k of one page: shape (k,)."""
+    ch, ta = _history(changed, tau)
+    return K.exact_path(ch, ta, use_mm)
 
 
 class _Exact(_LazyBase):
@@ -122,27 +137,29 @@ class _Binned(_LazyBase):
             )
         self._log_width = math.log(self.bin_ratio)
         self.half_life = check_half_life(half_life)
-        self._key = np.zeros((self.n_pages, self.n_bins))
+        self._key = np.full((self.n_pages, self.n_bins), np.nan)  # NaN: a free slot
         self._st = np.zeros((self.n_pages, self.n_bins, 6))
         if self.half_life is not None:
             self._n_eff = np.zeros(self.n_pages)
 
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        # a free slot has a NaN key (saved states may hold any key there)
+        self._key[self._st[:, :, 0] + self._st[:, :, 1] == 0.0] = np.nan
+
     def _apply(self, pg, ch, ta, pr) -> None:
         """k visits of each page in ``pg`` (m,); ``ta`` (k, m) days. O(n_bins) per visit."""
-        if self.half_life is None:
-            K.binned_batch(pg, ch, ta, self.n_visits_, self._key, self._st, self._log_width)
-        else:
-            K.binned_batch_forget(
-                pg,
-                ch,
-                ta,
-                self.n_visits_,
-                self._n_eff,
-                self._key,
-                self._st,
-                self._log_width,
-                math.log(2.0) / self.half_life,
-            )
+        K.binned_batch(
+            pg,
+            ch,
+            ta,
+            self.n_visits_,
+            self._key,
+            self._st,
+            self._log_width,
+            decay_per_day=None if self.half_life is None else math.log(2.0) / self.half_life,
+            n_eff=getattr(self, "_n_eff", None),
+        )
         self._dirty[pg] = True
 
     def _solve(self, dirty: NDArray[np.intp]) -> None:

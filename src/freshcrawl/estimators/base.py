@@ -5,11 +5,11 @@ and learns from visits as river's models do:
 
 - ``learn_one(page, changed, tau=None, p=None)``: one visit of one page (streaming);
 - ``learn_many(pages, changed, tau=None, p=None)``: one visit of each listed page, or k visits of each
-  (row by row, the same as k calls), in one compiled loop (batch). ``pages`` has shape (m,) with
+  (row by row, the same as k calls), all pages of a row at once (batch). ``pages`` has shape (m,) with
   distinct entries; ``changed``, ``tau`` and ``p`` have shape (m,) or (k, m);
 - ``predict_one(page)`` / ``predict_many(pages)`` and the array ``delta_``: the current estimates.
 
-Both learning methods check their input and then run the same numba loop (see ``_kernels``), so they
+Both learning methods check their input and then run the same update (see ``_kernels``), so they
 cannot drift apart. Units: ``tau`` in days since the previous visit of the page, ``p`` in visits per day
 (the rate in force before the visit), estimates in changes per day. Before a page's first visit its
 estimate is the prior ``delta0``.
@@ -82,7 +82,7 @@ class _Base:
 
     ``learn_one`` and ``learn_many`` check their input before anything is mutated, then hand 2-d arrays
     (k, m) to ``_apply(pages, changed, tau, p)``, the one method a subclass writes (it runs the
-    estimator's numba loop). ``_needs_tau`` / ``_needs_p`` say which observations the rule requires (one
+    estimator's update). ``_needs_tau`` / ``_needs_p`` say which observations the rule requires (one
     it does not use is checked when given); with ``_p_from_tau`` a missing ``p`` is 1/tau.
     """
 
@@ -168,9 +168,7 @@ class _Base:
             A page listed twice.
         """
         self._require("learn_many", tau is not None, p is not None)
-        if getattr(self, "_mark", None) is None:
-            self._mark = np.zeros(self.n_pages, dtype=np.bool_)
-        pg, ch, ta, pr = check_batch(pages, changed, tau, p, self.n_pages, self._mark)
+        pg, ch, ta, pr = check_batch(pages, changed, tau, p, self.n_pages)
         if p is None and tau is not None:
             pr = 1.0 / ta
         self._apply(pg, ch, ta, pr)
@@ -198,6 +196,10 @@ class _Base:
             raise IndexError(f"pages must be in [0, {self.n_pages}); got {pg.min()} .. {pg.max()}")
         return pg
 
+    def _read(self, pages: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Current estimates of ``pages`` (int, shape (m,))."""
+        return self.delta_[pages]
+
     def predict_one(self, page: int = 0) -> float:
         """Current estimate of ``page`` (default 0, the page of a one-page estimator), changes per day.
 
@@ -208,7 +210,7 @@ class _Base:
         IndexError
             If ``page`` is outside ``[0, n_pages)``.
         """
-        return float(self.delta_[self._page(page)])
+        return float(self._read(np.array([self._page(page)], dtype=np.intp))[0])
 
     def predict_many(self, pages: ArrayLike) -> NDArray[np.float64]:
         """Current estimates of ``pages`` (int, shape (m,)): float64, shape (m,), changes per day.
@@ -220,24 +222,16 @@ class _Base:
         IndexError
             If a page is outside ``[0, n_pages)``.
         """
-        return self.delta_[self._pages(pages)]
+        return self._read(self._pages(pages))
 
     @property
     def state_nbytes(self) -> int:
-        """Bytes of per-page estimator state (arrays of shape ``(n_pages, ...)``), not counting the
-        1-byte-per-page scratch used to detect duplicate pages in unsorted updates."""
-        return int(
-            sum(
-                v.nbytes
-                for k, v in vars(self).items()
-                if isinstance(v, np.ndarray) and k != "_mark"
-            )
-        )
+        """Bytes of per-page estimator state (arrays of shape ``(n_pages, ...)``)."""
+        return int(sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray)))
 
     def __getstate__(self) -> dict:
-        # the scratch arrays are rebuilt on the next update: no need to pickle them
+        # the scratch arrays of learn_one are rebuilt on the next call: no need to pickle them
         state = dict(vars(self))
-        state.pop("_mark", None)
         state.pop("_one", None)
         return state
 
@@ -262,45 +256,18 @@ class _LazyBase(_Base):
     def _solve(self, dirty_pages: NDArray[np.intp]) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def predict_one(self, page: int = 0) -> float:
-        """Current estimate of ``page``, changes per day; re-solved for this page only if it is stale.
-
-        Raises
-        ------
-        TypeError
-            If ``page`` is not an integer.
-        IndexError
-            If ``page`` is outside ``[0, n_pages)``.
-        """
-        j = self._page(page)
-        if self._dirty[j]:
-            self._solve(np.array([j], dtype=np.intp))
-            self._dirty[j] = False
-        return float(self._delta[j])
-
-    def predict_many(self, pages: ArrayLike) -> NDArray[np.float64]:
-        """Current estimates of ``pages`` (int, shape (m,)), changes per day; only stale ones are re-solved.
-
-        Raises
-        ------
-        TypeError
-            If ``pages`` are not integers.
-        IndexError
-            If a page is outside ``[0, n_pages)``.
-        """
-        pg = self._pages(pages)
-        stale = np.unique(pg[self._dirty[pg]])
+    def _read(self, pages: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Current estimates of ``pages`` (int, shape (m,)); only the stale ones are re-solved."""
+        stale = np.unique(pages[self._dirty[pages]])
         if stale.size:
             self._solve(stale)
             self._dirty[stale] = False
-        return self._delta[pg]
+        return self._delta[pages]
 
     @property
     def delta_(self) -> NDArray[np.float64]:
         """Estimates, shape (n_pages,), changes per day; pages updated since the last read are re-solved."""
-        if self._dirty.any():
-            self._solve(np.flatnonzero(self._dirty))
-            self._dirty[:] = False
+        self._read(np.flatnonzero(self._dirty))
         return self._delta
 
     @delta_.setter

@@ -25,8 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._likelihood import _Binned, _Exact, _history
+from freshcrawl.estimators._likelihood import _Binned, _Exact, exact_path, solve_exact
 
 __all__ = ["MLE", "MLEBinned", "mle_path", "solve_mle"]
 
@@ -64,10 +63,7 @@ def solve_mle(changed: ArrayLike, tau: ArrayLike, *, delta0: float = 1.0) -> flo
     >>> solve_mle([0, 0], [1.0, 2.0]), round(solve_mle([1], [2.0]), 6)
     (0.0, 0.346574)
     """
-    ch, ta = _history(changed, tau)
-    if ta.size == 0:
-        return float(delta0)
-    return float(K.mle_exact(ch, ta))
+    return solve_exact(changed, tau, delta0, use_mm=False)
 
 
 def mle_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
@@ -83,8 +79,7 @@ def mle_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
     >>> mle_path([0, 1], [1.0, 1.0]).round(6).tolist()
     [0.0, 0.693147]
     """
-    ch, ta = _history(changed, tau)
-    return K.mle_exact_path(ch, ta)
+    return exact_path(changed, tau, use_mm=False)
 
 
 class MLE(_Exact):

@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from freshcrawl.estimators import _kernels as K
-from freshcrawl.estimators._likelihood import _Binned, _Exact, _history
+from freshcrawl.estimators._likelihood import _Binned, _Exact, exact_path, solve_exact
 
 __all__ = ["MomentMatching", "MomentMatchingBinned", "mm_path", "solve_mm"]
 
@@ -40,10 +39,7 @@ def solve_mm(changed: ArrayLike, tau: ArrayLike, *, delta0: float = 1.0) -> floa
     >>> round(solve_mm([1, 0], [1.0, 1.0]), 6)      # 2 e^{-Δ} = 1
     0.693147
     """
-    ch, ta = _history(changed, tau)
-    if ta.size == 0:
-        return float(delta0)
-    return float(K.mm_exact(ch, ta))
+    return solve_exact(changed, tau, delta0, use_mm=True)
 
 
 def mm_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
@@ -59,8 +55,7 @@ def mm_path(changed: ArrayLike, tau: ArrayLike) -> NDArray[np.float64]:
     >>> mm_path([0, 1], [1.0, 1.0]).round(6).tolist()
     [0.0, 0.693147]
     """
-    ch, ta = _history(changed, tau)
-    return K.mm_exact_path(ch, ta)
+    return exact_path(changed, tau, use_mm=True)
 
 
 class MomentMatching(_Exact):

@@ -20,7 +20,34 @@ from freshcrawl.estimators.base import _Base
 __all__ = ["SA", "SAInterval"]
 
 
-class SA(_Base):
+class _Stochastic(_Base):
+    """The update shared by SA, SAM and their interval forms: :func:`~freshcrawl.estimators._kernels.sa_batch`.
+
+    Subclasses set ``_interval`` (the residual of the observed interval) and may hold ``half_life``
+    (the step floor) and ``_prev`` with ``beta`` and ``omega`` (the momentum of eq. (3)).
+    """
+
+    _interval = False
+    half_life: float | None = None
+
+    def _apply(self, pages, changed, tau, p) -> None:
+        prev = getattr(self, "_prev", None)
+        K.sa_batch(
+            pages,
+            changed,
+            tau,
+            p,
+            self.n_visits_,
+            self.delta_,
+            self.eta,
+            interval=self._interval,
+            decay_per_day=None if self.half_life is None else math.log(2.0) / self.half_life,
+            prev=prev,
+            momentum=None if prev is None else (self.beta, self.omega),
+        )
+
+
+class SA(_Stochastic):
     """Stochastic-approximation estimate of the change rates Δ of ``n_pages`` pages, eq. (2) of seed 001.
 
     ``p`` is used; ``tau`` is checked when given, not used.
@@ -76,9 +103,6 @@ class SA(_Base):
     def __init__(self, n_pages: int = 1, *, eta: float = 0.75, delta0: float = 1.0) -> None:
         super().__init__(n_pages, delta0=delta0)
         self.eta = check_exponent("eta", eta)
-
-    def _apply(self, pages, changed, tau, p) -> None:
-        K.sa_batch(pages, changed, p, self.n_visits_, self.delta_, self.eta, K.step_table(self.eta))
 
 
 class SAInterval(SA):
@@ -138,6 +162,7 @@ class SAInterval(SA):
 
     _needs_tau = True
     _p_from_tau = True
+    _interval = True
 
     def __init__(
         self,
@@ -149,20 +174,3 @@ class SAInterval(SA):
     ) -> None:
         super().__init__(n_pages, eta=eta, delta0=delta0)
         self.half_life = check_half_life(half_life)
-
-    def _apply(self, pages, changed, tau, p) -> None:
-        etab = K.step_table(self.eta)
-        if self.half_life is None:
-            K.sa_interval_batch(pages, changed, tau, p, self.n_visits_, self.delta_, self.eta, etab)
-        else:
-            K.sa_interval_forget_batch(
-                pages,
-                changed,
-                tau,
-                p,
-                self.n_visits_,
-                self.delta_,
-                self.eta,
-                etab,
-                math.log(2.0) / self.half_life,
-            )

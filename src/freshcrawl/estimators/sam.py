@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from freshcrawl.estimators import _kernels as K
 from freshcrawl.estimators._checks import check_exponent, check_omega
-from freshcrawl.estimators.base import _Base
+from freshcrawl.estimators.sa import _Stochastic
 
 __all__ = ["SAM", "SAMInterval"]
 
 
-class SAM(_Base):
+class SAM(_Stochastic):
     """SA-with-momentum estimate of the change rates of ``n_pages`` pages, eq. (3) and (10) of seed 001.
 
     ``p`` is used; ``tau`` is checked when given, not used.
@@ -87,23 +86,6 @@ class SAM(_Base):
         self.omega = check_omega(omega)
         self._prev = np.full(self.n_pages, self.delta0)
 
-    def _tables(self):
-        return K.step_table(self.eta), K.zeta_table(self.eta, self.beta, self.omega)
-
-    def _apply(self, pages, changed, tau, p) -> None:
-        K.sam_batch(
-            pages,
-            changed,
-            p,
-            self.n_visits_,
-            self.delta_,
-            self._prev,
-            self.eta,
-            self.beta,
-            self.omega,
-            *self._tables(),
-        )
-
 
 class SAMInterval(SAM):
     """Interval-aware SAM estimate of the change rates of ``n_pages`` pages, consistent for any visit process.
@@ -153,18 +135,4 @@ class SAMInterval(SAM):
 
     _needs_tau = True
     _p_from_tau = True
-
-    def _apply(self, pages, changed, tau, p) -> None:
-        K.sam_interval_batch(
-            pages,
-            changed,
-            tau,
-            p,
-            self.n_visits_,
-            self.delta_,
-            self._prev,
-            self.eta,
-            self.beta,
-            self.omega,
-            *self._tables(),
-        )
+    _interval = True

@@ -663,7 +663,7 @@ class Frontier:
 
     def compute_plan(self, job: PlanJob) -> Any:
         """Second step: teach the policy `job`'s observations and plan (the costly part: estimator
-        updates, the allocation, a first call's compile; safe in a worker thread).
+        updates and the allocation; safe in a worker thread).
 
         Touches only the policy and `job`, which neither :meth:`due` nor :meth:`record` uses, so the
         owning thread may keep dispatching and recording meanwhile.

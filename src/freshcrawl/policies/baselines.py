@@ -10,7 +10,6 @@ policy spends the same budget.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from freshcrawl._validation import check_positive
@@ -114,22 +113,18 @@ class UniformPolicy:
         return
 
 
-@njit(cache=True)
 def _update_intervals(
     interval, pages, changed, changed_mul, changed_min, unchanged_mul, i_min, i_max
 ):
-    for k in range(pages.shape[0]):
-        i = pages[k]
+    """Update ``interval`` (n_pages,) in place for visits of ``pages`` in time order (a page may repeat:
+    its visits are applied in their order, one round of distinct pages at a time)."""
+    from freshcrawl.policies.learned import split_rounds
+
+    for sel in split_rounds(pages):
+        i = pages[sel]
         v = interval[i]
-        if changed[k]:
-            v = changed_mul * v + changed_min * i_min
-        else:
-            v = unchanged_mul * v
-        if v < i_min:
-            v = i_min
-        elif v > i_max:
-            v = i_max
-        interval[i] = v
+        v = np.where(changed[sel], changed_mul * v + changed_min * i_min, unchanged_mul * v)
+        interval[i] = np.minimum(np.maximum(v, i_min), i_max)
 
 
 class AdaptiveIntervalPolicy:

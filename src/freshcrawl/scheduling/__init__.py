@@ -8,7 +8,16 @@ each page's phase across rate changes; :func:`visit_periods` is the time between
 rate, which both schedules and the live frontier's due times use.
 """
 
-from freshcrawl.scheduling.edf import EDFSchedule, edf2_choose, edf_schedule
 from freshcrawl.scheduling.periodic import periodic_visits, visit_periods
 
 __all__ = ["edf_schedule", "edf2_choose", "EDFSchedule", "periodic_visits", "visit_periods"]
+
+
+def __getattr__(name: str):
+    # the EDF schedule is compiled with numba: loaded on first use, so that the periodic dispatch
+    # (simulation, live crawl) does not load numba
+    if name in ("EDFSchedule", "edf2_choose", "edf_schedule"):
+        from freshcrawl.scheduling import edf
+
+        return getattr(edf, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

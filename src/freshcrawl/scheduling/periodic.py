@@ -16,7 +16,6 @@ the live frontier's due times after a plan all use it.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 __all__ = ["periodic_visits", "visit_periods"]
@@ -55,32 +54,6 @@ def visit_periods(
     return np.minimum(period, longest)
 
 
-@njit(cache=True)
-def _periodic_fill(rates, period, phase, lo, hi):
-    n = rates.shape[0]
-    counts = np.zeros(n, dtype=np.int64)
-    for i in range(n):
-        mass = rates[i] * (hi[i] - lo[i])
-        if mass > 0.0:
-            c = np.int64(np.ceil(phase[i] + mass)) - 1  # integral reaches 1, 2, ... strictly inside
-            counts[i] = max(0, c)
-    total = counts.sum()
-    pages = np.empty(total, dtype=np.intp)
-    times = np.empty(total, dtype=np.float64)
-    k = 0
-    for i in range(n):
-        mass = rates[i] * (hi[i] - lo[i])
-        if mass > 0.0:
-            u = phase[i]
-            step = period[i]
-            for j in range(1, counts[i] + 1):
-                pages[k] = i
-                times[k] = lo[i] + (j - u) * step
-                k += 1
-            phase[i] = u + mass - counts[i]
-    return pages, times
-
-
 def periodic_visits(
     rates: NDArray[np.float64],
     phase: NDArray[np.float64],
@@ -115,11 +88,14 @@ def periodic_visits(
     >>> phase.tolist()
     [0.5, 1.0]
     """
-    rates = np.ascontiguousarray(rates, dtype=np.float64)
-    return _periodic_fill(
-        rates,
-        visit_periods(rates),
-        phase,
-        np.ascontiguousarray(lo, dtype=np.float64),
-        np.ascontiguousarray(hi, dtype=np.float64),
-    )
+    rates = np.asarray(rates, dtype=np.float64)
+    lo = np.asarray(lo, dtype=np.float64)
+    mass = rates * (np.asarray(hi, dtype=np.float64) - lo)
+    on = np.flatnonzero(mass > 0.0)
+    # the integral reaches 1, 2, ... strictly inside the stretch
+    counts = np.maximum(np.ceil(phase[on] + mass[on]).astype(np.int64) - 1, 0)
+    pages = np.repeat(on, counts)
+    j = np.arange(1, pages.shape[0] + 1) - np.repeat(np.cumsum(counts) - counts, counts)
+    times = lo[pages] + (j - phase[pages]) * visit_periods(rates[pages])
+    phase[on] = phase[on] + mass[on] - counts
+    return pages.astype(np.intp), times

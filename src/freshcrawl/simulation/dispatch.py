@@ -28,7 +28,6 @@ upper one.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from freshcrawl._validation import check_nonnegative, check_positive
@@ -38,30 +37,6 @@ __all__ = ["TokenBucket", "periodic_visits", "poisson_visits"]
 
 #: relative slack for floating-point rounding in the token bucket
 _EPS = 1e-9
-
-
-@njit(cache=True)
-def _poisson_fill(counts, lo, hi, rng):
-    total = counts.sum()
-    pages = np.empty(total, dtype=np.intp)
-    times = np.empty(total, dtype=np.float64)
-    k = 0
-    for i in range(counts.shape[0]):
-        c = counts[i]
-        if c == 0:
-            continue
-        # sorted uniforms on [lo, hi) from normalised exponential spacings
-        acc = 0.0
-        for j in range(c):
-            acc += rng.exponential(1.0)
-            times[k + j] = acc
-        acc += rng.exponential(1.0)
-        length = hi[i] - lo[i]
-        for j in range(c):
-            pages[k + j] = i
-            times[k + j] = lo[i] + length * (times[k + j] / acc)
-        k += c
-    return pages, times
 
 
 def poisson_visits(
@@ -89,31 +64,59 @@ def poisson_visits(
     """
     length = np.maximum(hi - lo, 0.0)
     counts = rng.poisson(rates * length).astype(np.int64)
-    return _poisson_fill(
-        counts,
-        np.ascontiguousarray(lo, dtype=np.float64),
-        np.ascontiguousarray(hi, dtype=np.float64),
-        rng,
-    )
+    on = np.flatnonzero(counts)
+    c = counts[on]
+    # sorted uniforms on [lo, hi) from normalised exponential spacings: page by page, c + 1 draws, summed
+    # in draw order one draw of every page at a time (pages by decreasing count: a prefix is active)
+    draws = rng.exponential(1.0, int(c.sum()) + on.size)
+    first_draw = np.cumsum(c + 1) - (c + 1)
+    first_visit = np.cumsum(c) - c
+    by_count = np.argsort(-c, kind="stable")
+    n_active = np.searchsorted(-c[by_count], -np.arange(c.max() + 1 if c.size else 0), "right")
+    partial = np.empty(int(c.sum()))
+    total = np.empty(on.size)
+    acc = np.zeros(on.size)
+    for j, n_j in enumerate(n_active):
+        act = by_count[:n_j]
+        acc[act] += draws[first_draw[act] + j]
+        more = act[c[act] > j]
+        partial[first_visit[more] + j] = acc[more]
+        last = act[c[act] == j]
+        total[last] = acc[last]
+    pages = np.repeat(on, c)
+    times = lo[pages] + length[pages] * (partial / np.repeat(total, c))
+    return pages.astype(np.intp), times
 
 
-@njit(cache=True)
 def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):
-    """Visits in time order; ``out[k]`` the time visit k is made, NaN if it cannot be before its deadline."""
-    eps = _EPS * (1.0 + capacity)
-    for k in range(times.shape[0]):
-        t = max(times[k], last)  # waits behind a deferred visit
+    """Visits in time order; ``out[k]`` the time visit k is made, NaN if it cannot be before its deadline.
+
+    One visit after the other, in Python floats: each visit's time depends on the tokens the previous
+    ones left, and this order of operations is the one the simulation results were computed with (a
+    rearranged computation moves made times by rounding units, and a visit made at a period's end then
+    falls into the next period). About 0.25 µs a visit; the min/max are written as comparisons, which
+    take half the time of the builtins here. Returns the state (tokens, last).
+    """
+    short = 1.0 - _EPS * (1.0 + capacity)  # fewer tokens than this: wait for the next one
+    made = []
+    put = made.append
+    for a, until in zip(times.tolist(), deadline.tolist(), strict=True):
+        t = a if a > last else last  # noqa: FURB136 - waits behind a deferred visit
         level = tokens + rate * (t - last)
-        level = min(level, capacity)
-        if level < 1.0 - eps:  # wait for the next token
+        if level > capacity:  # noqa: PLR1730
+            level = capacity
+        if level < short:
             t = t + (1.0 - level) / rate
             level = 1.0
-        if t >= deadline[k]:
-            out[k] = np.nan
+        if t >= until:
+            put(np.nan)
             continue
-        tokens = max(level - 1.0, 0.0)
+        tokens = level - 1.0
+        if tokens < 0.0:  # noqa: PLR1730
+            tokens = 0.0
         last = t
-        out[k] = t
+        put(t)
+    out[:] = made
     return tokens, last
 
 

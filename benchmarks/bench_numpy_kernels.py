@@ -216,15 +216,6 @@ def dispatch_cases(rows, old, n, repeat):
     ):  # fmt: skip
         compare(rows, f"dispatch: {label}, one day", lambda *a, m=mod_new, c=call: c(m, *a),
                 lambda *a, m=mod_old, c=call: c(m, *a), setup, repeat)  # fmt: skip
-    asked = np.sort(new_periodic.periodic_visits(rates, rng.random(n), lo, hi)[1])
-    deadline = np.where(rng.random(asked.size) < 0.01, asked + 0.01, 1.0)
-
-    def bucket(mod):
-        b = mod.TokenBucket(capacity=n, rate=float(n) * 0.9, start=0.0)
-        return b.schedule(asked, deadline), np.array([b.tokens_, b.last_])
-
-    compare(rows, "dispatch: token bucket, one day", lambda: bucket(new_dispatch),
-            lambda: bucket(old["dispatch"]), tuple, repeat)  # fmt: skip
 
 
 def replay_cases(rows, old, n, repeat):

@@ -28,6 +28,7 @@ upper one.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from numpy.typing import NDArray
 
 from freshcrawl._validation import check_nonnegative, check_positive
@@ -88,40 +89,33 @@ def poisson_visits(
     return pages.astype(np.intp), times
 
 
-def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):
+@njit(cache=True)
+def _bucket_schedule(times, deadline, tokens, last, capacity, rate, out):  # pragma: no cover - compiled
     """Visits in time order; ``out[k]`` the time visit k is made, NaN if it cannot be before its deadline.
 
-    One visit after the other, in Python floats: each visit's time depends on the tokens the previous
-    ones left, and this order of operations is the one the simulation results were computed with (a
-    rearranged computation moves made times by rounding units, and a visit made at a period's end then
-    falls into the next period). About 0.25 µs a visit; the min/max are written as comparisons, which
-    take half the time of the builtins here. Returns the state (tokens, last).
+    One visit after the other: each visit's time depends on the tokens the previous ones left.
+    Compiled: a loop in Python floats takes about 20 times as long (25 s of a 10^6-page replay), and
+    a vectorised form moves made times by rounding units (a visit made at a period's end then falls
+    into the next period). Returns the state (tokens, last).
     """
-    short = 1.0 - _EPS * (1.0 + capacity)  # fewer tokens than this: wait for the next one
-    made = []
-    put = made.append
-    for a, until in zip(times.tolist(), deadline.tolist(), strict=True):
-        t = a if a > last else last  # noqa: FURB136 - waits behind a deferred visit
-        level = tokens + rate * (t - last)
-        if level > capacity:  # noqa: PLR1730
-            level = capacity
-        if level < short:
+    eps = _EPS * (1.0 + capacity)
+    for k in range(times.shape[0]):
+        t = max(times[k], last)  # waits behind a deferred visit
+        level = min(tokens + rate * (t - last), capacity)
+        if level < 1.0 - eps:  # wait for the next token
             t = t + (1.0 - level) / rate
             level = 1.0
-        if t >= until:
-            put(np.nan)
+        if t >= deadline[k]:
+            out[k] = np.nan
             continue
-        tokens = level - 1.0
-        if tokens < 0.0:  # noqa: PLR1730
-            tokens = 0.0
+        tokens = max(level - 1.0, 0.0)
         last = t
-        put(t)
-    out[:] = made
+        out[k] = t
     return tokens, last
 
 
 @njit(cache=True)
-def _bucket_schedule_first(times, first, deadline, tokens, last, capacity, rate, until, out):
+def _bucket_schedule_first(times, first, deadline, tokens, last, capacity, rate, until, out):  # pragma: no cover - compiled
     """As :func:`_bucket_schedule`, but a waiting visit of ``first`` goes before the others waiting
     (two first-come first-served queues, ``first``'s served first), and no visit is made at or after
     ``until`` (``out`` is inf for those; the bucket's state is then the one at ``until``)."""

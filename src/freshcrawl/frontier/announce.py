@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from freshcrawl.policies.base import AUDIT_SHARE
 from freshcrawl.units import SECONDS_PER_DAY
 
 __all__ = [
@@ -78,8 +79,6 @@ FUTURE_SLACK_S = 600.0
 EDGE_S = 1.0
 #: Seconds a pushing source (REST, gRPC) is given to announce a change a visit found.
 PUSH_GRACE_S = 60.0
-#: Share of a completely observed page's rate spent on periodic audits of its source.
-AUDIT_SHARE = 0.1
 #: Bounds of the change-rate prior a ``changefreq`` gives, changes per day.
 CHANGEFREQ_MIN, CHANGEFREQ_MAX = 1.0 / 3650, 24.0 * 60
 

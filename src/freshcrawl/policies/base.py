@@ -35,15 +35,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
-    "PolicyContext",
+    "AUDIT_SHARE",
     "Observations",
-    "RatePlan",
-    "VisitPlan",
     "Plan",
     "Policy",
+    "PolicyContext",
     "PolicyOptions",
+    "RatePlan",
+    "VisitPlan",
     "check_same_pages",
 ]
+
+#: Share of a completely observed page's rate spent on periodic audits of the source announcing its
+#: changes (the rest follows announced changes); the live frontier and the replay use the same share.
+AUDIT_SHARE = 0.1
 
 
 @dataclass(frozen=True, slots=True)

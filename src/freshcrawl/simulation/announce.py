@@ -11,7 +11,7 @@ The policy plans as the live crawl does (:mod:`freshcrawl.frontier.announce`), t
 announcing page is taken at its word): at each plan an announcing page is completely observed; the
 allocation's rate p_i <= Δ_i is spent following a share ρ_i = min(1, p_i/Δ_i) of its announced
 changes (each drawn; an announced change older than the page's copy or than the last one drawn for
-is not), plus periodic audits at :data:`~freshcrawl.frontier.announce.AUDIT_SHARE` p_i whose total
+is not), plus periodic audits at :data:`~freshcrawl.policies.base.AUDIT_SHARE` p_i whose total
 the next plan's budget leaves out. A visit made for an announcement is no sample of the page's
 change process (it finds the change by construction): it refreshes the copy and counts as a visit,
 but is not taught to the policy. Δ_i is the Gamma-Poisson posterior mean of the page's announcements
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from freshcrawl.frontier.announce import AUDIT_SHARE
+from freshcrawl.policies.base import AUDIT_SHARE
 
 __all__ = ["AUDIT_SHARE", "AnnouncedChanges", "Announcements"]
 

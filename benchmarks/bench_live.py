@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from _pg import pg_database  # benchmarks/_pg.py, beside this script
+from _testweb import test_web  # benchmarks/_testweb.py, beside this script
 
 
 def bench_fetch(kind: str, seconds: float, n_pages: int, n_hosts: int) -> dict:
@@ -38,40 +39,28 @@ def bench_fetch(kind: str, seconds: float, n_pages: int, n_hosts: int) -> dict:
     from freshcrawl.store import open_store
 
     tmp = Path(tempfile.mkdtemp(prefix="freshcrawl-bench-"))
-    urls_file = tmp / "urls.txt"
-    web = subprocess.Popen(
-        [sys.executable, "-m", "freshcrawl", "test-web", "--pages", str(n_pages), "--hosts", str(n_hosts),
-         "--rates", "0.01:1", "--urls-out", str(urls_file), "--for", f"{seconds + 60:.0f}s"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
     drop = None
-    try:
-        for _ in range(300):
-            if urls_file.exists() and urls_file.stat().st_size > 0:
-                break
-            time.sleep(0.1)
-        time.sleep(0.5)
-        db, drop = (str(tmp / "crawl.db"), None) if kind == "sqlite" else pg_database()
-        store = open_store(db)
-        store.add_pages(parse_url_list(urls_file.read_text().splitlines()), now=time.time())
-        settings = CrawlSettings(budget=1e9, min_delay_s=0.0, replan_every_s=10.0)
-        frontier = Frontier(store, settings)
+    with test_web(tmp, n_pages, n_hosts, seconds + 60) as urls:
+        try:
+            db, drop = (str(tmp / "crawl.db"), None) if kind == "sqlite" else pg_database()
+            store = open_store(db)
+            store.add_pages(parse_url_list(urls), now=time.time())
+            settings = CrawlSettings(budget=1e9, min_delay_s=0.0, replan_every_s=10.0)
+            frontier = Frontier(store, settings)
 
-        async def run():
-            async with Fetcher(read_timeout_s=10.0) as fetcher:
-                return await crawl(frontier, fetcher, duration_s=seconds, max_in_flight=128)
+            async def run():
+                async with Fetcher(read_timeout_s=10.0) as fetcher:
+                    return await crawl(frontier, fetcher, duration_s=seconds, max_in_flight=128)
 
-        stats = asyncio.run(run())
-        counts = store.counts()["observations"]
-        store.close()
-        return {"benchmark": "fetch", "db": kind, "pages": n_pages, "hosts": n_hosts, "seconds": stats.elapsed_s,
-                "visits": stats.visits, "visits_per_s": stats.visits / stats.elapsed_s, "replans": stats.replans,
-                "robots": stats.robots, "committed": sum(counts.values())}
-    finally:
-        web.terminate()
-        web.wait(timeout=30)
-        if drop is not None:
-            drop()
+            stats = asyncio.run(run())
+            counts = store.counts()["observations"]
+            store.close()
+            return {"benchmark": "fetch", "db": kind, "pages": n_pages, "hosts": n_hosts, "seconds": stats.elapsed_s,
+                    "visits": stats.visits, "visits_per_s": stats.visits / stats.elapsed_s, "replans": stats.replans,
+                    "robots": stats.robots, "committed": sum(counts.values())}
+        finally:
+            if drop is not None:
+                drop()
 
 
 _BUILD = """

@@ -7,11 +7,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from freshcrawl.testing import TestWeb
 
 
 def crawl_cli(*args: str) -> list[str]:
@@ -19,17 +21,37 @@ def crawl_cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "freshcrawl", "crawl", *args]
 
 
-def add_urls(db: str, urls: Sequence[str], urls_file: Path) -> None:
-    """``freshcrawl crawl add`` of ``urls`` (written to ``urls_file``) to the crawl database ``db``."""
+def add_urls(db: str, urls: Sequence[str], urls_file: Path, *extra: str) -> None:
+    """``freshcrawl crawl add [EXTRA]`` of ``urls`` (written to ``urls_file``) to the crawl database
+    ``db``."""
     urls_file.write_text("\n".join(urls) + "\n")
     added = subprocess.run(
-        crawl_cli("add", "--db", db, str(urls_file)),
+        crawl_cli("add", "--db", db, str(urls_file), *extra),
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert added.returncode == 0, added.stderr
+
+
+def start_and_add(
+    webs: Mapping[str, TestWeb], folder: Path, extra: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, str]:
+    """Start every test web, then ``crawl add`` each one's URLs (with its ``extra`` options) to
+    ``folder/NAME.db``; returns the databases by name.
+
+    The webs start together, so that their pages, which change at the same times from each web's
+    start, change at the same times relative to crawls that also start together: per-page
+    differences between the crawls are then paired.
+    """
+    for web in webs.values():
+        web.start()
+    dbs = {}
+    for name, web in webs.items():
+        dbs[name] = str(folder / f"{name}.db")
+        add_urls(dbs[name], web.urls(), folder / f"{name}.txt", *(extra or {}).get(name, ()))
+    return dbs
 
 
 def free_port() -> int:

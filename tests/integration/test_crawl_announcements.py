@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from freshcrawl.cli import main
 from freshcrawl.testing import HostSpec, PageSpec, TestWeb
 
-from ..live_crawl import run_side_by_side
+from ..live_crawl import run_side_by_side, start_and_add
 
 pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
 
@@ -50,18 +50,7 @@ def _web() -> TestWeb:
 def test_honest_sitemaps_keep_pages_fresher_and_lying_ones_are_demoted(tmp_path):
     webs = {name: _web() for name in ("sitemaps", "plain")}
     try:
-        # both webs start together, so that their pages change at the same times relative to the
-        # crawls, which also start together: the per-page difference is then a paired one
-        for web in webs.values():
-            web.start()
-        for name, web in webs.items():
-            urls = tmp_path / "urls.txt"
-            urls.write_text("\n".join(web.urls()) + "\n")
-            extra = ["--sitemap", "auto"] if name == "sitemaps" else []
-            added = CliRunner().invoke(
-                main, ["crawl", "add", "--db", str(tmp_path / f"{name}.db"), str(urls), *extra]
-            )
-            assert added.exit_code == 0, added.output
+        start_and_add(webs, tmp_path, {"sitemaps": ["--sitemap", "auto"]})
         # both crawls at once, each in its own process
         run_side_by_side(
             {

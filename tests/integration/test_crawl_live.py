@@ -23,7 +23,7 @@ from freshcrawl.store import open_store
 from freshcrawl.testing import FAULT_KINDS, Fault, HostSpec, PageSpec, TestWeb, make_pages
 from freshcrawl.units import SECONDS_PER_DAY
 
-from ..live_crawl import add_urls, run_side_by_side
+from ..live_crawl import run_side_by_side, start_and_add
 
 pytestmark = pytest.mark.realtime  # graded on the wall clock: run alone (scripts/test.sh)
 
@@ -51,9 +51,7 @@ def test_learned_keeps_pages_fresher_than_uniform_and_close_to_the_oracle(tmp_pa
     delta = np.array([p.rate for p in specs])  # changes per second
     webs = {policy: TestWeb(specs, hosts=N_HOSTS, seed=5) for policy in ("learned", "uniform")}
     try:
-        for policy, web in webs.items():
-            web.start()
-            add_urls(str(tmp_path / f"{policy}.db"), web.urls(), tmp_path / f"{policy}.txt")
+        start_and_add(webs, tmp_path)
         spawned = time.time()
         # both crawls at once, each in its own process
         run_side_by_side(
